@@ -1,0 +1,92 @@
+// The MODEL.md transformer, written once against the Device interface: parameters (one flat
+// f32 buffer with a named view per MODEL.md section 6 tensor), forward, loss, manual backward.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moetrain/config.h"
+#include "moetrain/device.h"
+
+namespace moetrain {
+
+// One named parameter tensor (MODEL.md section 6 name and shape) inside the flat buffer.
+struct ParamInfo {
+    std::string name;
+    Shape shape;
+    int64_t offset = 0;  // in elements, in the flat parameter / gradient / moment buffers
+    bool decay = false;  // rank >= 2 (MODEL.md 4)
+    int64_t numel() const { return shape.numel(); }
+};
+
+// Loss terms of one forward pass (means over the micro-batch, MODEL.md 3).
+struct LossStats {
+    double ce = 0, aux = 0, z = 0, loss = 0;
+    int64_t tokens = 0;  // targets that counted (target != -1)
+};
+
+// Per MoE layer: how many (token, slot) rows each expert received in the last forward.
+struct ExpertLoad {
+    int layer = 0;
+    std::vector<int32_t> counts;
+};
+
+class ModelImpl;
+
+class Model {
+public:
+    Model(Device& device, const ModelConfig& config);
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    const ModelConfig& config() const;
+    Device& device() const;
+
+    // ---- parameters ----
+    const std::vector<ParamInfo>& params() const;  // every tensor of MODEL.md 6, once
+    const ParamInfo& param(const std::string& name) const;  // throws naming the name
+    int64_t num_params() const;                              // total elements
+    Tensor params_flat() const;                              // [num_params] f32
+    Tensor grads_flat() const;                               // [num_params] f32
+    // Host-side seeded init (identical on every backend): N(0, 0.02) for weights and
+    // embeddings, output projections (wo, w_down) N(0, 0.02/sqrt(2L)), gains 1, biases 0.
+    void init_weights(uint64_t seed);
+    std::vector<float> get_param(const std::string& name) const;  // download one tensor
+    void set_param(const std::string& name, const std::vector<float>& values);  // upload one
+    std::vector<float> get_flat(const Tensor& flat) const;  // download a whole flat buffer
+    void set_flat(const Tensor& flat, const std::vector<float>& values);
+
+    // ---- training ----
+    void zero_grads();
+    // Forward + loss + backward for one micro-batch; gradients are ADDED to grads_flat()
+    // scaled by grad_scale (1/A for accumulation over A micro-batches). x, y are [B*T] host
+    // token ids (y = -1 ignored). Throws naming the bad token on ids outside [0, V).
+    LossStats forward_backward(const int32_t* x, const int32_t* y, int B, int T,
+                               float grad_scale = 1.0f);
+    // Forward + loss only (evaluation).
+    LossStats forward_loss(const int32_t* x, const int32_t* y, int B, int T);
+    // Logits of the last forward pass of forward_logits(): [B*T, V] downloaded to the host.
+    std::vector<float> forward_logits(const int32_t* x, int B, int T);
+    // Expert loads of the last forward (empty for dense models).
+    const std::vector<ExpertLoad>& expert_load() const;
+
+    ModelImpl& impl() { return *impl_; }
+
+private:
+    std::unique_ptr<ModelImpl> impl_;
+};
+
+// Analytic model FLOPs per token for training (6 x active matmul params + attention terms)
+// and the parameter counts, for bench and logs.
+struct ModelCost {
+    int64_t total_params = 0;
+    int64_t active_matmul_params = 0;  // per token, counting top-k experts only
+    double train_flops_per_token(int T) const;
+    int64_t n_layers = 0, d_attn = 0;  // for the attention term 12 * L * T * H * h
+};
+ModelCost model_cost(const ModelConfig& c);
+
+}  // namespace moetrain

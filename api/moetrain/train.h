@@ -1,0 +1,57 @@
+// Training (MODEL.md section 4): AdamW / SGD, warmup + cosine schedule, global-norm clipping,
+// gradient accumulation. The optimizer state lives on the model's device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moetrain/model.h"
+
+namespace moetrain {
+
+enum class OptimizerKind { adamw, sgd };
+
+struct TrainOptions {
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    double lr = 3e-4;
+    double min_lr = -1;  // < 0 = lr / 10
+    int64_t warmup = 0;
+    int64_t total_steps = 1;  // S of the schedule
+    double wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    double clip = 1.0;  // <= 0 disables clipping
+    int accum = 1;      // micro-batches per optimizer step
+};
+
+// lr for the optimizer step with 0-based index i (MODEL.md 4, nanoGPT convention).
+double lr_at(const TrainOptions& o, int64_t i);
+
+struct StepStats {
+    int64_t step = 0;  // optimizer steps completed after this one (from 1)
+    LossStats loss;    // means over the A micro-batches
+    double lr = 0;
+    double grad_norm = 0;  // global norm before clipping
+};
+
+class Trainer {
+public:
+    Trainer(Model& model, const TrainOptions& opts);
+    // One optimizer step over `accum` micro-batches; xs/ys hold accum * B * T ids each.
+    StepStats step(const int32_t* xs, const int32_t* ys, int B, int T);
+    int64_t steps_done() const { return step_; }
+    void set_steps_done(int64_t s) { step_ = s; }
+    const TrainOptions& options() const { return opts_; }
+    Model& model() { return model_; }
+    // Optimizer moments (AdamW m, v; empty tensors for SGD), flat like Model::params_flat().
+    Tensor moment1() const { return m_; }
+    Tensor moment2() const { return v_; }
+
+private:
+    Model& model_;
+    TrainOptions opts_;
+    int64_t step_ = 0;
+    Tensor m_, v_;
+    Tensor stats_;  // small device buffer: grad norm^2 etc.
+};
+
+}  // namespace moetrain
