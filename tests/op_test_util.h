@@ -1,0 +1,232 @@
+// Helpers for testing Device ops against the float64 reference (tests/reference_ops.h):
+// every usable device of every backend, seeded random host data, host <-> device transfer of
+// double / int32 vectors, and a tolerance check that reports the worst element.
+//
+// Typical use:
+//   for (auto& d : test_devices()) {
+//       SUBCASE(d.id.c_str()) { ... }      // or CAPTURE(d.id)
+//       Rng rng(1);
+//       auto x = rng.normal(n);                       // f32-representable doubles
+//       Tensor tx = to_device(*d.dev, x);
+//       d.dev->act_fwd(Act::gelu, ty, tx, n);
+//       ref::act_fwd(Act::gelu, want, x, n);
+//       check_close(from_device(*d.dev, ty), want, Tol{}, "gelu");
+//   }
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "moetrain/backend.h"
+#include "moetrain/device.h"
+
+namespace moetrain::test {
+
+// ---- devices ----------------------------------------------------------------------------
+
+struct DeviceUnderTest {
+    std::string id;               // "cpu:0", "opencl:0", ...
+    std::shared_ptr<Device> dev;  // opened once per test process
+};
+
+// Every available device of every backend the registry knows (cpu always; opencl / cuda when
+// their modules are built and usable). The devices are opened once and shared by all tests;
+// which backends / devices were skipped, and why, is printed once (doctest MESSAGE).
+// MOETRAIN_TEST_DEVICES="cpu,opencl" (backend names) restricts the list.
+inline std::vector<DeviceUnderTest> test_devices() {
+    struct State {
+        std::vector<DeviceUnderTest> devices;
+        std::vector<std::string> skipped;
+        bool printed = false;
+    };
+    static State* state = [] {
+        auto* s = new State;
+        const char* only = std::getenv("MOETRAIN_TEST_DEVICES");
+        auto wanted = [&](const std::string& name) {
+            if (!only) return true;
+            std::string list = std::string(",") + only + ",";
+            return list.find("," + name + ",") != std::string::npos;
+        };
+        for (const auto& b : list_backends()) {
+            if (!wanted(b.name)) {
+                s->skipped.push_back(b.name + ": excluded by MOETRAIN_TEST_DEVICES");
+                continue;
+            }
+            if (!b.loaded || !b.reason.empty()) {
+                s->skipped.push_back(b.name + ": " + (b.reason.empty() ? "not loaded" : b.reason));
+                continue;
+            }
+            for (size_t i = 0; i < b.devices.size(); ++i) {
+                const auto& info = b.devices[i];
+                std::string id = b.name + ":" + std::to_string(i);
+                if (!info.available) {
+                    s->skipped.push_back(id + ": " + info.reason);
+                    continue;
+                }
+                try {
+                    s->devices.push_back({id, std::shared_ptr<Device>(open_device(id))});
+                } catch (const std::exception& e) {
+                    s->skipped.push_back(id + ": open failed: " + e.what());
+                }
+            }
+        }
+        return s;
+    }();
+    if (!state->printed) {
+        state->printed = true;
+        std::string tested;
+        for (auto& d : state->devices) tested += (tested.empty() ? "" : ", ") + d.id;
+        MESSAGE("op tests run on: " << tested);
+        for (auto& why : state->skipped) MESSAGE("op tests skip " << why);
+    }
+    return state->devices;
+}
+
+// ---- random data --------------------------------------------------------------------------
+
+// Seeded generator; every value it returns is exactly representable in f32, so the device
+// (f32) and the reference (f64) see the same inputs.
+class Rng {
+public:
+    explicit Rng(uint64_t seed) : gen_(seed) {}
+    std::vector<double> uniform(int64_t n, double lo = -1.0, double hi = 1.0) {
+        std::uniform_real_distribution<double> dist(lo, hi);
+        std::vector<double> v(static_cast<size_t>(n));
+        for (auto& x : v) x = static_cast<float>(dist(gen_));
+        return v;
+    }
+    std::vector<double> normal(int64_t n, double stddev = 1.0) {
+        std::normal_distribution<double> dist(0.0, stddev);
+        std::vector<double> v(static_cast<size_t>(n));
+        for (auto& x : v) x = static_cast<float>(dist(gen_));
+        return v;
+    }
+    // Values on the grid {lo, lo + step, ...} (exact ties are likely when the grid is coarse).
+    std::vector<double> grid(int64_t n, int lo, int hi, double step) {
+        std::uniform_int_distribution<int> dist(lo, hi);
+        std::vector<double> v(static_cast<size_t>(n));
+        for (auto& x : v) x = static_cast<float>(dist(gen_) * step);
+        return v;
+    }
+    std::vector<int32_t> ints(int64_t n, int32_t lo, int32_t hi) {  // inclusive range
+        std::uniform_int_distribution<int32_t> dist(lo, hi);
+        std::vector<int32_t> v(static_cast<size_t>(n));
+        for (auto& x : v) x = dist(gen_);
+        return v;
+    }
+    int32_t integer(int32_t lo, int32_t hi) { return ints(1, lo, hi)[0]; }
+
+private:
+    std::mt19937_64 gen_;
+};
+
+// Sizes that catch tail-handling bugs: 1, primes, one off a power of two, a vector width +1.
+inline const std::vector<int64_t>& awkward_sizes() {
+    static const std::vector<int64_t> s = {1, 3, 7, 17, 31, 33, 63, 65, 127, 257, 1023, 4099};
+    return s;
+}
+
+// ---- host <-> device ------------------------------------------------------------------------
+
+// A device tensor of max(n, 1) elements holding `host` (f32 / i32); an empty host vector gives
+// one zero element, so ops can be called with n = 0.
+inline Tensor to_device(Device& dev, const std::vector<double>& host) {
+    std::vector<float> f(host.begin(), host.end());
+    Tensor t = dev.alloc(DType::f32, Shape{static_cast<int64_t>(std::max<size_t>(host.size(), 1))});
+    if (!host.empty()) dev.upload(t, f.data());
+    return t;
+}
+inline Tensor to_device(Device& dev, const std::vector<int32_t>& host) {
+    Tensor t = dev.alloc(DType::i32, Shape{static_cast<int64_t>(std::max<size_t>(host.size(), 1))});
+    if (!host.empty()) dev.upload(t, host.data());
+    return t;
+}
+// A zero-filled f32 / i32 device tensor of n elements.
+inline Tensor zeros(Device& dev, int64_t n, DType dtype = DType::f32) {
+    return dev.alloc(dtype, Shape{std::max<int64_t>(n, 1)});
+}
+inline std::vector<double> from_device(Device& dev, const Tensor& t) {
+    MT_CHECK(t.dtype == DType::f32, "from_device(double) downloads f32 only");
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    dev.download(f.data(), t);
+    return {f.begin(), f.end()};
+}
+inline std::vector<int32_t> from_device_i32(Device& dev, const Tensor& t) {
+    MT_CHECK(t.dtype == DType::i32, "from_device_i32 downloads i32 only");
+    std::vector<int32_t> v(static_cast<size_t>(t.numel()));
+    dev.download(v.data(), t);
+    return v;
+}
+
+// ---- comparison ---------------------------------------------------------------------------
+
+// |got - want| <= abs + rel * |want| for every element.
+struct Tol {
+    double rel = 1e-4;
+    double abs = 1e-5;
+};
+
+struct CloseReport {
+    bool ok = true;
+    size_t worst = 0;      // index of the element with the largest err / allowed
+    double got = 0, want = 0;
+    double ratio = 0;      // err / allowed at the worst element (<= 1 passes)
+    std::string str() const {
+        std::ostringstream os;
+        os.precision(9);
+        os << "worst index " << worst << ": got " << got << " want " << want << " (error "
+           << ratio << "x the tolerance)";
+        return os.str();
+    }
+};
+
+inline CloseReport compare(const std::vector<double>& got, const std::vector<double>& want,
+                           Tol tol = {}) {
+    CloseReport r;
+    size_t n = std::min(got.size(), want.size());
+    for (size_t i = 0; i < n; ++i) {
+        double allowed = tol.abs + tol.rel * std::fabs(want[i]);
+        double err = std::fabs(got[i] - want[i]);
+        double ratio = std::isnan(err) ? INFINITY : err / allowed;
+        if (ratio > r.ratio || i == 0) {
+            r.ratio = ratio;
+            r.worst = i;
+            r.got = got[i];
+            r.want = want[i];
+        }
+    }
+    r.ok = r.ratio <= 1.0 && got.size() >= want.size();
+    return r;
+}
+
+// CHECKs that got[0..want.size()) matches want within tol; names the worst element.
+inline void check_close(const std::vector<double>& got, const std::vector<double>& want,
+                        Tol tol, const std::string& what) {
+    REQUIRE(got.size() >= want.size());
+    CloseReport r = compare(got, want, tol);
+    INFO(what << ": " << r.str());
+    CHECK(r.ok);
+}
+
+inline void check_equal(const std::vector<int32_t>& got, const std::vector<int32_t>& want,
+                        const std::string& what) {
+    REQUIRE(got.size() >= want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != want[i]) {
+            INFO(what << ": first mismatch at index " << i << ": got " << got[i] << " want "
+                      << want[i]);
+            CHECK(got[i] == want[i]);
+            return;
+        }
+}
+
+}  // namespace moetrain::test

@@ -1,0 +1,111 @@
+// Float64 reference implementation of every op of api/moetrain/device.h, written for clarity:
+// plain loops over host vectors, no tiling, no fused tricks. Same argument meaning as the
+// Device op (sizes passed explicitly, row-major, "accumulate" = +=, empty vector = empty
+// tensor). Backend tests compare device results with these; the backward ops are themselves
+// checked against central finite differences of the forward ops (tests/test_ops_reference.cpp).
+// Per-element definitions follow MODEL.md; where MODEL.md fixes a float32 computation (the
+// RoPE angle, the Philox uniform) the reference uses the shared float32 formula for it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moetrain/device.h"
+
+namespace moetrain::ref {
+
+using Vec = std::vector<double>;
+using IVec = std::vector<int32_t>;
+
+// ---- memory ----
+// The value an f32 becomes after a round trip through `dtype` (f32: itself; bf16/f16: rounded
+// to nearest even; i32: truncated toward zero as a C cast; u8: as a C cast of the integer).
+double round_to(double v, DType dtype);
+
+// ---- dense algebra ----
+struct Gemm {
+    Trans ta = Trans::N, tb = Trans::N;
+    int64_t m = 0, n = 0, k = 0;
+    double alpha = 1, beta = 0;
+    int64_t lda = 0, ldb = 0, ldc = 0;
+    int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c);
+void add(Vec& out, const Vec& a, const Vec& b, int64_t n);
+void axpby(Vec& y, double alpha, const Vec& x, double beta, int64_t n);
+void add_bias(Vec& y, const Vec& bias, int64_t rows, int64_t cols);
+void bias_grad(Vec& dbias, const Vec& dy, int64_t rows, int64_t cols);
+
+// ---- embedding ----
+void embedding_fwd(Vec& out, const Vec& table, const IVec& ids, int64_t n, int64_t dim,
+                   bool accumulate);
+void embedding_bwd(Vec& dtable, const Vec& dout, const IVec& ids, int64_t n, int64_t dim);
+
+// ---- normalisation ----
+void rmsnorm_fwd(Vec& y, Vec& rstd, const Vec& x, const Vec& g, int64_t rows, int64_t dim,
+                 double eps);
+void rmsnorm_bwd(Vec& dx, Vec& dg, const Vec& dy, const Vec& x, const Vec& g, const Vec& rstd,
+                 int64_t rows, int64_t dim, bool accumulate_dx);
+void layernorm_fwd(Vec& y, Vec& mean, Vec& rstd, const Vec& x, const Vec& g, const Vec& b,
+                   int64_t rows, int64_t dim, double eps);
+void layernorm_bwd(Vec& dx, Vec& dg, Vec& db, const Vec& dy, const Vec& x, const Vec& g,
+                   const Vec& mean, const Vec& rstd, int64_t rows, int64_t dim,
+                   bool accumulate_dx);
+
+// ---- positions ----
+void rope(Vec& x, int64_t B, int64_t T, int64_t nh, int64_t hd, double theta, int64_t pos0,
+          bool inverse);
+
+// ---- attention (naive: the full score matrix, in double) ----
+void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v,
+                   const AttnDims& d, double scale);
+void attention_bwd(Vec& dq, Vec& dk, Vec& dv, const Vec& dout, const Vec& q, const Vec& k,
+                   const Vec& v, const AttnDims& d, double scale);
+
+// ---- activations ----
+double act(Act a, double z);
+double act_grad(Act a, double z);
+void act_fwd(Act a, Vec& y, const Vec& x, int64_t n);
+void act_bwd(Act a, Vec& dx, const Vec& dy, const Vec& x, int64_t n);
+void swiglu_fwd(Vec& h, const Vec& gate, const Vec& up, int64_t n);
+void swiglu_bwd(Vec& dgate, Vec& dup, const Vec& dh, const Vec& gate, const Vec& up, int64_t n);
+void softmax(Vec& y, const Vec& x, int64_t rows, int64_t cols);
+
+// ---- MoE routing ----
+void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits, int64_t N,
+                int64_t E, int64_t k, bool norm_topk);
+void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& lse,
+                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N,
+                int64_t E, int64_t k, bool norm_topk, double aux_alpha, double z_alpha,
+                double scale);
+void router_aux_loss(Vec& out, const Vec& probs, const Vec& lse, const IVec& counts, int64_t N,
+                     int64_t E, int64_t k, double aux_alpha, double z_alpha);
+void hash_route(IVec& topk_idx, const IVec& ids, int64_t N, int64_t layer, int64_t E);
+void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
+              int64_t k, int64_t E);
+void gather_rows(Vec& dst, const Vec& src, const IVec& index, int64_t R, int64_t dim);
+void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, int64_t N,
+                 int64_t k, int64_t dim, bool accumulate);
+void moe_combine_bwd(Vec& drows, Vec& dw, const Vec& dy, const Vec& rows, const IVec& slot_row,
+                     const Vec& w, int64_t N, int64_t k, int64_t dim);
+
+// ---- loss ----
+// grad (when grad_scale != 0) receives what the device writes over the logits.
+void cross_entropy(Vec& losses, Vec& grad, const Vec& logits, const IVec& targets, int64_t N,
+                   int64_t V, double grad_scale);
+
+// ---- reductions ----
+void sum(Vec& out, const Vec& x, int64_t n, double scale, bool accumulate);
+void sum_squares(Vec& out, const Vec& x, int64_t n, bool accumulate);
+
+// ---- optimizers ----
+double clip_coef(double gnorm_sq, double grad_scale, double clip);
+void adamw(Vec& p, const Vec& g, Vec& m, Vec& v, int64_t n, const AdamWArgs& a, double gnorm_sq,
+           double clip, double grad_scale);
+void sgd(Vec& p, const Vec& g, int64_t n, double lr, double gnorm_sq, double clip,
+         double grad_scale);
+
+// ---- sampling ----
+void sample(IVec& out_ids, const Vec& logits, int64_t B, int64_t V, const SampleArgs& s);
+
+}  // namespace moetrain::ref
