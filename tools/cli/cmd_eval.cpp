@@ -1,0 +1,65 @@
+// `moetrain eval`: mean loss of a checkpoint over the first N windows of a split; the last
+// stdout line is JSON {"ce","aux","z","loss","tokens"}.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/data.h"
+#include "train_support.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct EvalArgs {
+    DeviceChoice dev;
+    std::string checkpoint, data, split = "val", tokenizer = "bytes";
+    int batch = 0, seq = 0, batches = 10;
+};
+
+void run_eval(const EvalArgs& a) {
+    MT_CHECK(a.split == "train" || a.split == "val", "--split must be train or val, not '",
+             a.split, "'");
+    std::string dir = resolve_checkpoint(a.checkpoint);
+    CheckpointInfo info = read_checkpoint_info(dir);
+    const ModelConfig& cfg = info.config;
+    MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
+             cfg.max_seq_len);
+    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    auto device = a.dev.open();
+    Model model(*device, cfg);
+    load_weights(dir, model);
+    const auto& tokens = a.split == "train" ? data.train : data.val;
+    BatchLoader probe(tokens, a.batch, a.seq, a.split);  // validates the split is long enough
+    Evaluator ev(model, tokens, a.batch, a.seq, a.batches);
+    LossStats s = ev.run();
+    std::printf("eval %s on %s split: %d batches of %dx%d, ce %.4f, loss %.4f\n", dir.c_str(),
+                a.split.c_str(), a.batches, a.batch, a.seq, s.ce, s.loss);
+    nlohmann::json j{{"ce", s.ce}, {"aux", s.aux}, {"z", s.z}, {"loss", s.loss},
+                     {"tokens", s.tokens}};
+    std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<EvalArgs>();
+    auto* cmd = app.add_subcommand("eval", "evaluate a checkpoint; last line is JSON");
+    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
+        ->required();
+    cmd->add_option("--data", a->data, "text file")->required();
+    cmd->add_option("--split", a->split, "train | val")->capture_default_str();
+    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    a->dev.add_options(cmd);
+    cmd->callback([a, &exit_code] {
+        run_eval(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli

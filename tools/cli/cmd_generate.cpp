@@ -1,0 +1,84 @@
+// `moetrain generate`: sample text from a checkpoint with the KV cache; sampling runs on the
+// device. Text streams to stdout; --json adds a last line {"tokens":[...],"text":"..."}.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/generate.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct GenerateArgs {
+    DeviceChoice dev;
+    std::string checkpoint, prompt;
+    int max_new = 0;
+    double temperature = 1.0, top_p = 1.0;
+    int top_k = 0;
+    uint64_t seed = 1337;
+    bool json = false;
+};
+
+void run_generate(const GenerateArgs& a) {
+    std::string dir = resolve_checkpoint(a.checkpoint);
+    CheckpointInfo info = read_checkpoint_info(dir);
+    MT_CHECK(info.config.vocab_size >= 256, "this checkpoint's vocab_size ",
+             info.config.vocab_size, " is too small for the bytes tokenizer (needs >= 256)");
+    auto device = a.dev.open();
+    Model model(*device, info.config);
+    load_weights(dir, model);
+
+    // Bytes tokenizer; an empty prompt starts from a newline.
+    std::vector<int32_t> prompt;
+    for (unsigned char c : a.prompt) prompt.push_back(c);
+    if (prompt.empty()) prompt.push_back('\n');
+
+    GenerateOptions g;
+    g.max_new = a.max_new;
+    g.temperature = static_cast<float>(a.temperature);
+    g.top_k = a.top_k;
+    g.top_p = static_cast<float>(a.top_p);
+    g.seed = a.seed;
+    if (!a.json) std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
+    std::vector<int32_t> out = generate(model, prompt, g, [&](int32_t tok) {
+        std::string t = tokens_to_text(&tok, 1);
+        std::fwrite(t.data(), 1, t.size(), stdout);
+        std::fflush(stdout);
+    });
+    std::printf("\n");
+    if (a.json) {
+        nlohmann::json j;
+        j["tokens"] = out;
+        j["text"] = tokens_to_text(out.data(), out.size());
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    }
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<GenerateArgs>();
+    auto* cmd = app.add_subcommand("generate", "sample text from a checkpoint");
+    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
+        ->required();
+    cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
+    cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--top-k", a->top_k, "keep the k most probable tokens (0 = off)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--top-p", a->top_p, "nucleus sampling threshold (1 = off)")
+        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+    a->dev.add_options(cmd);
+    cmd->add_flag("--json", a->json, "print the prompt-less result as a JSON last line");
+    cmd->callback([a, &exit_code] {
+        run_generate(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli

@@ -1,0 +1,209 @@
+// `moetrain train`: the training loop of the CLI — data, schedule, progress lines, JSON log,
+// periodic evaluation and atomic checkpoints, --init-from / --resume.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/data.h"
+#include "moetrain/model.h"
+#include "moetrain/train.h"
+#include "train_support.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct TrainArgs {
+    DeviceChoice dev;
+    ModelChoice model;
+    std::string data, tokenizer = "bytes";
+    int64_t steps = 0, stop_at = -1;
+    int batch = 0, seq = 0, accum = 1;
+    std::string optimizer = "adamw";
+    double lr = 3e-4, min_lr = -1, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0;
+    int64_t warmup = 0;
+    uint64_t seed = 1337;
+    std::string init_from, resume, out;
+    int64_t save_every = 0, eval_every = 0;
+    int eval_batches = 10;
+    std::string log_json;
+    bool quiet = false;
+};
+
+TrainOptions train_options(const TrainArgs& a) {
+    TrainOptions o;
+    MT_CHECK(a.optimizer == "adamw" || a.optimizer == "sgd", "--optimizer: unknown optimizer '",
+             a.optimizer, "' (adamw, sgd)");
+    o.optimizer = a.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+    o.lr = a.lr;
+    o.min_lr = a.min_lr < 0 ? a.lr / 10 : a.min_lr;
+    o.warmup = a.warmup;
+    o.total_steps = a.steps;
+    o.wd = a.wd;
+    o.b1 = a.b1;
+    o.b2 = a.b2;
+    o.eps = a.eps;
+    o.clip = a.clip;
+    o.accum = a.accum;
+    return o;
+}
+
+void run_train(const TrainArgs& a) {
+    // ---- model config: from the checkpoint we continue from, else --preset / --config ----
+    std::string ckpt_dir;
+    std::optional<CheckpointInfo> ckpt;
+    if (!a.resume.empty() || !a.init_from.empty()) {
+        const std::string& arg = a.resume.empty() ? a.init_from : a.resume;
+        ckpt_dir = resolve_checkpoint(arg);
+        ckpt = read_checkpoint_info(ckpt_dir);
+    }
+    ModelConfig cfg;
+    if (ckpt) {
+        cfg = ckpt->config;
+        if (a.model.given()) {
+            ModelConfig want = a.model.resolve();
+            MT_CHECK(config_to_json(want) == config_to_json(cfg),
+                     a.resume.empty() ? "--init-from" : "--resume", ": checkpoint ", ckpt_dir,
+                     " has a different model config than ", a.model.preset.empty() ? "--config" : "--preset",
+                     " (", describe_config_difference(cfg, want), ")");
+        }
+    } else {
+        cfg = a.model.resolve();
+    }
+    MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
+             cfg.max_seq_len);
+    MT_CHECK(a.steps >= 0, "--steps must be >= 0");
+
+    // ---- data ----
+    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    BatchLoader train_loader(data.train, a.batch, a.seq, "train");
+
+    // ---- device, model, optimizer ----
+    auto device = a.dev.open();
+    Model model(*device, cfg);
+    TrainOptions opts = train_options(a);
+    if (ckpt) load_weights(ckpt_dir, model);
+    else model.init_weights(a.seed);
+    Trainer trainer(model, opts);
+    if (!a.resume.empty()) {
+        load_optimizer(ckpt_dir, trainer);
+        trainer.set_steps_done(ckpt->state.step);
+        train_loader.set_position(ckpt->state.data_position);
+    }
+    const int64_t start = trainer.steps_done();
+
+    TrainState state;
+    state.seed = a.seed;
+    state.options = opts;
+    state.batch = a.batch;
+    state.seq = a.seq;
+    auto save = [&](const char* why) -> std::string {
+        if (a.out.empty()) return "";
+        state.step = trainer.steps_done();
+        state.data_position = train_loader.position();
+        std::string dir = a.out + "/" + step_dir_name(state.step);
+        save_checkpoint(dir, model, &trainer, state);
+        if (!a.quiet || std::string(why) == "final") std::printf("saved %s\n", dir.c_str());
+        return dir;
+    };
+
+    std::printf("train: %s, %.2fM params, device %s, B=%d T=%d accum=%d, steps %lld..%lld\n",
+                cfg.moe ? "MoE" : "dense", model.num_params() / 1e6, device->name().c_str(),
+                a.batch, a.seq, a.accum, static_cast<long long>(start),
+                static_cast<long long>(a.steps));
+    std::fflush(stdout);
+    std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
+    if (a.steps == 0 || start >= a.steps) {
+        MT_CHECK(start < a.steps || !a.out.empty() || start > 0,
+                 "--steps 0 writes the initial weights and needs --out RUNDIR");
+        if (start == 0 || a.steps == 0) save("final");
+        else std::printf("nothing to do: checkpoint is at step %lld of %lld\n",
+                         static_cast<long long>(start), static_cast<long long>(a.steps));
+        return;
+    }
+
+    std::unique_ptr<std::ofstream> log;
+    if (!a.log_json.empty()) {
+        log = std::make_unique<std::ofstream>(a.log_json, start > 0 ? std::ios::app : std::ios::trunc);
+        MT_CHECK(*log, "--log-json: cannot write ", a.log_json);
+    }
+    Evaluator evaluator(model, data.val, a.batch, a.seq, a.eval_batches);
+    ProgressPrinter progress(a.steps, start, static_cast<int64_t>(a.batch) * a.seq * a.accum, a.quiet);
+
+    const int64_t per_micro = static_cast<int64_t>(a.batch) * a.seq;
+    std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum);
+    const int64_t end = a.stop_at >= 0 ? std::min(a.steps, a.stop_at) : a.steps;
+    for (int64_t s = start; s < end; ++s) {
+        for (int m = 0; m < a.accum; ++m)
+            train_loader.next(xs.data() + m * per_micro, ys.data() + m * per_micro);
+        StepStats st;
+        try {
+            st = trainer.step(xs.data(), ys.data(), a.batch, a.seq);
+        } catch (const Error& e) {
+            fail(e.what(), last_ckpt.empty() ? "; no checkpoint was written"
+                                             : "; last good checkpoint: " + last_ckpt);
+        }
+        nlohmann::json j = progress.step(st, model.expert_load());
+        if (log) *log << j.dump() << "\n" << std::flush;
+        bool last = trainer.steps_done() == end;
+        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last)) {
+            LossStats ev = evaluator.run();
+            nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
+            std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
+                        static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
+            if (log) *log << e.dump() << "\n" << std::flush;
+        }
+        if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
+            last_ckpt = save(last ? "final" : "periodic");
+        std::fflush(stdout);
+    }
+    progress.finish();
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<TrainArgs>();
+    auto* cmd = app.add_subcommand("train", "train a model on a text file");
+    a->dev.add_options(cmd);
+    a->model.add_options(cmd);
+    cmd->add_option("--data", a->data, "training text file (90% train / 10% val)")->required();
+    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
+        ->required()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")->capture_default_str();
+    cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--warmup", a->warmup, "warmup steps")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--wd", a->wd, "AdamW weight decay")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--b1", a->b1, "AdamW beta1")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--b2", a->b2, "AdamW beta2")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--eps", a->eps, "AdamW epsilon")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--seed", a->seed, "init seed")->capture_default_str();
+    auto* init = cmd->add_option("--init-from", a->init_from, "start from a checkpoint's weights (fresh optimizer)");
+    auto* resume = cmd->add_option("--resume", a->resume, "continue a checkpoint exactly (weights, moments, step, data)");
+    init->excludes(resume);
+    cmd->add_option("--out", a->out, "run directory for checkpoints RUNDIR/step_NNNNNN");
+    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
+    cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(CLI::NonNegativeNumber);
+    cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
+    cmd->callback([a, &exit_code] {
+        run_train(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli

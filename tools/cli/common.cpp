@@ -1,0 +1,69 @@
+// Helpers shared by the CLI subcommands.
+#include "common.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "moetrain/error.h"
+
+namespace moetrain::cli {
+
+void ModelChoice::add_options(CLI::App* cmd) {
+    auto* p = cmd->add_option("--preset", preset, "built-in model: tiny, dense-small, moe-mini, "
+                                                  "gpt2-124m, seed-moe");
+    auto* c = cmd->add_option("--config", config_path, "model config JSON (MODEL.md section 1)");
+    p->excludes(c);
+}
+
+ModelConfig ModelChoice::resolve() const {
+    MT_CHECK(given(), "give a model with --preset NAME or --config FILE.json");
+    if (!preset.empty()) return preset_config(preset);
+    return load_config_file(config_path);
+}
+
+void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
+    cmd->add_option("--device", device, "cpu | opencl[:N] | cuda[:N] (see `moetrain info`)")
+        ->capture_default_str();
+    if (with_threads)
+        cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
+            ->check(CLI::NonNegativeNumber);
+}
+
+std::unique_ptr<Device> DeviceChoice::open() const {
+    DeviceOptions o;
+    o.threads = threads;
+    return open_device(device, o);
+}
+
+double peak_rss_mb() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+std::string format_duration(double seconds) {
+    if (!(seconds >= 0) || seconds > 1e8) return "--:--";
+    long s = static_cast<long>(seconds + 0.5);
+    char buf[32];
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
+    return buf;
+}
+
+bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
+
+std::string tokens_to_text(const int32_t* ids, size_t n) {
+    std::string s;
+    s.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (ids[i] >= 0 && ids[i] < 256) s.push_back(static_cast<char>(ids[i]));
+        else s += "\xEF\xBF\xBD";
+    }
+    return s;
+}
+
+}  // namespace moetrain::cli

@@ -1,0 +1,36 @@
+// Helpers shared by the CLI subcommands: model selection, device opening, formatting, RSS.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "moetrain/backend.h"
+#include "moetrain/config.h"
+
+namespace moetrain::cli {
+
+// --preset NAME | --config FILE.json (exactly one, unless `optional`).
+struct ModelChoice {
+    std::string preset;
+    std::string config_path;
+    void add_options(CLI::App* cmd);
+    bool given() const { return !preset.empty() || !config_path.empty(); }
+    ModelConfig resolve() const;  // throws when neither or both were given
+};
+
+// --device and --threads.
+struct DeviceChoice {
+    std::string device = "cpu";
+    int threads = 0;
+    void add_options(CLI::App* cmd, bool with_threads = true);
+    std::unique_ptr<Device> open() const;
+};
+
+double peak_rss_mb();                       // ru_maxrss of this process, MiB
+std::string format_duration(double seconds);  // "1:02:03" / "02:03"
+bool stdout_is_terminal();
+// Bytes of a token sequence as text (ids >= 256 become U+FFFD).
+std::string tokens_to_text(const int32_t* ids, size_t n);
+
+}  // namespace moetrain::cli

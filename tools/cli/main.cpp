@@ -1,0 +1,43 @@
+// moetrain: train, evaluate, sample from and benchmark MoE transformers on cpu/opencl/cuda.
+// Every failure ends in one line "moetrain: error: ..." and a non-zero exit.
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "commands.h"
+#include "moetrain/error.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
+                 "OpenCL or CUDA"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "moetrain 0.1.0");
+    int exit_code = 0;
+    moetrain::cli::add_info_command(app, exit_code);
+    moetrain::cli::add_train_command(app, exit_code);
+    moetrain::cli::add_eval_command(app, exit_code);
+    moetrain::cli::add_generate_command(app, exit_code);
+    moetrain::cli::add_bench_command(app, exit_code);
+    moetrain::cli::add_gradcheck_command(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version (subcommand aware)
+        // One line, e.g. "moetrain: error: --steps: Value -3 not in range [0 - ...]".
+        std::fprintf(stderr, "moetrain: error: %s (see --help)\n", e.what());
+        return 2;
+    } catch (const moetrain::Error& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "moetrain: error: %s\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "moetrain: error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "moetrain: error: %s\n", e.what());
+        return 1;
+    }
+    return exit_code;
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages moetrain builds and tests with (docs/DEPENDENCIES.md says why
+# each is there). The CUDA Toolkit is not a Debian package: the CUDA backend is built when
+# nvcc is found (e.g. /usr/local/cuda/bin), and skipped with a configure message otherwise.
+set -euo pipefail
+pkgs=(build-essential cmake git pkg-config python3
+      libdnnl-dev libopenblas-dev
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
+      doctest-dev libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "moetrain: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

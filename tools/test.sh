@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI: install dependencies, build everything with
+# warnings as errors, run the whole ctest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/install-deps.sh
+if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+BUILD=${BUILD:-build}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOETRAIN_WERROR=ON
+cmake --build "$BUILD" -j"$(nproc)"
+export POCL_CACHE_DIR="$PWD/$BUILD/pocl-cache" MOETRAIN_CL_CACHE="$PWD/$BUILD/cl-cache"
+ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
