@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -129,6 +130,9 @@ void run_train(const TrainArgs& a) {
 
     std::unique_ptr<std::ofstream> log;
     if (!a.log_json.empty()) {
+        auto parent = std::filesystem::path(a.log_json).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
         log = std::make_unique<std::ofstream>(a.log_json, start > 0 ? std::ios::app : std::ios::trunc);
         MT_CHECK(*log, "--log-json: cannot write ", a.log_json);
     }
