@@ -1,6 +1,6 @@
 // ProfilingDevice: forwards every op to the wrapped device, synchronises, and books wall time,
 // FLOPs and an estimate of the bytes each op reads and writes (f32 = 4 bytes).
-#include "profiling/profiling_device.h"
+#include "moetrain/profiling.h"
 
 #include <algorithm>
 #include <chrono>

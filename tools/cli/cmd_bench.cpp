@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common.h"
 #include "moetrain/model.h"
+#include "moetrain/profiling.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
@@ -22,13 +23,34 @@ struct BenchArgs {
     int batch = 0, seq = 0, steps = 10, warmup = 2;
     double peak_gflops = 500.0;
     uint64_t seed = 1337;
+    bool profile = false;
 };
+
+// Per-op table: share of step time, calls, time per step, achieved GFLOP/s and GB/s.
+void print_profile(const ProfilingDevice& prof, int steps) {
+    auto table = prof.table();
+    double total = 0;
+    for (const auto& p : table) total += p.seconds;
+    std::printf("%-16s %6s %8s %10s %9s %8s\n", "op", "share", "calls", "ms/step", "GFLOP/s",
+                "GB/s");
+    for (const auto& p : table) {
+        std::printf("%-16s %5.1f%% %8lld %10.2f %9.1f %8.1f\n", p.op.c_str(),
+                    100.0 * p.seconds / total, static_cast<long long>(p.calls / steps),
+                    1000.0 * p.seconds / steps, p.seconds > 0 ? p.flops / p.seconds / 1e9 : 0.0,
+                    p.seconds > 0 ? p.bytes / p.seconds / 1e9 : 0.0);
+    }
+    std::printf("(ops timed one by one with a device sync after each; step times above include "
+                "that overhead)\n");
+}
 
 void run_bench(const BenchArgs& a) {
     ModelConfig cfg = a.model.resolve();
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
-    auto device = a.dev.open();
+    auto opened = a.dev.open();
+    std::unique_ptr<ProfilingDevice> profiler;
+    if (a.profile) profiler = std::make_unique<ProfilingDevice>(*opened);
+    Device* device = profiler ? profiler.get() : opened.get();
     Model model(*device, cfg);
     model.init_weights(a.seed);
     TrainOptions opts;
@@ -49,6 +71,7 @@ void run_bench(const BenchArgs& a) {
                 a.batch, a.seq);
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.steps; ++i) {
+        if (profiler && i == a.warmup) profiler->reset();
         auto t0 = std::chrono::steady_clock::now();
         StepStats st = trainer.step(x.data(), y.data(), a.batch, a.seq);
         device->synchronize();
@@ -64,6 +87,7 @@ void run_bench(const BenchArgs& a) {
     if (ms.size() % 2 == 0) med = 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
     double tps = n / (med / 1000.0);
     double gflops = cost.train_flops_per_token(a.seq) * tps / 1e9;
+    if (profiler) print_profile(*profiler, a.steps);
     nlohmann::json j;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
@@ -91,6 +115,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")->capture_default_str()
         ->check(CLI::PositiveNumber);
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
+    cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
     cmd->callback([a, &exit_code] {
         run_bench(*a);
         exit_code = 0;
