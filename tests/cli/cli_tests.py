@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the moetrain CLI (stdlib only). Each test is registered with ctest:
+
+    cli_tests.py --moetrain build/moetrain --work DIR TEST_NAME
+
+Every user error must end in exactly one stderr line "moetrain: error: ..." and a non-zero
+exit status below 128 (no abort, no crash, no stack trace).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+ARGS = None
+TESTS = {}
+
+
+def test(fn):
+    TESTS[fn.__name__] = fn
+    return fn
+
+
+def run(*argv, ok=True, timeout=600):
+    p = subprocess.run([ARGS.moetrain, *map(str, argv)], capture_output=True, text=True,
+                       timeout=timeout)
+    if ok and p.returncode != 0:
+        raise AssertionError(f"moetrain {' '.join(map(str, argv))} failed ({p.returncode}):\n"
+                             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def expect_error(argv, must_contain):
+    p = run(*argv, ok=False)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode != 0, f"expected failure for {argv}, got exit 0:\n{p.stdout[-2000:]}"
+    assert 0 < p.returncode < 128, f"{argv}: crashed with exit {p.returncode}: {p.stderr}"
+    assert len(err) == 1, f"{argv}: expected one stderr line, got:\n{p.stderr}"
+    assert err[0].startswith("moetrain: error: "), f"{argv}: bad message: {err[0]}"
+    for word in ([must_contain] if isinstance(must_contain, str) else must_contain):
+        assert word.lower() in err[0].lower(), f"{argv}: '{word}' not in: {err[0]}"
+    print(f"ok: {' '.join(map(str, argv))[:90]}\n    -> {err[0]}")
+    return err[0]
+
+
+def work(name):
+    d = os.path.join(ARGS.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def corpus(d, n_bytes=60000, seed=0):
+    """An English-like text: sentences from a small vocabulary (deterministic)."""
+    rng = random.Random(seed)
+    words = ("the king and queen of a far land spoke to their people about bread wine and war "
+             "while the young prince rode north to find his brother in the old castle").split()
+    out = []
+    size = 0
+    while size < n_bytes:
+        s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
+        s = s[0].upper() + s[1:] + ".\n"
+        out.append(s)
+        size += len(s)
+    path = os.path.join(d, "corpus.txt")
+    with open(path, "w") as f:
+        f.write("".join(out)[:n_bytes])
+    return path
+
+
+TINY = ["--device", "cpu", "--preset", "tiny", "--batch", "4", "--seq", "32", "--threads", "1"]
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def step_losses(path):
+    return [(r["step"], r["loss"]) for r in read_log(path) if "eval" not in r]
+
+
+@test
+def info_lists_backends():
+    p = run("info")
+    assert "cpu" in p.stdout and "available" in p.stdout, p.stdout
+    for line in p.stdout.splitlines():
+        if line.startswith("cuda"):
+            # Here there is no GPU: cuda must say why it is unavailable.
+            assert "available" in line, line
+    print(p.stdout)
+
+
+@test
+def help_for_every_subcommand():
+    for sub in ["info", "train", "eval", "generate", "bench", "gradcheck"]:
+        p = run(sub, "--help")
+        assert "Usage" in p.stdout or "usage" in p.stdout.lower(), p.stdout
+
+
+@test
+def train_eval_generate():
+    d = work("train_eval_generate")
+    data = corpus(d)
+    log = os.path.join(d, "log.jsonl")
+    run("train", *TINY, "--data", data, "--steps", 6, "--lr", "3e-3", "--out", f"{d}/run",
+        "--save-every", 3, "--eval-every", 3, "--eval-batches", 2, "--log-json", log)
+    assert sorted(os.listdir(f"{d}/run")) == ["step_000003", "step_000006"], os.listdir(f"{d}/run")
+    for s in ["step_000003", "step_000006"]:
+        assert sorted(os.listdir(f"{d}/run/{s}")) == ["model.safetensors", "optimizer.safetensors",
+                                                      "state.json"]
+    recs = read_log(log)
+    steps = [r for r in recs if "eval" not in r]
+    evals = [r for r in recs if "eval" in r]
+    assert [r["step"] for r in steps] == [1, 2, 3, 4, 5, 6]
+    for r in steps:
+        for k in ["loss", "ce", "aux", "z", "lr", "grad_norm", "tokens_per_s", "elapsed_s",
+                  "eta_s", "expert_load"]:
+            assert k in r, (k, r)
+    assert len(evals) == 2 and evals[0]["step"] == 3
+    p = run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 4, "--seq", 32,
+            "--batches", 2)
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    assert set(j) >= {"ce", "aux", "z", "loss", "tokens"}, j
+    assert abs(j["loss"] - evals[-1]["eval"]["loss"]) < 1e-6, (j, evals[-1])
+    g1 = run("generate", "--checkpoint", f"{d}/run", "--prompt", "The king", "--max-new", 20,
+             "--temperature", 0, "--json")
+    g2 = run("generate", "--checkpoint", f"{d}/run/step_000006", "--prompt", "The king",
+             "--max-new", 20, "--temperature", 0, "--json")
+    j1 = json.loads(g1.stdout.strip().splitlines()[-1])
+    j2 = json.loads(g2.stdout.strip().splitlines()[-1])
+    assert len(j1["tokens"]) == 20 and j1 == j2, (j1, j2)
+    s1 = run("generate", "--checkpoint", f"{d}/run", "--max-new", 20, "--temperature", 1.0,
+             "--top-k", 20, "--top-p", 0.9, "--seed", 7, "--json")
+    s2 = run("generate", "--checkpoint", f"{d}/run", "--max-new", 20, "--temperature", 1.0,
+             "--top-k", 20, "--top-p", 0.9, "--seed", 7, "--json")
+    assert s1.stdout == s2.stdout, "same seed must give the same sample"
+
+
+@test
+def resume_is_exact():
+    d = work("resume_is_exact")
+    data = corpus(d)
+    common = [*TINY, "--data", data, "--steps", 6, "--lr", "3e-3", "--warmup", 2]
+    run("train", *common, "--log-json", f"{d}/full.jsonl")
+    run("train", *common, "--stop-at", 3, "--out", f"{d}/run", "--log-json", f"{d}/a.jsonl")
+    run("train", *common, "--resume", f"{d}/run", "--out", f"{d}/run",
+        "--log-json", f"{d}/b.jsonl")
+    full = step_losses(f"{d}/full.jsonl")
+    split = step_losses(f"{d}/a.jsonl") + step_losses(f"{d}/b.jsonl")
+    assert full == split, f"resumed losses differ:\n{full}\n{split}"
+    print("identical:", full)
+
+
+@test
+def init_from_and_steps_zero():
+    d = work("init_from_and_steps_zero")
+    data = corpus(d)
+    run("train", *TINY, "--data", data, "--steps", 0, "--out", f"{d}/init")
+    assert os.listdir(f"{d}/init") == ["step_000000"], os.listdir(f"{d}/init")
+    run("train", *TINY, "--data", data, "--steps", 2, "--init-from", f"{d}/init",
+        "--out", f"{d}/ft", "--log-json", f"{d}/ft.jsonl")
+    assert [s for s, _ in step_losses(f"{d}/ft.jsonl")] == [1, 2]
+    assert os.listdir(f"{d}/ft") == ["step_000002"]
+
+
+@test
+def loss_falls_below_unigram_entropy():
+    d = work("loss_falls")
+    data = corpus(d, 80000)
+    with open(data, "rb") as f:
+        raw = f.read()
+    import math
+    counts = {}
+    for b in raw:
+        counts[b] = counts.get(b, 0) + 1
+    h = -sum(c / len(raw) * math.log(c / len(raw)) for c in counts.values())
+    run("train", *TINY, "--data", data, "--steps", 60, "--lr", "1e-2", "--warmup", 5,
+        "--log-json", f"{d}/log.jsonl", "--quiet")
+    losses = [l for _, l in step_losses(f"{d}/log.jsonl")]
+    print(f"unigram entropy {h:.3f} nats; first loss {losses[0]:.3f}, last {losses[-1]:.3f}")
+    assert losses[-1] < h - 0.3, (losses[-1], h)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@test
+def errors_data_and_config():
+    d = work("errors_data_and_config")
+    data = corpus(d)
+    base = ["train", "--device", "cpu", "--steps", 2, "--batch", 4, "--seq", 32]
+    expect_error([*base, "--preset", "tiny", "--data", f"{d}/nope.txt"], "nope.txt")
+    expect_error([*base, "--preset", "tiny", "--data", write(f"{d}/empty.txt", "")], "empty")
+    expect_error([*base, "--preset", "tiny", "--data", write(f"{d}/short.txt", "hello world")],
+                 "short")
+    expect_error([*base, "--config", write(f"{d}/bad.json", "{ not json"), "--data", data],
+                 "bad.json")
+    cfg = {"vocab_size": 256, "d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 3,
+           "max_seq_len": 64, "d_ff": 128}
+    expect_error([*base, "--config", write(f"{d}/gqa.json", json.dumps(cfg)), "--data", data],
+                 "n_kv_heads")
+    cfg2 = dict(cfg, n_kv_heads=2, dropout=0.1)
+    expect_error([*base, "--config", write(f"{d}/unk.json", json.dumps(cfg2)), "--data", data],
+                 "dropout")
+    cfg3 = dict(cfg, n_kv_heads=2, vocab_size=100)
+    expect_error([*base, "--config", write(f"{d}/vocab.json", json.dumps(cfg3)), "--data", data],
+                 "vocab")
+    expect_error([*base, "--preset", "nosuch", "--data", data], "nosuch")
+    expect_error(["train", "--device", "cpu", "--preset", "tiny", "--data", data, "--steps", 2,
+                  "--batch", 0, "--seq", 32], "--batch")
+    expect_error(["train", "--device", "cpu", "--preset", "tiny", "--data", data, "--steps", -1,
+                  "--batch", 4, "--seq", 32], "--steps")
+    expect_error(["train", "--device", "cpu", "--preset", "tiny", "--data", data, "--steps", 2,
+                  "--batch", 4, "--seq", 4096], "max_seq_len")
+    expect_error([*base, "--preset", "tiny", "--data", data, "--bogus-flag"], "bogus")
+
+
+@test
+def errors_devices():
+    d = work("errors_devices")
+    data = corpus(d)
+    base = ["train", "--preset", "tiny", "--data", data, "--steps", 1, "--batch", 2, "--seq", 16]
+    expect_error([*base, "--device", "tpu"], "tpu")
+    expect_error([*base, "--device", "cpu:7"], "cpu:7")
+    expect_error([*base, "--device", "opencl:x"], "opencl:x")
+    has_gpu = any(line.startswith("cuda") and "unavailable" not in line
+                  for line in run("info").stdout.splitlines())
+    if not has_gpu:
+        msg = expect_error([*base, "--device", "cuda"], "cuda")
+        assert "not available" in msg, msg
+
+
+@test
+def errors_checkpoints():
+    d = work("errors_checkpoints")
+    data = corpus(d)
+    run("train", *TINY, "--data", data, "--steps", 1, "--out", f"{d}/run")
+    ck = f"{d}/run/step_000001"
+    ev = ["eval", "--data", data, "--batch", 2, "--seq", 16, "--checkpoint"]
+    expect_error([*ev, f"{d}/missing"], "missing")
+    expect_error([*ev, f"{d}"], "checkpoint")  # a dir with no step_* and no model files
+    # Truncated weights.
+    bad = f"{d}/trunc"
+    shutil.copytree(ck, bad)
+    size = os.path.getsize(f"{bad}/model.safetensors")
+    with open(f"{bad}/model.safetensors", "r+b") as f:
+        f.truncate(size - 100)
+    expect_error([*ev, bad], "model.safetensors")
+    # Corrupt header.
+    bad2 = f"{d}/corrupt"
+    shutil.copytree(ck, bad2)
+    with open(f"{bad2}/model.safetensors", "r+b") as f:
+        f.seek(8)
+        f.write(b"#garbage#")
+    expect_error([*ev, bad2], "model.safetensors")
+    # Header length beyond the file.
+    bad3 = f"{d}/hdrlen"
+    shutil.copytree(ck, bad3)
+    with open(f"{bad3}/model.safetensors", "r+b") as f:
+        f.write(struct.pack("<Q", 1 << 40))
+    expect_error([*ev, bad3], "model.safetensors")
+    # Missing optimizer state for --resume.
+    bad4 = f"{d}/noopt"
+    shutil.copytree(ck, bad4)
+    os.remove(f"{bad4}/optimizer.safetensors")
+    expect_error(["train", *TINY, "--data", data, "--steps", 2, "--resume", bad4],
+                 "optimizer.safetensors")
+    # Resume with an incompatible config.
+    expect_error(["train", "--device", "cpu", "--preset", "moe-mini", "--data", data, "--steps", 2,
+                  "--batch", 2, "--seq", 16, "--resume", ck], "config")
+
+
+@test
+def nan_loss_keeps_last_checkpoint():
+    d = work("nan_loss")
+    data = corpus(d)
+    msg = expect_error(["train", *TINY, "--data", data, "--steps", 20, "--optimizer", "sgd",
+                        "--lr", "1e30", "--clip", 0, "--min-lr", "1e30", "--out", f"{d}/run",
+                        "--save-every", 1], ["step", "checkpoint"])
+    steps = sorted(os.listdir(f"{d}/run"))
+    assert steps, "at least the first good step must have been saved"
+    # Every checkpoint left behind loads and evaluates to a finite loss.
+    p = run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 2, "--seq", 16,
+            "--batches", 1)
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    assert j["loss"] == j["loss"] and j["loss"] < 1e30, j
+    assert steps[-1] in msg, (steps, msg)
+
+
+@test
+def kill_during_checkpoint_writing():
+    d = work("kill_during_checkpoint")
+    data = corpus(d)
+    # A model big enough that writing a checkpoint takes a while.
+    cfg = {"vocab_size": 256, "d_model": 256, "n_layers": 4, "n_heads": 4, "n_kv_heads": 1,
+           "max_seq_len": 64, "d_ff": 1024, "moe": {"n_experts": 8, "top_k": 2}}
+    conf = write(f"{d}/big.json", json.dumps(cfg))
+    rng = random.Random(1)
+    for attempt in range(6):
+        proc = subprocess.Popen([ARGS.moetrain, "train", "--device", "cpu", "--config", conf,
+                                 "--data", data, "--steps", 1000, "--batch", 1, "--seq", 8,
+                                 "--out", f"{d}/run", "--save-every", 1, "--quiet",
+                                 *(["--resume", f"{d}/run"] if os.path.isdir(f"{d}/run") and
+                                   any(x.startswith("step_") for x in os.listdir(f"{d}/run"))
+                                   else [])],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.0 + rng.random() * 2.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        steps = sorted(x for x in os.listdir(f"{d}/run") if x.startswith("step_"))
+        print(f"attempt {attempt}: {len(steps)} checkpoints, newest {steps[-1] if steps else None}")
+        for s in steps[-3:]:
+            ckpt = f"{d}/run/{s}"
+            assert sorted(os.listdir(ckpt)) == ["model.safetensors", "optimizer.safetensors",
+                                                "state.json"], (ckpt, os.listdir(ckpt))
+            run("eval", "--checkpoint", ckpt, "--data", data, "--batch", 1, "--seq", 8,
+                "--batches", 1)
+    # The run directory as a whole resolves to a complete checkpoint.
+    run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 1, "--seq", 8,
+        "--batches", 1)
+
+
+@test
+def bench_and_gradcheck():
+    p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 2, "--seq", 16,
+            "--steps", 2, "--warmup", 1, "--profile")
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    assert set(j) >= {"tokens_per_s", "ms_per_step", "gflops", "mfu", "peak_rss_mb"}, j
+    assert j["tokens_per_s"] > 0 and "gemm" in p.stdout
+    g = run("gradcheck", "--device", "cpu", "--preset", "tiny")
+    assert "passed" in g.stdout, g.stdout
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--moetrain", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("name", nargs="?")
+    ARGS = ap.parse_args()
+    if ARGS.list:
+        print(";".join(TESTS))
+        return 0
+    os.makedirs(ARGS.work, exist_ok=True)
+    TESTS[ARGS.name]()
+    print(f"{ARGS.name}: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
