@@ -1,0 +1,62 @@
+// Training data (MODEL.md section 5): tokenisation of a text file (tokenizer "bytes": token =
+// byte value), the 90/10 train/validation split, and the sequential batch loader whose
+// position is saved in checkpoints so that a resumed run reads exactly the same batches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moetrain/config.h"
+
+namespace moetrain {
+
+using TokenStream = std::shared_ptr<const std::vector<int32_t>>;
+
+std::vector<std::string> tokenizer_names();  // {"bytes"}
+// Throws unless `tokenizer` is known and its ids fit the model ("bytes" needs vocab >= 256).
+void check_tokenizer(const std::string& tokenizer, const ModelConfig& config);
+
+// Tokenise a whole file. Errors: missing or unreadable file, empty file, unknown tokenizer.
+std::vector<int32_t> load_tokens(const std::string& path, const std::string& tokenizer = "bytes");
+// Tokenise / detokenise text in memory (prompts and samples). Ids the tokenizer cannot
+// represent (bytes: outside 0..255) decode to U+FFFD.
+std::vector<int32_t> encode_text(const std::string& text, const std::string& tokenizer = "bytes");
+std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& tokenizer = "bytes");
+
+// tokens[0 : floor(0.9 n)] is train, the rest validation.
+struct TokenSplit {
+    TokenStream train, val;
+};
+TokenSplit split_tokens(std::vector<int32_t> tokens);
+
+// Consecutive windows of B*T+1 tokens (MODEL.md 5):
+//   x = tokens[pos : pos+B*T], y = tokens[pos+1 : pos+B*T+1]; pos += B*T;
+//   if pos + B*T + 1 > len: pos = 0.
+// Evaluation over N batches = a fresh loader (pos 0) of the split, N calls of next().
+class BatchLoader {
+public:
+    // `split_name` ("train", "val") appears in errors. Throws "data too short: ..." when the
+    // stream cannot hold one batch.
+    BatchLoader(TokenStream tokens, int B, int T, std::string split_name = "train");
+    // Fill x and y with B*T ids each, then advance.
+    void next(int32_t* x, int32_t* y);
+    void next(std::vector<int32_t>& x, std::vector<int32_t>& y);
+    int64_t position() const { return pos_; }
+    // Resume: pos must be a position from which one batch fits (0 <= pos, pos + B*T + 1 <= n).
+    void set_position(int64_t pos);
+    int batch() const { return B_; }
+    int seq() const { return T_; }
+    int64_t size() const { return static_cast<int64_t>(tokens_->size()); }
+    // Batches the loader yields before wrapping back to position 0.
+    int64_t batches_per_epoch() const;
+
+private:
+    TokenStream tokens_;
+    int B_, T_;
+    std::string name_;
+    int64_t pos_ = 0;
+};
+
+}  // namespace moetrain

@@ -1,0 +1,36 @@
+// Small POSIX file helpers for checkpoints and data: whole-file reads with one-line errors,
+// a write handle that fsyncs before closing, and directory fsync.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace moetrain::io {
+
+// Whole file as bytes; errors read "<what> <path>: <reason>".
+std::string read_file(const std::string& path, const std::string& what);
+
+// A new file (truncated if it exists) written sequentially; finish() fsyncs and closes it.
+// Destroying an unfinished handle closes it without syncing (the caller is failing anyway).
+class SyncedFile {
+public:
+    explicit SyncedFile(std::string path);
+    ~SyncedFile();
+    SyncedFile(const SyncedFile&) = delete;
+    SyncedFile& operator=(const SyncedFile&) = delete;
+    void write(const void* data, size_t bytes);
+    void finish();
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+};
+
+// Write `content` to `path` and fsync it.
+void write_file_synced(const std::string& path, const std::string& content);
+
+// fsync a directory so that entries created or renamed in it are durable.
+void fsync_dir(const std::string& dir);
+
+}  // namespace moetrain::io
