@@ -1,0 +1,56 @@
+// CPU element-wise algebra: add, axpby, bias add and the bias gradient (column sums over rows
+// accumulated in double, one column block per thread: deterministic).
+#include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
+
+namespace moetrain {
+
+void CpuDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
+    check_sizes("add", {n});
+    float* o = f32(out, n, "add", "out");
+    const float* x = f32(a, n, "add", "a");
+    const float* y = f32(b, n, "add", "b");
+#pragma omp parallel for simd schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+}
+
+void CpuDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
+    check_sizes("axpby", {n});
+    float* py = f32(y, n, "axpby", "y");
+    const float* px = f32(x, n, "axpby", "x");
+    if (beta == 0.0f) {  // y is not read (it may hold garbage)
+#pragma omp parallel for simd schedule(static) if (n > 16384)
+        for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i] + beta * py[i];
+}
+
+void CpuDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
+    check_sizes("add_bias", {rows, cols});
+    float* py = f32(y, rows * cols, "add_bias", "y");
+    const float* pb = f32(bias, cols, "add_bias", "bias");
+#pragma omp parallel for schedule(static) if (rows * cols > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+        float* row = py + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) row[c] += pb[c];
+    }
+}
+
+void CpuDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
+    check_sizes("bias_grad", {rows, cols});
+    float* db = f32(dbias, cols, "bias_grad", "dbias");
+    const float* pdy = f32(dy, rows * cols, "bias_grad", "dy");
+    cpu::for_column_blocks(cols, [&](int64_t c0, int64_t c1) {
+        double acc[cpu::kColBlock] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* row = pdy + r * cols;
+            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
+        }
+        for (int64_t c = c0; c < c1; ++c) db[c] += static_cast<float>(acc[c - c0]);
+    });
+}
+
+}  // namespace moetrain

@@ -1,0 +1,72 @@
+// CPU embedding lookup and its gradient. The backward groups the positions by token id
+// (stable sort) so each table row is owned by one thread and its duplicates are summed in
+// position order, in double: deterministic and race-free.
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "cpu/cpu_device.h"
+
+namespace moetrain {
+namespace {
+void check_ids(const int32_t* ids, int64_t n, int64_t rows, const char* op) {
+    for (int64_t i = 0; i < n; ++i)
+        MT_CHECK(ids[i] >= 0 && ids[i] < rows, op, ": id ", ids[i], " at position ", i,
+                 " is outside the table of ", rows, " rows");
+}
+}  // namespace
+
+void CpuDevice::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
+                              int64_t n, int64_t dim, bool accumulate) {
+    check_sizes("embedding_fwd", {n, dim});
+    MT_CHECK(dim > 0, "embedding_fwd: dim must be positive");
+    float* o = f32(out, n * dim, "embedding_fwd", "out");
+    const float* t = f32(table, dim, "embedding_fwd", "table");
+    const int32_t* id = i32(ids, n, "embedding_fwd", "ids");
+    check_ids(id, n, table.numel() / dim, "embedding_fwd");
+#pragma omp parallel for schedule(static) if (n * dim > 16384)
+    for (int64_t i = 0; i < n; ++i) {
+        const float* src = t + static_cast<int64_t>(id[i]) * dim;
+        float* dst = o + i * dim;
+        if (accumulate) {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) dst[c] += src[c];
+        } else {
+            std::copy(src, src + dim, dst);
+        }
+    }
+}
+
+void CpuDevice::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                              int64_t n, int64_t dim) {
+    check_sizes("embedding_bwd", {n, dim});
+    MT_CHECK(dim > 0, "embedding_bwd: dim must be positive");
+    float* dt = f32(dtable, dim, "embedding_bwd", "dtable");
+    const float* dy = f32(dout, n * dim, "embedding_bwd", "dout");
+    const int32_t* id = i32(ids, n, "embedding_bwd", "ids");
+    check_ids(id, n, dtable.numel() / dim, "embedding_bwd");
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return id[a] < id[b]; });
+    std::vector<int64_t> group_start;  // start of each run of equal ids in `order`
+    for (int64_t i = 0; i < n; ++i)
+        if (i == 0 || id[order[i]] != id[order[i - 1]]) group_start.push_back(i);
+    group_start.push_back(n);
+    const int64_t groups = static_cast<int64_t>(group_start.size()) - 1;
+#pragma omp parallel
+    {
+        std::vector<double> acc(static_cast<size_t>(dim));
+#pragma omp for schedule(static)
+        for (int64_t gi = 0; gi < groups; ++gi) {
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int64_t i = group_start[gi]; i < group_start[gi + 1]; ++i) {
+                const float* src = dy + order[i] * dim;
+                for (int64_t c = 0; c < dim; ++c) acc[c] += src[c];
+            }
+            float* dst = dt + static_cast<int64_t>(id[order[group_start[gi]]]) * dim;
+            for (int64_t c = 0; c < dim; ++c) dst[c] += static_cast<float>(acc[c]);
+        }
+    }
+}
+
+}  // namespace moetrain

@@ -1,0 +1,100 @@
+// CPU device memory: 64-byte aligned zero-filled host buffers, transfers (plain copies),
+// fill of any dtype and f32 / bf16 / f16 conversion with the round-to-nearest-even helpers
+// of dtype.h.
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu/cpu_device.h"
+
+namespace moetrain {
+
+CpuBuffer::CpuBuffer(Device* device, size_t bytes) : Buffer(device, bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (rounded == 0) rounded = 64;
+    data_ = std::aligned_alloc(64, rounded);
+    MT_CHECK(data_, "cpu: out of host memory allocating ", bytes, " bytes");
+    std::memset(data_, 0, rounded);
+}
+
+CpuBuffer::~CpuBuffer() { std::free(data_); }
+
+std::shared_ptr<Buffer> CpuDevice::alloc_buffer(size_t bytes) {
+    return std::make_shared<CpuBuffer>(this, bytes);
+}
+
+void CpuDevice::upload(const Tensor& dst, const void* src) {
+    void* d = raw(dst, "upload", "dst");
+    if (dst.bytes()) std::memcpy(d, src, dst.bytes());
+}
+
+void CpuDevice::download(void* dst, const Tensor& src) {
+    const void* s = raw(src, "download", "src");
+    if (src.bytes()) std::memcpy(dst, s, src.bytes());
+}
+
+void CpuDevice::copy(const Tensor& dst, const Tensor& src) {
+    MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
+             dtype_name(src.dtype), ")");
+    MT_CHECK(src.numel() >= dst.numel(), "copy: source has ", src.numel(),
+             " elements, destination ", dst.numel());
+    void* d = raw(dst, "copy", "dst");
+    const void* s = raw(src, "copy", "src");
+    if (dst.bytes()) std::memmove(d, s, dst.bytes());
+}
+
+namespace {
+template <typename T>
+void fill_with(T* p, int64_t n, T value) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+float load_float(const void* p, DType t, int64_t i) {
+    switch (t) {
+        case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+        case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+        default: return static_cast<const float*>(p)[i];
+    }
+}
+
+void store_float(void* p, DType t, int64_t i, float v) {
+    switch (t) {
+        case DType::bf16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(v); break;
+        case DType::f16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
+        default: static_cast<float*>(p)[i] = v; break;
+    }
+}
+}  // namespace
+
+void CpuDevice::fill(const Tensor& dst, float value) {
+    void* d = raw(dst, "fill", "dst");
+    const int64_t n = dst.numel();
+    switch (dst.dtype) {
+        case DType::f32: fill_with(static_cast<float*>(d), n, value); break;
+        case DType::bf16: fill_with(static_cast<uint16_t*>(d), n, f32_to_bf16(value)); break;
+        case DType::f16: fill_with(static_cast<uint16_t*>(d), n, f32_to_f16(value)); break;
+        case DType::i32: fill_with(static_cast<int32_t*>(d), n, static_cast<int32_t>(value)); break;
+        case DType::u8:
+            fill_with(static_cast<uint8_t*>(d), n,
+                      static_cast<uint8_t>(static_cast<int32_t>(value)));
+            break;
+    }
+}
+
+void CpuDevice::convert(const Tensor& dst, const Tensor& src) {
+    MT_CHECK(is_float_type(dst.dtype) && is_float_type(src.dtype), "convert: ",
+             dtype_name(src.dtype), " -> ", dtype_name(dst.dtype),
+             " is not supported (f32 / bf16 / f16 only)");
+    MT_CHECK(src.numel() >= dst.numel(), "convert: source has ", src.numel(),
+             " elements, destination ", dst.numel());
+    void* d = raw(dst, "convert", "dst");
+    const void* s = raw(src, "convert", "src");
+    const int64_t n = dst.numel();
+    const DType dt = dst.dtype, st = src.dtype;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) store_float(d, dt, i, load_float(s, st, i));
+}
+
+}  // namespace moetrain

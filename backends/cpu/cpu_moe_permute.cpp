@@ -1,0 +1,105 @@
+// CPU MoE token permutation: the stable counting sort of (token, slot) pairs by expert, the
+// row gather into expert order, and the weighted combine back to token order (and its
+// backward). Every output row is written by one iteration: no races, deterministic.
+#include <algorithm>
+#include <vector>
+
+#include "cpu/cpu_device.h"
+
+namespace moetrain {
+namespace {
+void check_index(const int32_t* index, int64_t n, int64_t limit, const char* op, const char* arg) {
+    for (int64_t i = 0; i < n; ++i)
+        MT_CHECK(index[i] >= 0 && index[i] < limit, op, ": ", arg, "[", i, "] = ", index[i],
+                 " outside 0..", limit - 1);
+}
+}  // namespace
+
+void CpuDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
+                         const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) {
+    check_sizes("moe_sort", {N, k, E});
+    MT_CHECK(E >= 1 && k >= 1, "moe_sort: n_experts and top_k must be >= 1");
+    int32_t* pc = i32(counts, E, "moe_sort", "counts");
+    int32_t* prt = i32(row_token, N * k, "moe_sort", "row_token");
+    int32_t* psr = i32(slot_row, N * k, "moe_sort", "slot_row");
+    const int32_t* pidx = i32(topk_idx, N * k, "moe_sort", "topk_idx");
+    check_index(pidx, N * k, E, "moe_sort", "topk_idx");
+    std::fill(pc, pc + E, 0);
+    for (int64_t s = 0; s < N * k; ++s) pc[pidx[s]]++;
+    std::vector<int32_t> next(static_cast<size_t>(E), 0);  // next free row of each expert
+    for (int64_t e = 1; e < E; ++e) next[e] = next[e - 1] + pc[e - 1];
+    for (int64_t s = 0; s < N * k; ++s) {
+        const int32_t r = next[pidx[s]]++;
+        prt[r] = static_cast<int32_t>(s / k);
+        psr[s] = r;
+    }
+}
+
+void CpuDevice::gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
+                            int64_t dim) {
+    check_sizes("gather_rows", {R, dim});
+    if (R == 0 || dim == 0) return;
+    float* pd = f32(dst, R * dim, "gather_rows", "dst");
+    const float* ps = f32(src, dim, "gather_rows", "src");
+    const int32_t* pi = i32(index, R, "gather_rows", "index");
+    check_index(pi, R, src.numel() / dim, "gather_rows", "index");
+#pragma omp parallel for schedule(static) if (R * dim > 16384)
+    for (int64_t r = 0; r < R; ++r)
+        std::copy_n(ps + static_cast<int64_t>(pi[r]) * dim, dim, pd + r * dim);
+}
+
+void CpuDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
+                            const Tensor& w, int64_t N, int64_t k, int64_t dim, bool accumulate) {
+    check_sizes("moe_combine", {N, k, dim});
+    if (N == 0 || dim == 0) return;
+    float* py = f32(y, N * dim, "moe_combine", "y");
+    const float* prows = f32(rows, dim, "moe_combine", "rows");
+    const int32_t* psr = i32(slot_row, N * k, "moe_combine", "slot_row");
+    const float* pw = f32_opt(w, N * k, "moe_combine", "w");
+    check_index(psr, N * k, rows.numel() / dim, "moe_combine", "slot_row");
+#pragma omp parallel for schedule(static) if (N * dim > 16384)
+    for (int64_t n = 0; n < N; ++n) {
+        float* yr = py + n * dim;
+        if (!accumulate) std::fill(yr, yr + dim, 0.0f);
+        for (int64_t j = 0; j < k; ++j) {
+            const float wj = pw ? pw[n * k + j] : 1.0f;
+            const float* src = prows + static_cast<int64_t>(psr[n * k + j]) * dim;
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) yr[c] += wj * src[c];
+        }
+    }
+}
+
+void CpuDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
+                                const Tensor& rows, const Tensor& slot_row, const Tensor& w,
+                                int64_t N, int64_t k, int64_t dim) {
+    check_sizes("moe_combine_bwd", {N, k, dim});
+    if (N == 0 || dim == 0) return;
+    float* pdr = f32(drows, dim, "moe_combine_bwd", "drows");
+    float* pdw = f32_opt(dw, N * k, "moe_combine_bwd", "dw");
+    const float* pdy = f32(dy, N * dim, "moe_combine_bwd", "dy");
+    const float* prows = pdw ? f32(rows, dim, "moe_combine_bwd", "rows") : nullptr;
+    const int32_t* psr = i32(slot_row, N * k, "moe_combine_bwd", "slot_row");
+    const float* pw = f32_opt(w, N * k, "moe_combine_bwd", "w");
+    check_index(psr, N * k, drows.numel() / dim, "moe_combine_bwd", "slot_row");
+    if (prows) check_index(psr, N * k, rows.numel() / dim, "moe_combine_bwd", "slot_row");
+#pragma omp parallel for schedule(static) if (N * dim > 16384)
+    for (int64_t n = 0; n < N; ++n) {
+        const float* dyr = pdy + n * dim;
+        for (int64_t j = 0; j < k; ++j) {
+            const int64_t r = psr[n * k + j];
+            const float wj = pw ? pw[n * k + j] : 1.0f;
+            float* dst = pdr + r * dim;
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) dst[c] = wj * dyr[c];
+            if (pdw) {
+                const float* src = prows + r * dim;
+                double dot = 0;
+                for (int64_t c = 0; c < dim; ++c) dot += static_cast<double>(dyr[c]) * src[c];
+                pdw[n * k + j] = static_cast<float>(dot);
+            }
+        }
+    }
+}
+
+}  // namespace moetrain

@@ -1,0 +1,155 @@
+// CPU rmsnorm / layernorm forward and backward (MODEL.md 2). Row statistics are accumulated in
+// double, one row per iteration; the gain / bias gradients are column sums over rows done one
+// column block per thread (cpu_parallel.h), so everything is deterministic.
+#include <cmath>
+
+#include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
+
+namespace moetrain {
+
+void CpuDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& g,
+                            int64_t rows, int64_t dim, float eps) {
+    check_sizes("rmsnorm_fwd", {rows, dim});
+    MT_CHECK(dim > 0, "rmsnorm_fwd: dim must be positive");
+    float* py = f32(y, rows * dim, "rmsnorm_fwd", "y");
+    float* prs = f32(rstd, rows, "rmsnorm_fwd", "rstd");
+    const float* px = f32(x, rows * dim, "rmsnorm_fwd", "x");
+    const float* pg = f32(g, dim, "rmsnorm_fwd", "g");
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = px + r * dim;
+        double ms = 0;
+        for (int64_t c = 0; c < dim; ++c) ms += static_cast<double>(xr[c]) * xr[c];
+        const float rs = static_cast<float>(1.0 / std::sqrt(ms / static_cast<double>(dim) + eps));
+        prs[r] = rs;
+        float* yr = py + r * dim;
+#pragma omp simd
+        for (int64_t c = 0; c < dim; ++c) yr[c] = xr[c] * rs * pg[c];
+    }
+}
+
+void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy, const Tensor& x,
+                            const Tensor& g, const Tensor& rstd, int64_t rows, int64_t dim,
+                            bool accumulate_dx) {
+    check_sizes("rmsnorm_bwd", {rows, dim});
+    float* pdx = f32(dx, rows * dim, "rmsnorm_bwd", "dx");
+    float* pdg = f32(dg, dim, "rmsnorm_bwd", "dg");
+    const float* pdy = f32(dy, rows * dim, "rmsnorm_bwd", "dy");
+    const float* px = f32(x, rows * dim, "rmsnorm_bwd", "x");
+    const float* pg = f32(g, dim, "rmsnorm_bwd", "g");
+    const float* prs = f32(rstd, rows, "rmsnorm_bwd", "rstd");
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = px + r * dim;
+        const float* dyr = pdy + r * dim;
+        double dot = 0;  // sum_c dy_c g_c x_c
+        for (int64_t c = 0; c < dim; ++c) dot += static_cast<double>(dyr[c]) * pg[c] * xr[c];
+        const float rs = prs[r];
+        const float coef = static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
+        float* dxr = pdx + r * dim;
+        if (accumulate_dx) {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) dxr[c] += rs * pg[c] * dyr[c] - xr[c] * coef;
+        } else {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) dxr[c] = rs * pg[c] * dyr[c] - xr[c] * coef;
+        }
+    }
+    cpu::for_column_blocks(dim, [&](int64_t c0, int64_t c1) {
+        double acc[cpu::kColBlock] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = px + r * dim;
+            const float* dyr = pdy + r * dim;
+            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += static_cast<double>(dyr[c]) * xr[c] * prs[r];
+        }
+        for (int64_t c = c0; c < c1; ++c) pdg[c] += static_cast<float>(acc[c - c0]);
+    });
+}
+
+void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                              const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
+                              int64_t dim, float eps) {
+    check_sizes("layernorm_fwd", {rows, dim});
+    MT_CHECK(dim > 0, "layernorm_fwd: dim must be positive");
+    float* py = f32(y, rows * dim, "layernorm_fwd", "y");
+    float* pmu = f32(mean, rows, "layernorm_fwd", "mean");
+    float* prs = f32(rstd, rows, "layernorm_fwd", "rstd");
+    const float* px = f32(x, rows * dim, "layernorm_fwd", "x");
+    const float* pg = f32(g, dim, "layernorm_fwd", "g");
+    const float* pb = f32_opt(b, dim, "layernorm_fwd", "b");
+    const double nd = static_cast<double>(dim);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = px + r * dim;
+        double s = 0;
+        for (int64_t c = 0; c < dim; ++c) s += xr[c];
+        const double mu = s / nd;
+        double var = 0;
+        for (int64_t c = 0; c < dim; ++c) var += (xr[c] - mu) * (xr[c] - mu);
+        const float m = static_cast<float>(mu);
+        const float rs = static_cast<float>(1.0 / std::sqrt(var / nd + eps));
+        pmu[r] = m;
+        prs[r] = rs;
+        float* yr = py + r * dim;
+        if (pb) {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) yr[c] = (xr[c] - m) * rs * pg[c] + pb[c];
+        } else {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c) yr[c] = (xr[c] - m) * rs * pg[c];
+        }
+    }
+}
+
+void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db,
+                              const Tensor& dy, const Tensor& x, const Tensor& g,
+                              const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
+                              bool accumulate_dx) {
+    check_sizes("layernorm_bwd", {rows, dim});
+    float* pdx = f32(dx, rows * dim, "layernorm_bwd", "dx");
+    float* pdg = f32(dg, dim, "layernorm_bwd", "dg");
+    float* pdb = f32_opt(db, dim, "layernorm_bwd", "db");
+    const float* pdy = f32(dy, rows * dim, "layernorm_bwd", "dy");
+    const float* px = f32(x, rows * dim, "layernorm_bwd", "x");
+    const float* pg = f32(g, dim, "layernorm_bwd", "g");
+    const float* pmu = f32(mean, rows, "layernorm_bwd", "mean");
+    const float* prs = f32(rstd, rows, "layernorm_bwd", "rstd");
+    const double nd = static_cast<double>(dim);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = px + r * dim;
+        const float* dyr = pdy + r * dim;
+        const float m = pmu[r], rs = prs[r];
+        double s1 = 0, s2 = 0;  // sums of dxhat and dxhat * xhat
+        for (int64_t c = 0; c < dim; ++c) {
+            const double dxh = static_cast<double>(dyr[c]) * pg[c];
+            s1 += dxh;
+            s2 += dxh * ((xr[c] - m) * rs);
+        }
+        const float mean_dxh = static_cast<float>(s1 / nd), mean_dxh_xh = static_cast<float>(s2 / nd);
+        float* dxr = pdx + r * dim;
+        for (int64_t c = 0; c < dim; ++c) {
+            const float xh = (xr[c] - m) * rs;
+            const float d = rs * (dyr[c] * pg[c] - mean_dxh - xh * mean_dxh_xh);
+            dxr[c] = accumulate_dx ? dxr[c] + d : d;
+        }
+    }
+    cpu::for_column_blocks(dim, [&](int64_t c0, int64_t c1) {
+        double ag[cpu::kColBlock] = {}, ab[cpu::kColBlock] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = px + r * dim;
+            const float* dyr = pdy + r * dim;
+            for (int64_t c = c0; c < c1; ++c) {
+                ag[c - c0] += static_cast<double>(dyr[c]) * ((xr[c] - pmu[r]) * prs[r]);
+                ab[c - c0] += dyr[c];
+            }
+        }
+        for (int64_t c = c0; c < c1; ++c) {
+            pdg[c] += static_cast<float>(ag[c - c0]);
+            if (pdb) pdb[c] += static_cast<float>(ab[c - c0]);
+        }
+    });
+}
+
+}  // namespace moetrain

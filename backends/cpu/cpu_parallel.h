@@ -1,0 +1,40 @@
+// Deterministic parallel loop helpers for the CPU ops. Work is cut into pieces whose bounds do
+// not depend on the thread count, and partial sums are combined in a fixed order, so every
+// result is bit-identical for any number of OpenMP threads.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace moetrain::cpu {
+
+// Width of the column blocks of column-wise reductions (dbias, norm gains).
+constexpr int64_t kColBlock = 64;
+// Length of the chunks of whole-vector reductions (sum, sum_squares).
+constexpr int64_t kSumChunk = 8192;
+
+// body(c0, c1) for the column blocks [c0, c1) of `cols`, in parallel (each block owned by one
+// thread, so per-column sums over rows keep their row order).
+template <typename F>
+void for_column_blocks(int64_t cols, F&& body) {
+    const int64_t blocks = (cols + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk)
+        body(blk * kColBlock, std::min(cols, (blk + 1) * kColBlock));
+}
+
+// Sum over i < n of the double partials part(i0, i1) of fixed chunks, added in chunk order.
+template <typename F>
+double chunked_sum(int64_t n, F&& part) {
+    const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
+    std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int64_t c = 0; c < chunks; ++c)
+        partial[c] = part(c * kSumChunk, std::min(n, (c + 1) * kSumChunk));
+    double s = 0;
+    for (double p : partial) s += p;
+    return s;
+}
+
+}  // namespace moetrain::cpu

@@ -1,0 +1,32 @@
+// CPU whole-vector reductions (sum, sum of squares): fixed chunks summed in double and
+// combined in chunk order (cpu_parallel.h), so the result does not depend on the threads.
+#include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
+
+namespace moetrain {
+
+void CpuDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {
+    check_sizes("sum", {n});
+    float* po = f32(out, 1, "sum", "out");
+    const float* px = f32(x, n, "sum", "x");
+    const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
+        double acc = 0;
+        for (int64_t i = i0; i < i1; ++i) acc += px[i];
+        return acc;
+    });
+    po[0] = (accumulate ? po[0] : 0.0f) + static_cast<float>(scale * s);
+}
+
+void CpuDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
+    check_sizes("sum_squares", {n});
+    float* po = f32(out, 1, "sum_squares", "out");
+    const float* px = f32(x, n, "sum_squares", "x");
+    const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
+        double acc = 0;
+        for (int64_t i = i0; i < i1; ++i) acc += static_cast<double>(px[i]) * px[i];
+        return acc;
+    });
+    po[0] = (accumulate ? po[0] : 0.0f) + static_cast<float>(s);
+}
+
+}  // namespace moetrain

@@ -1,0 +1,146 @@
+// CPU MoE routers (MODEL.md 2-3): softmax top-k forward (ties to the lower expert index),
+// its backward including the load-balancing and z-loss terms, the two loss values, and the
+// hash router. One token row per iteration; sums in double.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/cpu_device.h"
+#include "shared/mt_math.h"
+
+namespace moetrain {
+namespace {
+void check_router(const char* op, int64_t N, int64_t E, int64_t k) {
+    check_sizes(op, {N, E, k});
+    MT_CHECK(E >= 1, op, ": n_experts must be >= 1");
+    MT_CHECK(k >= 1 && k <= E, op, ": top_k ", k, " outside 1..n_experts (", E, ")");
+}
+
+// f_e = counts[e] / (N k), the routed fraction per expert, held constant in the backward.
+std::vector<double> routed_fraction(const int32_t* counts, int64_t N, int64_t E, int64_t k) {
+    std::vector<double> f(static_cast<size_t>(E), 0.0);
+    if (N == 0) return f;
+    for (int64_t e = 0; e < E; ++e) f[e] = counts[e] / (static_cast<double>(N) * static_cast<double>(k));
+    return f;
+}
+}  // namespace
+
+void CpuDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
+                           const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
+                           int64_t k, bool norm_topk) {
+    check_router("router_fwd", N, E, k);
+    float* pp = f32(probs, N * E, "router_fwd", "probs");
+    float* plse = f32(lse, N, "router_fwd", "lse");
+    int32_t* pidx = i32(topk_idx, N * k, "router_fwd", "topk_idx");
+    float* pw = f32(topk_w, N * k, "router_fwd", "topk_w");
+    const float* pl = f32(logits, N * E, "router_fwd", "logits");
+#pragma omp parallel for schedule(static) if (N * E > 8192)
+    for (int64_t n = 0; n < N; ++n) {
+        const float* l = pl + n * E;
+        float* p = pp + n * E;
+        float mx = -INFINITY;
+        for (int64_t e = 0; e < E; ++e) mx = std::max(mx, l[e]);
+        double s = 0;
+        for (int64_t e = 0; e < E; ++e) s += std::exp(static_cast<double>(l[e]) - mx);
+        const double lse_n = mx + std::log(s);
+        plse[n] = static_cast<float>(lse_n);
+        for (int64_t e = 0; e < E; ++e) p[e] = static_cast<float>(std::exp(l[e] - lse_n));
+        // Selection of the k largest, strict '>' so that ties go to the lower index.
+        int32_t* idx = pidx + n * k;
+        double wsum = 0;
+        for (int64_t j = 0; j < k; ++j) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; ++e) {
+                if (std::find(idx, idx + j, static_cast<int32_t>(e)) != idx + j) continue;
+                if (best < 0 || p[e] > p[best]) best = e;
+            }
+            idx[j] = static_cast<int32_t>(best);
+            wsum += p[best];
+        }
+        for (int64_t j = 0; j < k; ++j)
+            pw[n * k + j] = norm_topk ? static_cast<float>(p[idx[j]] / wsum) : p[idx[j]];
+    }
+}
+
+void CpuDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
+                           const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
+                           const Tensor& counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
+                           float aux_alpha, float z_alpha, float scale) {
+    check_router("router_bwd", N, E, k);
+    float* pdl = f32(dlogits, N * E, "router_bwd", "dlogits");
+    const float* pdw = f32(dtopk_w, N * k, "router_bwd", "dtopk_w");
+    const float* pp = f32(probs, N * E, "router_bwd", "probs");
+    const float* plse = f32(lse, N, "router_bwd", "lse");
+    const int32_t* pidx = i32(topk_idx, N * k, "router_bwd", "topk_idx");
+    const float* pw = f32(topk_w, N * k, "router_bwd", "topk_w");
+    const int32_t* pc = i32(counts, E, "router_bwd", "counts");
+    for (int64_t s = 0; s < N * k; ++s)
+        MT_CHECK(pidx[s] >= 0 && pidx[s] < E, "router_bwd: expert index ", pidx[s],
+                 " outside 0..", E - 1);
+    const std::vector<double> f = routed_fraction(pc, N, E, k);
+    const double nN = static_cast<double>(std::max<int64_t>(N, 1));
+    std::vector<double> aux_dp(static_cast<size_t>(E));  // d(scale * aux)/dp[n,e]
+    for (int64_t e = 0; e < E; ++e)
+        aux_dp[e] = static_cast<double>(scale) * aux_alpha * static_cast<double>(E) * f[e] / nN;
+    const double z_coef = static_cast<double>(scale) * z_alpha * 2.0 / nN;
+#pragma omp parallel
+    {
+        std::vector<double> dp(static_cast<size_t>(E));
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < N; ++n) {
+            const float* p = pp + n * E;
+            const int32_t* idx = pidx + n * k;
+            std::copy(aux_dp.begin(), aux_dp.end(), dp.begin());
+            double s = 0, wdot = 0;  // sum of selected p; sum_j dw_j w_j
+            for (int64_t j = 0; j < k; ++j) {
+                s += p[idx[j]];
+                wdot += static_cast<double>(pdw[n * k + j]) * pw[n * k + j];
+            }
+            for (int64_t j = 0; j < k; ++j) {
+                const double dw = pdw[n * k + j];
+                dp[idx[j]] += norm_topk ? (dw - wdot) / s : dw;
+            }
+            double pdp = 0;
+            for (int64_t e = 0; e < E; ++e) pdp += p[e] * dp[e];
+            const double zt = z_coef * plse[n];
+            for (int64_t e = 0; e < E; ++e)
+                pdl[n * E + e] = static_cast<float>(p[e] * (dp[e] - pdp) + zt * p[e]);
+        }
+    }
+}
+
+void CpuDevice::router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
+                                const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                                float aux_alpha, float z_alpha) {
+    check_router("router_aux_loss", N, E, k);
+    float* po = f32(out, 2, "router_aux_loss", "out");
+    const float* pp = f32(probs, N * E, "router_aux_loss", "probs");
+    const float* plse = f32(lse, N, "router_aux_loss", "lse");
+    const int32_t* pc = i32(counts, E, "router_aux_loss", "counts");
+    if (N == 0) return;
+    const std::vector<double> f = routed_fraction(pc, N, E, k);
+    std::vector<double> P(static_cast<size_t>(E), 0.0);  // sum over tokens of p[n,e]
+    double z = 0;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t e = 0; e < E; ++e) P[e] += pp[n * E + e];
+        z += static_cast<double>(plse[n]) * plse[n];
+    }
+    double aux = 0;
+    for (int64_t e = 0; e < E; ++e) aux += f[e] * P[e];
+    const double nN = static_cast<double>(N);
+    po[0] += static_cast<float>(aux_alpha * static_cast<double>(E) * aux / nN);
+    po[1] += static_cast<float>(z_alpha * z / nN);
+}
+
+void CpuDevice::hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
+                           int64_t E) {
+    check_sizes("hash_route", {N, layer, E});
+    MT_CHECK(E >= 1, "hash_route: n_experts must be >= 1");
+    int32_t* pidx = i32(topk_idx, N, "hash_route", "topk_idx");
+    const int32_t* pid = i32(ids, N, "hash_route", "ids");
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int64_t n = 0; n < N; ++n)
+        pidx[n] = mt_hash_expert(pid[n], static_cast<int>(layer), static_cast<int>(E));
+}
+
+}  // namespace moetrain
