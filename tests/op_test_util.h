@@ -195,8 +195,8 @@ inline CloseReport compare(const std::vector<double>& got, const std::vector<dou
     size_t n = std::min(got.size(), want.size());
     for (size_t i = 0; i < n; ++i) {
         double allowed = tol.abs + tol.rel * std::fabs(want[i]);
-        double err = std::fabs(got[i] - want[i]);
-        double ratio = std::isnan(err) ? INFINITY : err / allowed;
+        double err = got[i] == want[i] ? 0.0 : std::fabs(got[i] - want[i]);
+        double ratio = std::isnan(err) ? INFINITY : err == 0 ? 0.0 : allowed == 0 ? INFINITY : err / allowed;
         if (ratio > r.ratio || i == 0) {
             r.ratio = ratio;
             r.worst = i;

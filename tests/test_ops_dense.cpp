@@ -1,0 +1,175 @@
+// Op tests, dense algebra and embeddings: gemm (every transpose pair, padded leading
+// dimensions, alpha / beta, strided batches, k = 0), add, axpby, add_bias, bias_grad,
+// embedding_fwd / embedding_bwd (duplicate ids). Tolerance: rel 1e-4, abs 1e-5 (gemm: abs
+// 2e-5 * sqrt(k), the f32 rounding of a k-term dot product of unit-variance values).
+#include <cmath>
+
+#include "op_test_util.h"
+#include "reference_ops.h"
+
+using namespace moetrain;
+using namespace moetrain::test;
+
+namespace {
+struct GemmCase {
+    int64_t m, n, k, batch, pad;
+    float alpha, beta;
+};
+
+void run_gemm(Device& dev, Trans ta, Trans tb, const GemmCase& c, uint64_t seed) {
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.batch);
+    CAPTURE(static_cast<int>(ta));
+    CAPTURE(static_cast<int>(tb));
+    ref::Gemm g;
+    g.ta = ta;
+    g.tb = tb;
+    g.m = c.m;
+    g.n = c.n;
+    g.k = c.k;
+    g.alpha = c.alpha;
+    g.beta = c.beta;
+    const int64_t a_rows = ta == Trans::N ? c.m : c.k, a_cols = ta == Trans::N ? c.k : c.m;
+    const int64_t b_rows = tb == Trans::N ? c.k : c.n, b_cols = tb == Trans::N ? c.n : c.k;
+    g.lda = a_cols + c.pad;
+    g.ldb = b_cols + c.pad;
+    g.ldc = c.n + c.pad;
+    g.batch = c.batch;
+    g.stride_a = a_rows * g.lda + 5;
+    g.stride_b = b_rows * g.ldb + 3;
+    g.stride_c = c.m * g.ldc + 1;
+    Rng rng(seed);
+    auto a = rng.normal(g.stride_a * c.batch), b = rng.normal(g.stride_b * c.batch);
+    auto cc = rng.normal(g.stride_c * c.batch);
+    GemmArgs args;
+    args.ta = ta;
+    args.tb = tb;
+    args.m = c.m;
+    args.n = c.n;
+    args.k = c.k;
+    args.alpha = c.alpha;
+    args.beta = c.beta;
+    args.a = to_device(dev, a);
+    args.b = to_device(dev, b);
+    args.c = to_device(dev, cc);
+    args.lda = g.lda;
+    args.ldb = g.ldb;
+    args.ldc = g.ldc;
+    args.batch = c.batch;
+    args.stride_a = g.stride_a;
+    args.stride_b = g.stride_b;
+    args.stride_c = g.stride_c;
+    dev.gemm(args);
+    auto want = cc;  // elements outside the m x n products must keep what was uploaded
+    ref::gemm(g, a, b, want);
+    auto got = from_device(dev, args.c);
+    check_close(got, want, Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(c.k) + 1)}, "gemm");
+}
+}  // namespace
+
+TEST_CASE("ops: gemm every transpose, padded ld, alpha beta, batched") {
+    const GemmCase cases[] = {
+        {1, 1, 1, 1, 0, 1.0f, 0.0f},    {7, 5, 3, 1, 3, 1.0f, 0.0f},  {33, 17, 65, 1, 0, 0.5f, 0.7f},
+        {64, 1, 129, 2, 1, 1.0f, 1.0f}, {1, 100, 7, 3, 2, -1.0f, 0.0f}, {31, 63, 17, 3, 0, 1.0f, 0.25f},
+        {5, 4, 0, 2, 1, 1.0f, 0.5f},
+    };
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        uint64_t seed = 1;
+        for (Trans ta : {Trans::N, Trans::T})
+            for (Trans tb : {Trans::N, Trans::T})
+                for (const auto& c : cases) run_gemm(*d.dev, ta, tb, c, seed++);
+    }
+}
+
+TEST_CASE("ops: gemm rejects a too small leading dimension") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        GemmArgs g;
+        g.m = 4;
+        g.n = 4;
+        g.k = 4;
+        g.a = zeros(*d.dev, 16);
+        g.b = zeros(*d.dev, 16);
+        g.c = zeros(*d.dev, 16);
+        g.lda = 3;
+        g.ldb = 4;
+        g.ldc = 4;
+        CHECK_THROWS_AS(d.dev->gemm(g), Error);
+    }
+}
+
+TEST_CASE("ops: add axpby") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        for (int64_t n : awkward_sizes()) {
+            CAPTURE(n);
+            Rng rng(static_cast<uint64_t>(n));
+            auto a = rng.normal(n), b = rng.normal(n);
+            Tensor ta = to_device(dev, a), tb = to_device(dev, b), out = zeros(dev, n);
+            dev.add(out, ta, tb, n);
+            ref::Vec want(static_cast<size_t>(n));
+            ref::add(want, a, b, n);
+            check_close(from_device(dev, out), want, Tol{}, "add");
+            dev.add(ta, ta, tb, n);  // out aliases a
+            check_close(from_device(dev, ta), want, Tol{}, "add in place");
+            auto y = b;
+            dev.axpby(tb, 0.75f, out, -1.5f, n);
+            ref::axpby(y, 0.75, want, -1.5, n);
+            check_close(from_device(dev, tb), y, Tol{}, "axpby");
+        }
+    }
+}
+
+TEST_CASE("ops: add_bias bias_grad") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {7, 65}, {129, 3}, {300, 257}}) {
+            CAPTURE(rows);
+            CAPTURE(cols);
+            Rng rng(static_cast<uint64_t>(rows * 1000 + cols));
+            auto y = rng.normal(rows * cols), bias = rng.normal(cols), db = rng.normal(cols);
+            Tensor ty = to_device(dev, y), tb = to_device(dev, bias), tdb = to_device(dev, db);
+            dev.add_bias(ty, tb, rows, cols);
+            dev.bias_grad(tdb, ty, rows, cols);  // accumulates onto db
+            auto wy = y, wdb = db;
+            ref::add_bias(wy, bias, rows, cols);
+            ref::bias_grad(wdb, wy, rows, cols);
+            check_close(from_device(dev, ty), wy, Tol{}, "add_bias");
+            check_close(from_device(dev, tdb), wdb, Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))},
+                        "bias_grad");
+        }
+    }
+}
+
+TEST_CASE("ops: embedding_fwd embedding_bwd with duplicate ids") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        for (auto [n, dim, rows] : {std::tuple<int64_t, int64_t, int32_t>{1, 1, 1}, {17, 33, 5}, {200, 65, 300}}) {
+            CAPTURE(n);
+            CAPTURE(dim);
+            Rng rng(static_cast<uint64_t>(n + dim));
+            auto table = rng.normal(rows * dim);
+            auto ids = rng.ints(n, 0, rows - 1);
+            auto out0 = rng.normal(n * dim), dout = rng.normal(n * dim), dtable = rng.normal(rows * dim);
+            Tensor tt = to_device(dev, table), ti = to_device(dev, ids);
+            for (bool acc : {false, true}) {
+                Tensor to = to_device(dev, out0);
+                dev.embedding_fwd(to, tt, ti, n, dim, acc);
+                auto want = out0;
+                ref::embedding_fwd(want, table, ids, n, dim, acc);
+                check_close(from_device(dev, to), want, Tol{}, acc ? "embedding_fwd acc" : "embedding_fwd");
+            }
+            Tensor tdt = to_device(dev, dtable);
+            dev.embedding_bwd(tdt, to_device(dev, dout), ti, n, dim);
+            auto want = dtable;
+            ref::embedding_bwd(want, dout, ids, n, dim);
+            check_close(from_device(dev, tdt), want, Tol{}, "embedding_bwd");
+        }
+    }
+}
