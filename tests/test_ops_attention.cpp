@@ -1,0 +1,84 @@
+// Op tests, causal attention: attention_fwd (o and lse) and attention_bwd (dq, dk, dv) against
+// the naive float64 reference for MHA, GQA, MQA, T = 1, key counts across block edges,
+// KV-cache decode (Tq = 1 < Tk) and chunked prefill (Tq < Tk), with capacity S > Tk (rows >= Tk
+// of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5.
+#include <cmath>
+
+#include "op_test_util.h"
+#include "reference_ops.h"
+
+using namespace moetrain;
+using namespace moetrain::test;
+
+namespace {
+const AttnDims kAttnCases[] = {
+    // B, Tq, Tk, S, H, K, hd
+    {1, 1, 1, 1, 1, 1, 4},      // T = 1
+    {2, 7, 7, 7, 3, 3, 8},      // MHA
+    {1, 17, 17, 20, 4, 2, 16},  // GQA, capacity S > Tk
+    {2, 33, 33, 33, 4, 1, 32},  // MQA
+    {1, 1, 9, 12, 4, 2, 8},     // decode: one query over a KV cache
+    {2, 5, 13, 16, 2, 1, 64},   // chunked prefill: Tq < Tk
+    {1, 70, 70, 70, 2, 1, 64},  // more keys than one block
+    {1, 3, 130, 131, 2, 2, 6},  // decode of 3 with long cache, odd head_dim
+};
+
+std::string dims_str(const AttnDims& d) {
+    return "B" + std::to_string(d.B) + " Tq" + std::to_string(d.Tq) + " Tk" + std::to_string(d.Tk) +
+           " S" + std::to_string(d.S) + " H" + std::to_string(d.H) + " K" + std::to_string(d.K) +
+           " hd" + std::to_string(d.hd);
+}
+}  // namespace
+
+TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
+    const Tol tol{1e-4, 2e-5};
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        uint64_t seed = 11;
+        for (const AttnDims& a : kAttnCases) {
+            INFO(dims_str(a));
+            const int64_t nq = a.B * a.Tq * a.H * a.hd, nk = a.B * a.S * a.K * a.hd;
+            const double scale = 1.0 / std::sqrt(static_cast<double>(a.hd));
+            Rng rng(seed++);
+            auto q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
+            // Rows >= Tk of the cache hold junk the op must not read.
+            for (int64_t b = 0; b < a.B; ++b)
+                for (int64_t u = a.Tk; u < a.S; ++u)
+                    for (int64_t c = 0; c < a.K * a.hd; ++c) k[(b * a.S + u) * a.K * a.hd + c] = 1e6;
+            Tensor tq = to_device(dev, q), tk = to_device(dev, k), tv = to_device(dev, v);
+            Tensor to = zeros(dev, nq), tlse = zeros(dev, a.B * a.H * a.Tq);
+            dev.attention_fwd(to, tlse, tq, tk, tv, a, static_cast<float>(scale));
+            ref::Vec o(static_cast<size_t>(nq)), lse(static_cast<size_t>(a.B * a.H * a.Tq));
+            ref::attention_fwd(o, lse, q, k, v, a, scale);
+            check_close(from_device(dev, to), o, tol, "attention o");
+            check_close(from_device(dev, tlse), lse, tol, "attention lse");
+
+            auto junk = rng.normal(std::max(nq, nk));  // outputs are overwritten, not accumulated
+            Tensor tdq = to_device(dev, ref::Vec(junk.begin(), junk.begin() + nq));
+            Tensor tdk = to_device(dev, ref::Vec(junk.begin(), junk.begin() + nk));
+            Tensor tdv = to_device(dev, ref::Vec(junk.begin(), junk.begin() + nk));
+            dev.attention_bwd(tdq, tdk, tdv, to_device(dev, dout), tq, tk, tv, to, tlse, a,
+                              static_cast<float>(scale));
+            ref::Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)), dv(static_cast<size_t>(nk));
+            ref::attention_bwd(dq, dk, dv, dout, q, k, v, a, scale);
+            check_close(from_device(dev, tdq), dq, tol, "attention dq");
+            check_close(from_device(dev, tdk), dk, tol, "attention dk");
+            check_close(from_device(dev, tdv), dv, tol, "attention dv");
+        }
+    }
+}
+
+TEST_CASE("ops: attention rejects inconsistent dims") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        Tensor t = zeros(dev, 4096);
+        AttnDims bad_heads{1, 2, 2, 2, 3, 2, 4};  // H % K != 0
+        CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_heads, 0.5f), Error);
+        AttnDims bad_len{1, 3, 2, 2, 2, 2, 4};  // Tq > Tk
+        CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_len, 0.5f), Error);
+        AttnDims bad_cap{1, 2, 3, 2, 2, 2, 4};  // Tk > S
+        CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_cap, 0.5f), Error);
+    }
+}
