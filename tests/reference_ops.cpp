@@ -45,6 +45,25 @@ double round_to(double v, DType dtype) {
 
 // ---- dense algebra ----------------------------------------------------------------------
 
+Gemm gemm_dims(const GemmArgs& a) {
+    Gemm g;
+    g.ta = a.ta;
+    g.tb = a.tb;
+    g.m = a.m;
+    g.n = a.n;
+    g.k = a.k;
+    g.alpha = a.alpha;
+    g.beta = a.beta;
+    g.lda = a.lda;
+    g.ldb = a.ldb;
+    g.ldc = a.ldc;
+    g.batch = a.batch;
+    g.stride_a = a.stride_a;
+    g.stride_b = a.stride_b;
+    g.stride_c = a.stride_c;
+    return g;
+}
+
 void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c) {
     for (int64_t i = 0; i < g.batch; ++i) {
         const double* A = a.data() + i * g.stride_a;

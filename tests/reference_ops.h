@@ -30,6 +30,8 @@ struct Gemm {
     int64_t lda = 0, ldb = 0, ldc = 0;
     int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
 };
+// The sizes, scalars and strides of a device GemmArgs (its tensors are not used).
+Gemm gemm_dims(const GemmArgs& g);
 void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c);
 void add(Vec& out, const Vec& a, const Vec& b, int64_t n);
 void axpby(Vec& y, double alpha, const Vec& x, double beta, int64_t n);

@@ -31,6 +31,12 @@ TEST_CASE("ops: alloc_buffer is zeroed, upload download round trip") {
             dev.upload(t, std::vector<float>(x.begin(), x.end()).data());
             check_close(from_device(dev, t), x, Tol{0, 0}, "round trip");
         }
+        for (size_t bytes : {size_t{0}, size_t{1}, size_t{13}, size_t{4096}}) {
+            auto buf = dev.alloc_buffer(bytes);
+            REQUIRE(buf);
+            CHECK(buf->bytes() == bytes);
+            CHECK(buf->device() == &dev);
+        }
         // An odd-sized byte buffer and a view at an offset.
         Tensor u = dev.alloc(DType::u8, Shape{13});
         std::vector<uint8_t> bytes(13);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_rowmath.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -79,16 +80,8 @@ void CpuDevice::softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t 
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * cols;
         float* yr = py + r * cols;
-        float mx = -INFINITY;
-        for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, xr[c]);
-        double s = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-            const float e = std::exp(xr[c] - mx);
-            yr[c] = e;
-            s += e;
-        }
-        const float inv = static_cast<float>(1.0 / s);
-        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+        const float lse = static_cast<float>(cpu::row_logsumexp(xr, cols));
+        for (int64_t c = 0; c < cols; ++c) yr[c] = std::exp(xr[c] - lse);
     }
 }
 

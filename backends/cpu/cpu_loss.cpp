@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_rowmath.h"
 
 namespace moetrain {
 
@@ -21,11 +22,7 @@ void CpuDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const 
     for (int64_t n = 0; n < N; ++n) {
         float* x = px + n * V;
         const int32_t t = pt[n];
-        float mx = -INFINITY;
-        for (int64_t c = 0; c < V; ++c) mx = std::max(mx, x[c]);
-        double s = 0;
-        for (int64_t c = 0; c < V; ++c) s += std::exp(x[c] - mx);
-        const double lse = mx + std::log(s);
+        const double lse = cpu::row_logsumexp(x, V);
         pl[n] = t < 0 ? 0.0f : static_cast<float>(lse - x[t]);
         if (grad_scale == 0.0f) continue;
         if (t < 0) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_rowmath.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -38,11 +39,7 @@ void CpuDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor&
     for (int64_t n = 0; n < N; ++n) {
         const float* l = pl + n * E;
         float* p = pp + n * E;
-        float mx = -INFINITY;
-        for (int64_t e = 0; e < E; ++e) mx = std::max(mx, l[e]);
-        double s = 0;
-        for (int64_t e = 0; e < E; ++e) s += std::exp(static_cast<double>(l[e]) - mx);
-        const double lse_n = mx + std::log(s);
+        const double lse_n = cpu::row_logsumexp(l, E);
         plse[n] = static_cast<float>(lse_n);
         for (int64_t e = 0; e < E; ++e) p[e] = static_cast<float>(std::exp(l[e] - lse_n));
         // Selection of the k largest, strict '>' so that ties go to the lower index.
