@@ -1,0 +1,62 @@
+// Linear layer y = x @ W^T (+ b) with W stored [out, in] (MODEL.md), forward and backward,
+// as GEMMs on the device.
+#include "layers.h"
+
+namespace moetrain {
+
+void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
+                float beta) {
+    if (rows == 0) return;
+    GemmArgs g;
+    g.ta = Trans::N;
+    g.tb = Trans::T;
+    g.m = rows;
+    g.n = w.out;
+    g.k = w.in;
+    g.a = x;
+    g.lda = w.in;
+    g.b = w.w;
+    g.ldb = w.in;
+    g.beta = beta;
+    g.c = y;
+    g.ldc = w.out;
+    dev.gemm(g);
+    if (w.b) dev.add_bias(y, w.b, rows, w.out);
+}
+
+void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy,
+                const Tensor& x, const LinearW& w, int64_t rows, bool accumulate_dx) {
+    if (rows == 0) return;
+    if (dx) {  // dx [rows, in] = dy [rows, out] @ W [out, in]
+        GemmArgs g;
+        g.m = rows;
+        g.n = w.in;
+        g.k = w.out;
+        g.a = dy;
+        g.lda = w.out;
+        g.b = w.w;
+        g.ldb = w.in;
+        g.beta = accumulate_dx ? 1.0f : 0.0f;
+        g.c = dx;
+        g.ldc = w.in;
+        dev.gemm(g);
+    }
+    {  // dW [out, in] += dy^T [out, rows] @ x [rows, in]
+        GemmArgs g;
+        g.ta = Trans::T;
+        g.m = w.out;
+        g.n = w.in;
+        g.k = rows;
+        g.a = dy;
+        g.lda = w.out;
+        g.b = x;
+        g.ldb = w.in;
+        g.beta = 1.0f;
+        g.c = gw.w;
+        g.ldc = w.in;
+        dev.gemm(g);
+    }
+    if (gw.b) dev.bias_grad(gw.b, dy, rows, w.out);
+}
+
+}  // namespace moetrain

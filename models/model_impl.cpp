@@ -1,0 +1,187 @@
+// The passes of the MODEL.md transformer over its layers: batch upload and validation,
+// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order. The
+// layer math lives in the per-layer files (layers.h).
+#include "model_impl.h"
+
+#include <algorithm>
+
+namespace moetrain {
+namespace {
+
+bool same_view(const Tensor& a, const Tensor& b) { return a.buf == b.buf && a.offset == b.offset; }
+
+}  // namespace
+
+LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens) {
+    LossStats r;
+    r.ce = s[0];
+    r.aux = s[1];
+    r.z = s[2];
+    r.loss = r.ce + r.aux + r.z;
+    r.tokens = tokens;
+    return r;
+}
+
+ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
+    : dev(device), cfg(config), layout(build_param_layout(config)) {
+    for (size_t i = 0; i < layout.size(); ++i) {
+        index[layout[i].name] = i;
+        n_params += layout[i].numel();
+    }
+    n_decay = decayed_numel(layout);
+    params = dev.alloc(DType::f32, {n_params});
+    grads = dev.alloc(DType::f32, {n_params});
+    w = bind_params(cfg, layout, params);
+    gw = bind_params(cfg, layout, grads);
+    stats = dev.alloc(DType::f32, {4});
+    micro = dev.alloc(DType::f32, {3});
+}
+
+Workspace& ModelImpl::workspace(int B, int T, bool training) {
+    if (!training) {  // a training workspace of the same shape serves inference too
+        auto it = workspaces_.find({B, T, true});
+        if (it != workspaces_.end()) return *it->second;
+    }
+    auto& slot = workspaces_[{B, T, training}];
+    if (!slot) slot = plan_workspace(dev, cfg, B, T, training);
+    return *slot;
+}
+
+std::array<float, 4> ModelImpl::read_stats() {
+    std::array<float, 4> s{};
+    dev.download(s.data(), stats);
+    return s;
+}
+
+int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0) {
+    const int64_t N = ws.N, T = ws.T, V = cfg.vocab_size;
+    MT_CHECK(x, "no input tokens given");
+    for (int64_t i = 0; i < N; ++i)
+        MT_CHECK(x[i] >= 0 && x[i] < V, "token id ", x[i], " at position ", i, " (row ", i / T,
+                 ", t ", i % T, ") is outside the vocabulary [0, ", V, ")");
+    dev.upload(ws.ids, x);
+    int64_t counted = 0;
+    if (y) {
+        for (int64_t i = 0; i < N; ++i) {
+            MT_CHECK(y[i] == -1 || (y[i] >= 0 && y[i] < V), "target id ", y[i], " at position ",
+                     i, " (row ", i / T, ", t ", i % T, ") is outside the vocabulary [0, ", V,
+                     ") and is not -1");
+            counted += y[i] != -1;
+        }
+        dev.upload(ws.targets, y);
+    }
+    if (cfg.pos == PosKind::learned) {
+        std::vector<int32_t> pos(static_cast<size_t>(N));
+        for (int64_t i = 0; i < N; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i % T);
+        dev.upload(ws.pos_ids, pos.data());
+    }
+    return counted;
+}
+
+void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
+    const int64_t N = ws.N;
+    const int L = cfg.n_layers;
+    embedding_fwd(dev, w, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
+    for (int l = 0; l < L; ++l) {
+        LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        const LayerW& lw = w.layers[static_cast<size_t>(l)];
+        norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, N);
+        if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
+        attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T,
+                      cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
+        norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, N);
+        const Tensor& x_out = l + 1 < L ? ws.layers[static_cast<size_t>(l) + 1].x_in : ws.x_final;
+        if (!same_view(x_out, a.x_mid)) dev.copy(x_out, a.x_mid);
+        if (lw.moe)
+            moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, micro.view(1, {2}), N,
+                    record_routing);
+        else
+            ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn, x_out, 1.0f);
+    }
+    record_load(ws);
+}
+
+void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
+    const int64_t N = ws.N;
+    const GradScratch& g = ws.g;  // g.dres holds d loss / d x_final (from the head)
+    for (int l = cfg.n_layers - 1; l >= 0; --l) {
+        const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        const LayerW& lw = w.layers[static_cast<size_t>(l)];
+        const LayerW& glw = gw.layers[static_cast<size_t>(l)];
+        if (lw.moe)
+            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
+        else
+            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn,
+                    g.dres, g, g.dxn, false);
+        norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
+        attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
+        norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
+    }
+    embedding_bwd(dev, gw, ws, g.dres);
+}
+
+void ModelImpl::record_load(const Workspace& ws) {
+    load.clear();
+    for (int l = 0; l < cfg.n_layers; ++l)
+        if (cfg.is_moe_layer(l)) load.push_back({l, ws.layers[static_cast<size_t>(l)].moe.host_counts});
+}
+
+int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
+                                     float grad_scale, float weight, bool backward) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(T <= cfg.max_seq_len, "sequence length T=", T, " exceeds max_seq_len ",
+             cfg.max_seq_len);
+    MT_CHECK(y, "no target tokens given");
+    MT_CHECK(!backward || grad_scale != 0.0f, "grad_scale must be nonzero for a backward pass");
+    Workspace& ws = workspace(B, T, backward);
+    const int64_t counted = load_batch(ws, x, y, 0);
+    dev.fill(micro, 0.0f);
+    forward_layers(ws, nullptr);
+    const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
+    head_fwd(dev, cfg, w, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
+             micro.view(0, {1}));
+    if (backward) backward_layers(ws, grad_scale);
+    dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
+    return counted;
+}
+
+void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
+                               const std::vector<KvSlot>& cache, const Tensor& logits) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(pos0 + T <= cfg.max_seq_len, "positions up to ", pos0 + T, " exceed max_seq_len ",
+             cfg.max_seq_len);
+    Workspace& ws = workspace(B, T, false);
+    load_batch(ws, x, nullptr, pos0);
+    forward_layers(ws, &cache);
+    head_last_logits(dev, cfg, w, ws, logits);
+}
+
+std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(T <= cfg.max_seq_len, "sequence length T=", T, " exceeds max_seq_len ",
+             cfg.max_seq_len);
+    Workspace& ws = workspace(B, T, false);
+    load_batch(ws, x, nullptr, 0);
+    dev.fill(micro, 0.0f);
+    forward_layers(ws, nullptr);
+    return head_logits(dev, cfg, w, ws);
+}
+
+LossStats ModelImpl::loss_f64(const int32_t* x, const int32_t* y, int B, int T) {
+    reset_stats();
+    const int64_t counted = queue_micro_batch(x, y, B, T, 0.0f, 1.0f, false);
+    Workspace& ws = workspace(B, T, false);
+    std::vector<float> losses(static_cast<size_t>(ws.N));
+    dev.download(losses.data(), ws.losses);
+    const std::array<float, 4> s = read_stats();
+    LossStats r;
+    for (float v : losses) r.ce += v;
+    r.ce /= static_cast<double>(std::max<int64_t>(counted, 1));
+    r.aux = s[1];
+    r.z = s[2];
+    r.loss = r.ce + r.aux + r.z;
+    r.tokens = counted;
+    return r;
+}
+
+}  // namespace moetrain

@@ -1,0 +1,73 @@
+// ModelImpl: the state behind moetrain::Model (parameter/gradient buffers, their typed views,
+// workspaces per batch shape, the device stats buffer) and the passes over the layers that
+// Model, Trainer, generate() and gradcheck() are built from.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "layers.h"
+#include "moetrain/model.h"
+
+namespace moetrain {
+
+// Host-side seeded initial values of every parameter, laid out like the flat buffer.
+std::vector<float> init_values(const ModelConfig& c, const std::vector<ParamInfo>& layout,
+                               uint64_t seed);
+
+// Loss terms from the downloaded stats buffer (ce, aux, z, ...).
+LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens);
+
+class ModelImpl {
+public:
+    ModelImpl(Device& device, const ModelConfig& config);
+
+    Device& dev;
+    const ModelConfig cfg;
+    std::vector<ParamInfo> layout;
+    std::map<std::string, size_t> index;  // name -> position in layout
+    int64_t n_params = 0, n_decay = 0;     // all elements; leading decayed elements
+    Tensor params, grads;
+    ModelW w, gw;  // views of params / grads
+    // Device stats: [0] ce, [1] aux, [2] z accumulated over micro-batches (each weighted),
+    // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
+    Tensor stats;
+    Tensor micro;  // one micro-batch's ce, aux, z
+    std::vector<ExpertLoad> load;
+    // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
+    std::vector<int32_t>* record_routing = nullptr;
+
+    // The workspace of shape (B, T), planned on first use.
+    Workspace& workspace(int B, int T, bool training);
+
+    void reset_stats() { dev.fill(stats, 0.0f); }
+    std::array<float, 4> read_stats();
+
+    // Queues one micro-batch: forward, loss terms * weight added to stats[0..2] and, when
+    // backward, the backward pass adding grad_scale * gradients to the gradient buffer.
+    // Returns the number of targets that counted. Validates ids, targets and T.
+    int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
+                              float weight, bool backward);
+    // Forward over T new tokens per row at positions pos0.. using the per-layer KV cache,
+    // then logits [B, V] of each row's last position.
+    void forward_cached(const int32_t* x, int B, int T, int64_t pos0,
+                        const std::vector<KvSlot>& cache, const Tensor& logits);
+    // Logits of every position, [B*T, V] on the host.
+    std::vector<float> forward_all_logits(const int32_t* x, int B, int T);
+    // Loss terms of one batch with the cross-entropy summed in double on the host.
+    LossStats loss_f64(const int32_t* x, const int32_t* y, int B, int T);
+
+private:
+    // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
+    int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
+    void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);
+    void backward_layers(Workspace& ws, float grad_scale);
+    void record_load(const Workspace& ws);
+
+    std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
+};
+
+}  // namespace moetrain

@@ -1,0 +1,76 @@
+// Mixture-of-Experts FFN (MODEL.md 2-3): softmax top-k or hash routing, a stable sort of the
+// (token, slot) pairs by expert, a gather of the routed rows so every expert owns one
+// contiguous block (one GEMM per expert, sized by the expert counts downloaded once per
+// layer), a weighted combine back into the residual stream, always-on shared experts, the
+// aux / z losses, and the backward of all of it. Dropless: every routed row is computed.
+#include "layers.h"
+
+namespace moetrain {
+namespace {
+
+LinearW router_of(const ModelConfig& c, const Tensor& w) {
+    return {w, Tensor{}, c.moe->n_experts, c.d_model};
+}
+
+}  // namespace
+
+void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
+             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats,
+             int64_t N, std::vector<int32_t>* routing) {
+    const MoeConfig& m = *c.moe;
+    const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
+    const bool softmax = m.router == RouterKind::softmax_topk;
+    if (softmax) {
+        linear_fwd(dev, a.logits, xn, router_of(c, w.router), N, 0.0f);
+        dev.router_fwd(a.probs, a.lse, a.topk_idx, a.topk_w, a.logits, N, E, k,
+                       m.norm_topk_prob);
+    } else {
+        dev.hash_route(a.topk_idx, ids, N, layer, E);
+    }
+    dev.moe_sort(a.counts, a.row_token, a.slot_row, a.topk_idx, N, k, E);
+    a.host_counts.resize(static_cast<size_t>(E));
+    dev.download(a.host_counts.data(), a.counts);
+    if (routing) {
+        std::vector<int32_t> chosen(static_cast<size_t>(N * k));
+        dev.download(chosen.data(), a.topk_idx.view(0, {N * k}));
+        routing->insert(routing->end(), chosen.begin(), chosen.end());
+    }
+    if (softmax)
+        dev.router_aux_loss(aux_stats, a.probs, a.lse, a.counts, N, E, k,
+                            static_cast<float>(m.aux_loss_alpha),
+                            static_cast<float>(m.z_loss_alpha));
+
+    dev.gather_rows(a.xg, xn, a.row_token, N * k, D);
+    ffn_fwd(dev, c.ffn, w.experts, a.host_counts, a.xg, a.experts, a.yrows, 0.0f);
+    dev.moe_combine(x_res, a.yrows, a.slot_row, softmax ? a.topk_w : Tensor{}, N, k, D, true);
+    if (w.shared.present())
+        ffn_fwd(dev, c.ffn, w.shared, {static_cast<int32_t>(N)}, xn, a.shared, x_res, 1.0f);
+}
+
+void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw,
+             const Tensor& xn, const MoeActs& a, const Tensor& dres, const GradScratch& g,
+             const Tensor& dxn, int64_t N, float grad_scale) {
+    const MoeConfig& m = *c.moe;
+    const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
+    const bool softmax = m.router == RouterKind::softmax_topk;
+    const bool shared = w.shared.present();
+    if (shared)
+        ffn_bwd(dev, c.ffn, w.shared, gw.shared, {static_cast<int32_t>(N)}, xn, a.shared, dres,
+                g, dxn, false);
+
+    // Combine: drows = w * dy for every routed row, dw = dy . expert output.
+    dev.moe_combine_bwd(g.drows, softmax ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,
+                        softmax ? a.topk_w : Tensor{}, N, k, D);
+    ffn_bwd(dev, c.ffn, w.experts, gw.experts, a.host_counts, a.xg, a.experts, g.drows, g, g.dxg,
+            false);
+    // Undo the gather: each token sums the gradients of its k rows.
+    dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
+    if (!softmax) return;
+
+    dev.router_bwd(g.dlogits, g.dw, a.probs, a.lse, a.topk_idx, a.topk_w, a.counts, N, E, k,
+                   m.norm_topk_prob, static_cast<float>(m.aux_loss_alpha),
+                   static_cast<float>(m.z_loss_alpha), grad_scale);
+    linear_bwd(dev, dxn, router_of(c, gw.router), g.dlogits, xn, router_of(c, w.router), N, true);
+}
+
+}  // namespace moetrain

@@ -1,0 +1,72 @@
+// The parameter layout of MODEL.md section 6: every tensor with its exact name and shape in
+// one flat f32 buffer (decayed rank >= 2 tensors first, then gains and biases), and the typed
+// per-layer views the layer code works with. The same layout serves the parameter, gradient
+// and optimizer-moment buffers: bind_params() turns any flat buffer into views.
+#pragma once
+
+// GCC 12 reports a false -Wrestrict inside the std::string concatenation of Shape::str()
+// (GCC bug 105651) when it inlines Tensor::view into the model code; it is emitted while
+// compiling the functions, so it cannot be scoped with push/pop.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+#include <string>
+#include <vector>
+
+#include "moetrain/config.h"
+#include "moetrain/model.h"
+
+namespace moetrain {
+
+// A linear layer y = x @ w^T (+ b): w [out, in], b [out] or empty.
+struct LinearW {
+    Tensor w, b;
+    int64_t out = 0, in = 0;
+};
+
+// Norm gains and (layernorm with bias only) biases, [dim].
+struct NormW {
+    Tensor g, b;
+};
+
+// One dense FFN (G = 1) or a stack of G experts of the same shape: w_gate/w_up [G, F, D],
+// w_down [G, D, F]; w_gate empty unless swiglu; biases only for the dense FFN (G = 1).
+struct FfnW {
+    Tensor w_gate, w_up, w_down, b_gate, b_up, b_down;
+    int64_t G = 0, F = 0, D = 0;
+    bool present() const { return G > 0; }
+    Tensor gate(int64_t g) const { return w_gate.view(g * F * D, {F, D}); }
+    Tensor up(int64_t g) const { return w_up.view(g * F * D, {F, D}); }
+    Tensor down(int64_t g) const { return w_down.view(g * D * F, {D, F}); }
+};
+
+struct AttnW {
+    LinearW wq, wk, wv, wo;
+};
+
+struct LayerW {
+    NormW attn_norm, ffn_norm;
+    AttnW attn;
+    bool moe = false;
+    FfnW ffn;      // dense layer
+    Tensor router;  // [E, D], softmax_topk MoE layer
+    FfnW experts;  // [E, ...], MoE layer
+    FfnW shared;   // G = 1, width S*F; absent when n_shared_experts = 0
+};
+
+struct ModelW {
+    Tensor tok_emb, pos_emb;  // pos_emb empty unless pos = learned
+    std::vector<LayerW> layers;
+    NormW norm_f;
+    Tensor lm_head;  // the tok_emb tensor itself when tie_embeddings
+};
+
+// Every parameter tensor with its offset; decayed tensors first, each group in MODEL.md order.
+std::vector<ParamInfo> build_param_layout(const ModelConfig& c);
+// Number of leading elements that belong to decayed (rank >= 2) tensors.
+int64_t decayed_numel(const std::vector<ParamInfo>& layout);
+// Views of `flat` (laid out by `layout`) for the layer code.
+ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, const Tensor& flat);
+
+}  // namespace moetrain

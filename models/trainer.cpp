@@ -1,0 +1,92 @@
+// Training (MODEL.md 4): warmup + cosine learning rate (nanoGPT), gradient accumulation as the
+// mean of A micro-batch gradients, the global gradient norm computed on the device, clipping
+// and the AdamW / SGD update applied by the device ops (one AdamW call for the decayed
+// tensors, one without weight decay for gains and biases). Loss terms and the squared norm
+// share one small device buffer, downloaded once per step; a non-finite loss or norm stops
+// the step before any parameter changes.
+#include <cmath>
+#include <numbers>
+
+#include "model_impl.h"
+#include "moetrain/train.h"
+
+namespace moetrain {
+
+double lr_at(const TrainOptions& o, int64_t i) {
+    const double min_lr = o.min_lr < 0 ? o.lr / 10.0 : o.min_lr;
+    if (i < o.warmup) return o.lr * static_cast<double>(i + 1) / static_cast<double>(o.warmup);
+    const double q = static_cast<double>(i - o.warmup) /
+                     static_cast<double>(std::max<int64_t>(1, o.total_steps - o.warmup));
+    // Past the end of the schedule the rate stays at min_lr (nanoGPT).
+    return min_lr + 0.5 * (o.lr - min_lr) * (1.0 + std::cos(std::numbers::pi * std::min(q, 1.0)));
+}
+
+Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(opts) {
+    MT_CHECK(opts.accum >= 1, "accum must be >= 1 (got ", opts.accum, ")");
+    MT_CHECK(opts.lr >= 0 && std::isfinite(opts.lr), "lr must be finite and >= 0 (got ", opts.lr,
+             ")");
+    MT_CHECK(opts.warmup >= 0, "warmup must be >= 0 (got ", opts.warmup, ")");
+    MT_CHECK(opts.total_steps >= 1, "total_steps must be >= 1 (got ", opts.total_steps, ")");
+    if (opts.optimizer == OptimizerKind::adamw) {
+        MT_CHECK(opts.b1 >= 0 && opts.b1 < 1, "b1 must be in [0, 1) (got ", opts.b1, ")");
+        MT_CHECK(opts.b2 >= 0 && opts.b2 < 1, "b2 must be in [0, 1) (got ", opts.b2, ")");
+        MT_CHECK(opts.eps > 0, "eps must be > 0 (got ", opts.eps, ")");
+        MT_CHECK(opts.wd >= 0, "wd must be >= 0 (got ", opts.wd, ")");
+        m_ = model.device().alloc(DType::f32, {model.num_params()});
+        v_ = model.device().alloc(DType::f32, {model.num_params()});
+    }
+    stats_ = model.impl().stats.view(3, {1});
+}
+
+StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
+    MT_CHECK(xs && ys, "Trainer::step needs input and target tokens");
+    ModelImpl& im = model_.impl();
+    Device& dev = im.dev;
+    const int A = opts_.accum;
+    const int64_t per = int64_t{B} * T, n = im.n_params, nd = im.n_decay;
+
+    im.reset_stats();
+    model_.zero_grads();
+    int64_t tokens = 0;
+    for (int a = 0; a < A; ++a)
+        tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T, 1.0f / A, 1.0f / A, true);
+    dev.sum_squares(stats_, im.grads, n, false);
+    const std::array<float, 4> s = im.read_stats();
+
+    StepStats st;
+    st.loss = loss_from_stats(s, tokens);
+    st.grad_norm = std::sqrt(static_cast<double>(s[3]));
+    st.lr = lr_at(opts_, step_);
+    MT_CHECK(std::isfinite(st.loss.loss) && std::isfinite(st.grad_norm), "non-finite loss at step ",
+             step_ + 1, " (loss ", st.loss.loss, ", grad norm ", st.grad_norm,
+             "): update not applied");
+
+    const float clip = opts_.clip > 0 ? static_cast<float>(opts_.clip) : 0.0f;
+    const float lr = static_cast<float>(st.lr);
+    if (opts_.optimizer == OptimizerKind::adamw) {
+        const double s1 = static_cast<double>(step_ + 1);
+        AdamWArgs a;
+        a.lr = lr;
+        a.b1 = static_cast<float>(opts_.b1);
+        a.b2 = static_cast<float>(opts_.b2);
+        a.eps = static_cast<float>(opts_.eps);
+        a.bc1 = static_cast<float>(1.0 - std::pow(opts_.b1, s1));
+        a.bc2 = static_cast<float>(1.0 - std::pow(opts_.b2, s1));
+        a.wd = static_cast<float>(opts_.wd);
+        if (nd > 0)
+            dev.adamw(im.params.view(0, {nd}), im.grads.view(0, {nd}), m_.view(0, {nd}),
+                      v_.view(0, {nd}), nd, a, stats_, clip, 1.0f);
+        a.wd = 0.0f;
+        if (n > nd)
+            dev.adamw(im.params.view(nd, {n - nd}), im.grads.view(nd, {n - nd}),
+                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip,
+                      1.0f);
+    } else {
+        dev.sgd(im.params, im.grads, n, lr, stats_, clip, 1.0f);
+    }
+    ++step_;
+    st.step = step_;
+    return st;
+}
+
+}  // namespace moetrain

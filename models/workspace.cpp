@@ -1,0 +1,147 @@
+// Plans the activation and scratch buffers of one (B, T) shape (see workspace.h).
+#include "workspace.h"
+
+#include <algorithm>
+
+namespace moetrain {
+namespace {
+
+struct Planner {
+    Device& dev;
+    const ModelConfig& c;
+    int64_t N;
+
+    Tensor f32(Shape s) const { return dev.alloc(DType::f32, s); }
+    Tensor i32(Shape s) const { return dev.alloc(DType::i32, s); }
+
+    NormActs norm() const {
+        NormActs a;
+        a.y = f32({N, c.d_model});
+        if (c.norm == NormKind::layernorm) a.mean = f32({N});
+        a.rstd = f32({N});
+        return a;
+    }
+    FfnActs ffn(int64_t rows, int64_t F) const {
+        FfnActs a;
+        if (c.ffn == FfnKind::swiglu) a.gate = f32({rows, F});
+        a.up = f32({rows, F});
+        a.h = f32({rows, F});
+        return a;
+    }
+    MoeActs moe() const {
+        const MoeConfig& m = *c.moe;
+        const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
+        MoeActs a;
+        if (m.router == RouterKind::softmax_topk) {
+            a.logits = f32({N, E});
+            a.probs = f32({N, E});
+            a.lse = f32({N});
+            a.topk_w = f32({N, k});
+        }
+        a.topk_idx = i32({N, k});
+        a.counts = i32({E});
+        a.row_token = i32({N * k});
+        a.slot_row = i32({N * k});
+        a.xg = f32({N * k, D});
+        a.yrows = f32({N * k, D});
+        a.experts = ffn(N * k, c.d_ff);
+        if (m.n_shared_experts > 0) a.shared = ffn(N, int64_t{m.n_shared_experts} * c.d_ff);
+        return a;
+    }
+    // The buffers of one layer (dense and/or MoE parts as asked).
+    LayerActs layer(int B, int T, bool dense, bool moe_part) const {
+        const int64_t h = c.head_dim, H = c.n_heads, K = c.n_kv_heads;
+        LayerActs a;
+        a.n1 = norm();
+        a.n2 = norm();
+        a.attn.q = f32({N, H * h});
+        a.attn.k = f32({N, K * h});
+        a.attn.v = f32({N, K * h});
+        a.attn.o = f32({N, H * h});
+        a.attn.lse = f32({int64_t{B} * H * T});
+        if (dense) a.ffn = ffn(N, c.d_ff);
+        if (moe_part) a.moe = moe();
+        return a;
+    }
+};
+
+// Widest FFN hidden buffer any layer needs: dense [N, F], experts [N*k, F], shared [N, S*F].
+int64_t widest_ffn(const ModelConfig& c, int64_t N) {
+    int64_t n = N * c.d_ff;
+    if (c.moe) {
+        n = std::max(n, N * c.moe->active_k() * c.d_ff);
+        n = std::max(n, N * c.moe->n_shared_experts * c.d_ff);
+    }
+    return n;
+}
+
+}  // namespace
+
+int64_t logit_chunk_rows(int64_t N, int64_t V) {
+    const int64_t budget = int64_t{1} << 24;
+    return std::clamp<int64_t>(budget / std::max<int64_t>(V, 1), 1, std::max<int64_t>(N, 1));
+}
+
+std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
+                                          bool training) {
+    auto ws = std::make_unique<Workspace>();
+    ws->B = B;
+    ws->T = T;
+    ws->N = int64_t{B} * T;
+    ws->training = training;
+    const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
+    Planner p{dev, c, N};
+    ws->ids = p.i32({N});
+    ws->targets = p.i32({N});
+    ws->pos_ids = p.i32({N});
+
+    bool any_dense = false, any_moe = false;
+    for (int l = 0; l < c.n_layers; ++l) (c.is_moe_layer(l) ? any_moe : any_dense) = true;
+    if (training) {
+        for (int l = 0; l < c.n_layers; ++l) {
+            ws->layers.push_back(p.layer(B, T, !c.is_moe_layer(l), c.is_moe_layer(l)));
+        }
+        // Residual stream: 2L + 1 distinct buffers, x_in(l+1) = output of layer l.
+        Tensor x = p.f32({N, D});
+        for (auto& a : ws->layers) {
+            a.x_in = x;
+            a.x_mid = p.f32({N, D});
+            x = p.f32({N, D});
+        }
+        ws->x_final = x;
+    } else {
+        LayerActs shared = p.layer(B, T, any_dense, any_moe);
+        shared.x_in = shared.x_mid = p.f32({N, D});
+        ws->layers.assign(static_cast<size_t>(c.n_layers), shared);
+        ws->x_final = shared.x_in;
+    }
+    ws->nf = p.norm();
+    ws->logit_rows = logit_chunk_rows(N, V);
+    ws->logits = p.f32({ws->logit_rows, V});
+    ws->losses = p.f32({N});
+
+    if (training) {
+        const int64_t h = c.head_dim, H = c.n_heads, K = c.n_kv_heads;
+        GradScratch& g = ws->g;
+        g.dres = p.f32({N, D});
+        g.dxn = p.f32({N, D});
+        g.dq = p.f32({N, H * h});
+        g.dk = p.f32({N, K * h});
+        g.dv = p.f32({N, K * h});
+        g.d_o = p.f32({N, H * h});
+        const int64_t wide = widest_ffn(c, N);
+        g.dgate = p.f32({wide});
+        g.dup = p.f32({wide});
+        g.dh = p.f32({wide});
+        if (any_moe) {
+            const int64_t k = c.moe->active_k(), E = c.moe->n_experts;
+            g.drows = p.f32({N * k, D});
+            g.dxg = p.f32({N * k, D});
+            g.dw = p.f32({N, k});
+            g.dlogits = p.f32({N, E});
+        }
+    }
+    return ws;
+}
+
+}  // namespace moetrain

@@ -1,0 +1,78 @@
+// Activation and scratch buffers of one forward(/backward) shape (B, T), planned once and
+// reused by every step of that shape: nothing is allocated inside a step after the first.
+// Training workspaces keep every layer's activations for the backward pass; inference
+// workspaces share one set of layer buffers between all layers and update the residual
+// stream in place.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "moetrain/config.h"
+#include "moetrain/device.h"
+
+namespace moetrain {
+
+struct NormActs {
+    Tensor y, mean, rstd;  // y [N, D]; mean (layernorm only), rstd [N]
+};
+
+struct AttnActs {
+    Tensor q, k, v, o, lse;  // q, o [N, H*h]; k, v [N, K*h] (after RoPE); lse [B, H, T]
+};
+
+struct FfnActs {
+    Tensor gate, up, h;  // [rows, F]: pre-activations (gate: swiglu only) and the hidden h
+};
+
+struct MoeActs {
+    Tensor logits, probs, lse;      // router [N, E], [N, E], [N] (softmax_topk)
+    Tensor topk_idx, topk_w;        // [N, k] i32, f32 (topk_w unused by hash routing)
+    Tensor counts;                  // [E] i32
+    Tensor row_token, slot_row;     // [N*k] i32 (Device::moe_sort)
+    Tensor xg, yrows;               // expert input / output rows [N*k, D], sorted by expert
+    FfnActs experts;                // [N*k, F]
+    FfnActs shared;                 // [N, S*F]
+    std::vector<int32_t> host_counts;  // rows per expert, downloaded once per forward
+};
+
+struct LayerActs {
+    Tensor x_in, x_mid;  // residual stream entering attention / entering the FFN [N, D]
+    NormActs n1, n2;
+    AttnActs attn;
+    FfnActs ffn;  // dense layer
+    MoeActs moe;  // MoE layer
+};
+
+// Backward scratch shared by all layers (training only).
+struct GradScratch {
+    Tensor dres;            // d loss / d residual stream [N, D]
+    Tensor dxn;             // d loss / d norm output [N, D]
+    Tensor dq, dk, dv, d_o;  // like q, k, v, o
+    Tensor dgate, dup, dh;  // FFN hidden gradients, sized for the widest FFN use
+    Tensor drows, dxg;      // MoE expert row gradients [N*k, D]
+    Tensor dw;              // d loss / d topk_w [N, k]
+    Tensor dlogits;         // d loss / d router logits [N, E]
+};
+
+struct Workspace {
+    int B = 0, T = 0;
+    int64_t N = 0;  // B*T rows
+    bool training = false;
+    Tensor ids, targets, pos_ids;  // i32 [N]
+    std::vector<LayerActs> layers;
+    Tensor x_final;    // residual stream after the last layer [N, D]
+    NormActs nf;       // final norm
+    Tensor logits;     // one chunk of logits [logit_rows, V]
+    int64_t logit_rows = 0;
+    Tensor losses;     // per-token cross-entropy [N]
+    GradScratch g;
+};
+
+// Rows of logits computed at once: bounds the logits buffer to about 16M floats.
+int64_t logit_chunk_rows(int64_t N, int64_t V);
+
+std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
+                                          bool training);
+
+}  // namespace moetrain
