@@ -3,6 +3,7 @@
 // KV-cache decode (Tq = 1 < Tk) and chunked prefill (Tq < Tk), with capacity S > Tk (rows >= Tk
 // of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5.
 #include <cmath>
+#include <sstream>
 
 #include "op_test_util.h"
 #include "reference_ops.h"
@@ -24,9 +25,10 @@ const AttnDims kAttnCases[] = {
 };
 
 std::string dims_str(const AttnDims& d) {
-    return "B" + std::to_string(d.B) + " Tq" + std::to_string(d.Tq) + " Tk" + std::to_string(d.Tk) +
-           " S" + std::to_string(d.S) + " H" + std::to_string(d.H) + " K" + std::to_string(d.K) +
-           " hd" + std::to_string(d.hd);
+    std::ostringstream os;
+    os << "B" << d.B << " Tq" << d.Tq << " Tk" << d.Tk << " S" << d.S << " H" << d.H << " K" << d.K
+       << " hd" << d.hd;
+    return os.str();
 }
 }  // namespace
 
