@@ -22,6 +22,7 @@ public:
     std::string file(const std::string& name) const { return tmp_ + "/" + name; }
     const std::string& tmp_dir() const { return tmp_; }
     const std::string& final_dir() const { return final_; }
+    const std::string& parent_dir() const { return parent_; }
     // fsync the temporary directory, move it to the final name, fsync the parent.
     void commit();
 

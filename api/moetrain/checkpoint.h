@@ -1,0 +1,76 @@
+// Checkpoints (MODEL.md section 6; format described in docs/CHECKPOINTS.md): a directory
+//   model.safetensors      fp32 parameters, metadata "config" (JSON) and "format" "moetrain-1"
+//   optimizer.safetensors  AdamW moments m.<name>, v.<name> (absent for SGD / weights only)
+//   state.json             step, data positions, RNG, training hyper-parameters
+// written atomically: a crash at any moment leaves every earlier checkpoint intact, and a
+// half-written one (a `<dir>.tmp-<pid>` sibling) is never picked up by resolve_checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "moetrain/config.h"
+#include "moetrain/train.h"
+
+namespace moetrain {
+
+inline constexpr const char* kCheckpointFormat = "moetrain-1";
+
+// Everything state.json holds besides the optimizer moments.
+struct TrainState {
+    int64_t step = 0;          // optimizer steps completed
+    int64_t train_pos = 0;     // BatchLoader position of the train split
+    int64_t eval_pos = 0;      // BatchLoader position of the validation split
+    uint64_t seed = 0;         // run seed (weight init, sampling)
+    uint64_t rng_counter = 0;  // counter-based RNG position (Philox counter) of the run
+    TrainOptions options;      // optimizer, lr schedule, wd, betas, eps, clip, accum
+    int batch = 0;             // B
+    int seq = 0;               // T
+    double loss_scale = 1.0;   // fp32 training: always 1
+    std::string tokenizer = "bytes";
+    std::string data_path;     // informational
+};
+
+// What the checkpoint holds for the optimizer (state.json "optimizer_state").
+enum class OptimizerState {
+    none,   // weights only (saved without a Trainer)
+    sgd,    // SGD: nothing beyond the step count; no optimizer.safetensors
+    adamw,  // optimizer.safetensors with m.<name>, v.<name>
+};
+
+struct CheckpointInfo {
+    std::string dir;
+    ModelConfig config;  // from model.safetensors metadata
+    TrainState state;
+    OptimizerState optimizer = OptimizerState::none;
+    bool has_optimizer() const { return optimizer != OptimizerState::none; }
+};
+
+// "step_000042" (at least 6 digits).
+std::string step_dir_name(int64_t step);
+
+// Write a checkpoint directory atomically (replacing an existing one of the same name).
+// With a trainer, its moments, steps_done() and options() are saved (state.step and
+// state.options are ignored); with trainer == nullptr only the weights and `state` are.
+// Stale temporary directories of dead processes next to `dir` are removed.
+void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
+                     const TrainState& state);
+
+// `path` is a checkpoint directory (returned as is) or a run directory (the newest
+// step_NNNNNN sub-directory holding model.safetensors and state.json is returned).
+// Throws a one-line error when neither.
+std::string resolve_checkpoint(const std::string& path);
+
+// Reads state.json and the model.safetensors header (fully validated; data not read).
+CheckpointInfo read_checkpoint_info(const std::string& dir);
+
+// Load the weights into `model`. Checks the format, that the stored config equals the
+// model's (first differing key named), and every tensor's presence, dtype and shape (no
+// missing, no extra); throws one line on the first problem, leaving the model untouched.
+void load_weights(const std::string& dir, Model& model);
+
+// Restore the optimizer: moments (AdamW) and steps_done(). The trainer's optimizer must
+// match the checkpoint's; a weights-only checkpoint cannot be resumed.
+void load_optimizer(const std::string& dir, Trainer& trainer);
+
+}  // namespace moetrain

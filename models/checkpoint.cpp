@@ -1,0 +1,176 @@
+// Checkpoint directories (api/moetrain/checkpoint.h, docs/CHECKPOINTS.md): atomic save,
+// resolution of run directories to their newest complete step, validated loading of
+// weights and optimizer state through the public Model / Trainer API.
+#include "moetrain/checkpoint.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "io_checkpoint_meta.h"
+#include "io_checkpoint_tensors.h"
+#include "io_checkpoint_write.h"
+#include "io_file.h"
+#include "moetrain/error.h"
+#include "moetrain/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace moetrain {
+namespace {
+
+using io::kModelFile;
+using io::kOptimizerFile;
+using io::kStateFile;
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    return (fs::path(dir) / name).string();
+}
+
+bool is_file(const std::string& path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);
+}
+
+// A directory holding the files every checkpoint has.
+bool is_complete_checkpoint(const std::string& dir) {
+    return is_file(join_path(dir, kModelFile)) && is_file(join_path(dir, kStateFile));
+}
+
+void check_format(const SafetensorsFile& f) {
+    auto it = f.metadata().find("format");
+    MT_CHECK(it != f.metadata().end(), "checkpoint file ", f.path(),
+             ": metadata has no \"format\" (not a moetrain checkpoint)");
+    MT_CHECK(it->second == kCheckpointFormat, "checkpoint file ", f.path(), ": format \"",
+             it->second, "\" is not \"", kCheckpointFormat, "\"");
+}
+
+ModelConfig stored_config(const SafetensorsFile& f) {
+    check_format(f);
+    auto it = f.metadata().find("config");
+    MT_CHECK(it != f.metadata().end(), "checkpoint file ", f.path(),
+             ": metadata has no \"config\"");
+    try {
+        return parse_config(it->second);
+    } catch (const Error& e) {
+        fail("checkpoint file ", f.path(), ": stored ", e.what());
+    }
+}
+
+}  // namespace
+
+std::string step_dir_name(int64_t step) {
+    MT_CHECK(step >= 0, "negative checkpoint step ", step);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "step_%06lld", static_cast<long long>(step));
+    return buf;
+}
+
+void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
+                     const TrainState& state) {
+    TrainState st = state;
+    OptimizerState opt = OptimizerState::none;
+    if (trainer) {
+        st.step = trainer->steps_done();
+        st.options = trainer->options();
+        opt = st.options.optimizer == OptimizerKind::adamw ? OptimizerState::adamw
+                                                           : OptimizerState::sgd;
+    }
+    io::CheckpointBuffers buffers;
+    buffers.params = &model.params();
+    const std::vector<float> weights = model.get_flat(model.params_flat());
+    buffers.weights = &weights;
+    buffers.config_json = config_to_json(model.config());
+    std::vector<float> m, v;
+    if (opt == OptimizerState::adamw) {
+        MT_CHECK(!trainer->moment1().empty() && !trainer->moment2().empty(),
+                 "AdamW trainer has no moment buffers to save");
+        m = model.get_flat(trainer->moment1());
+        v = model.get_flat(trainer->moment2());
+        buffers.m = &m;
+        buffers.v = &v;
+    }
+    io::write_checkpoint_dir(dir, buffers, st, opt);
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+    std::error_code ec;
+    MT_CHECK(fs::exists(path, ec), "checkpoint ", path, " not found");
+    MT_CHECK(fs::is_directory(path, ec), "checkpoint ", path, " is not a directory");
+    if (is_file(join_path(path, kModelFile)) || is_file(join_path(path, kStateFile))) {
+        for (const char* name : {kModelFile, kStateFile})
+            MT_CHECK(is_file(join_path(path, name)), "checkpoint ", path, " is incomplete: no ",
+                     name);
+        return path;
+    }
+    static const std::regex step_name(R"(step_([0-9]{6,18}))");
+    std::string best;
+    long long best_step = -1;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+        std::smatch m;
+        std::string name = entry.path().filename().string();
+        if (!std::regex_match(name, m, step_name)) continue;  // also skips *.tmp-<pid>
+        long long step = std::stoll(m[1].str());
+        if (step > best_step && is_complete_checkpoint(entry.path().string())) {
+            best_step = step;
+            best = entry.path().string();
+        }
+    }
+    MT_CHECK(!ec, "cannot list run directory ", path, ": ", ec.message());
+    MT_CHECK(!best.empty(), "no checkpoint in ", path, ": it holds neither ", kModelFile, " + ",
+             kStateFile, " nor complete step_NNNNNN checkpoint directories");
+    return best;
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& dir) {
+    std::error_code ec;
+    MT_CHECK(fs::is_directory(dir, ec), "checkpoint ", dir, " not found (not a directory)");
+    CheckpointInfo info;
+    info.dir = dir;
+    for (const char* name : {kModelFile, kStateFile})
+        MT_CHECK(is_file(join_path(dir, name)), "checkpoint ", dir, ": missing ", name);
+    info.config = stored_config(SafetensorsFile(join_path(dir, kModelFile)));
+    const std::string state_path = join_path(dir, kStateFile);
+    info.state = io::parse_state(io::read_file(state_path, "checkpoint file"), state_path,
+                                 &info.optimizer);
+    MT_CHECK(info.optimizer != OptimizerState::adamw || is_file(join_path(dir, kOptimizerFile)),
+             "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
+             io::optimizer_state_name(info.optimizer), ")");
+    return info;
+}
+
+void load_weights(const std::string& dir, Model& model) {
+    read_checkpoint_info(dir);  // state.json and the file set are part of a valid checkpoint
+    SafetensorsFile f(join_path(dir, kModelFile));
+    std::string diff = io::config_difference(stored_config(f), model.config());
+    MT_CHECK(diff.empty(), "checkpoint file ", f.path(), ": config does not match the model: ",
+             diff);
+    io::check_tensors(f, model.params(), {""});
+    model.set_flat(model.params_flat(),
+                   io::read_flat_tensors(f, model.params(), "", model.num_params()));
+}
+
+void load_optimizer(const std::string& dir, Trainer& trainer) {
+    CheckpointInfo info = read_checkpoint_info(dir);
+    const std::string state_path = join_path(dir, kStateFile);
+    MT_CHECK(info.optimizer != OptimizerState::none, "checkpoint ", dir,
+             " holds weights only (", state_path,
+             ": \"optimizer_state\" = \"weights_only\"); it cannot be resumed");
+    const bool adamw = trainer.options().optimizer == OptimizerKind::adamw;
+    MT_CHECK(adamw == (info.optimizer == OptimizerState::adamw), "checkpoint ", dir,
+             " was trained with ", adamw ? "sgd" : "adamw", ", the trainer uses ",
+             adamw ? "adamw" : "sgd");
+    if (adamw) {
+        Model& model = trainer.model();
+        SafetensorsFile f(join_path(dir, kOptimizerFile));
+        check_format(f);
+        io::check_tensors(f, model.params(), {"m.", "v."});
+        std::vector<float> m = io::read_flat_tensors(f, model.params(), "m.", model.num_params());
+        std::vector<float> v = io::read_flat_tensors(f, model.params(), "v.", model.num_params());
+        model.set_flat(trainer.moment1(), m);
+        model.set_flat(trainer.moment2(), v);
+    }
+    trainer.set_steps_done(info.state.step);
+}
+
+}  // namespace moetrain

@@ -1,0 +1,26 @@
+// The JSON side of checkpoints: state.json (TrainState + optimizer-state kind) and the
+// comparison of a stored config with a model's, naming the first differing key.
+#pragma once
+
+#include <string>
+
+#include "moetrain/checkpoint.h"
+
+namespace moetrain::io {
+
+// The files of a checkpoint directory.
+inline constexpr const char* kModelFile = "model.safetensors";
+inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+inline constexpr const char* kStateFile = "state.json";
+
+std::string optimizer_state_name(OptimizerState s);  // adamw_moments, sgd_no_moments, weights_only
+
+std::string state_to_json(const TrainState& s, OptimizerState opt);
+// Parse state.json text; errors read "<where>: ...".
+TrainState parse_state(const std::string& text, const std::string& where, OptimizerState* opt);
+
+// "" when both canonical JSON forms agree, else e.g. "\"d_model\" = 128 in the checkpoint,
+// 64 in the model".
+std::string config_difference(const ModelConfig& stored, const ModelConfig& model);
+
+}  // namespace moetrain::io

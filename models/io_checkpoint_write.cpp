@@ -1,0 +1,39 @@
+// write_checkpoint_dir: every file is written into `<dir>.tmp-<pid>` and fsynced, then the
+// directory is renamed into place (io_atomic_dir.h); stale temporaries of dead processes
+// next to it are removed first.
+#include "io_checkpoint_write.h"
+
+#include "io_atomic_dir.h"
+#include "io_checkpoint_meta.h"
+#include "io_checkpoint_tensors.h"
+#include "io_file.h"
+#include "moetrain/error.h"
+#include "moetrain/safetensors.h"
+
+namespace moetrain::io {
+
+void write_checkpoint_dir(const std::string& dir, const CheckpointBuffers& b,
+                          const TrainState& state, OptimizerState opt) {
+    MT_CHECK(b.params && b.weights, "checkpoint ", dir, ": no parameters to write");
+    AtomicDirWriter out(dir);
+    remove_stale_tmp_dirs(out.parent_dir());
+    {
+        SafetensorsWriter w;
+        add_flat_tensors(w, *b.params, *b.weights, "");
+        w.set_metadata("format", kCheckpointFormat);
+        w.set_metadata("config", b.config_json);
+        w.write(out.file(kModelFile));
+    }
+    if (opt == OptimizerState::adamw) {
+        MT_CHECK(b.m && b.v, "checkpoint ", dir, ": AdamW state without moment buffers");
+        SafetensorsWriter w;
+        add_flat_tensors(w, *b.params, *b.m, "m.");
+        add_flat_tensors(w, *b.params, *b.v, "v.");
+        w.set_metadata("format", kCheckpointFormat);
+        w.write(out.file(kOptimizerFile));
+    }
+    write_file_synced(out.file(kStateFile), state_to_json(state, opt));
+    out.commit();
+}
+
+}  // namespace moetrain::io
