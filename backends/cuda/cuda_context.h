@@ -1,0 +1,59 @@
+// The per-device CUDA state every op uses: the device ordinal, the one stream all work is queued
+// on, the caching allocator (cudaMalloc only on a cache miss), a reusable scratch workspace for
+// kernels that need temporaries, and the cuBLAS handle with its own workspace. Created when a
+// cuda Device is opened; all raw runtime/library calls of the backend go through here or
+// through cublas_calls.cpp.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "cuda/caching_allocator.h"
+
+namespace moetrain::cuda {
+
+// cudaMalloc / cudaFree on one device (nullptr on cudaErrorMemoryAllocation).
+class CudaRawAllocator final : public RawAllocator {
+public:
+    explicit CudaRawAllocator(int device) : device_(device) {}
+    void* allocate(size_t bytes) override;
+    void release(void* p) override;
+
+private:
+    int device_;
+};
+
+class CudaContext {
+public:
+    explicit CudaContext(int device);
+    ~CudaContext();
+    CudaContext(const CudaContext&) = delete;
+    CudaContext& operator=(const CudaContext&) = delete;
+
+    int device() const { return device_; }
+    cudaStream_t stream() const { return stream_; }
+    cublasHandle_t cublas() const { return cublas_; }
+    CachingAllocator& allocator() { return *allocator_; }
+    const std::shared_ptr<CachingAllocator>& allocator_ptr() const { return allocator_; }
+
+    // Scratch memory for one op's temporaries, valid until the next scratch() call. Grows
+    // (through the caching allocator) only when a larger request arrives, i.e. during warm-up.
+    void* scratch(size_t bytes);
+
+    // Makes this context's device current on the calling thread.
+    void make_current() const;
+    void synchronize() const;
+
+private:
+    int device_;
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+    std::shared_ptr<CachingAllocator> allocator_;
+    void* cublas_workspace_ = nullptr;
+    void* scratch_ = nullptr;
+    size_t scratch_bytes_ = 0;
+};
+
+}  // namespace moetrain::cuda

@@ -1,0 +1,154 @@
+// The one place that chooses launch geometry (grid, block, dynamic shared memory) and scratch
+// sizes for every kernel in kernels_cuda/. Plain C++ (no CUDA headers): the launchers in the
+// .cuh files call it both when nvcc builds them for the backend and when the SIMT harness
+// (tests/simt) runs them on the CPU, so the harness tests the geometries the GPU will see.
+// Every geometry is a function of the problem sizes only (never of the GPU), which keeps the
+// reductions deterministic for a given problem.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mtk {
+
+struct Geom {
+    unsigned gx = 1, gy = 1, gz = 1;  // grid
+    unsigned block = 1;               // threads per block (1-D blocks only)
+    size_t shmem = 0;                 // dynamic shared memory bytes
+};
+
+constexpr unsigned kWarp = 32;
+// Dynamic shared memory any launch may request: 48 KiB (the limit without opt-in on every
+// target, sm_75..sm_90) minus a reserve for the kernels' static __shared__ arrays.
+constexpr size_t kMaxDynamicShmem = 44 * 1024;
+// Largest head_dim the attention kernels support (8 values per lane).
+constexpr int64_t kMaxHeadDim = 256;
+// Largest router top_k (the selected experts live in registers).
+constexpr int64_t kMaxTopK = 16;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline unsigned clamp_blocks(int64_t n, int64_t cap) {
+    return static_cast<unsigned>(n < 1 ? 1 : (n > cap ? cap : n));
+}
+// Smallest power of two >= n, at least lo and at most hi.
+inline unsigned pow2_between(int64_t n, unsigned lo, unsigned hi) {
+    unsigned p = lo;
+    while (p < hi && p < n) p *= 2;
+    return p;
+}
+
+// ---- element-wise (grid-stride loops) ----
+constexpr unsigned kElementwiseBlock = 256;
+inline Geom elementwise(int64_t n) {
+    return {clamp_blocks(ceil_div(n, kElementwiseBlock), 8192), 1, 1, kElementwiseBlock, 0};
+}
+
+// ---- one block per row (norms, softmax, cross-entropy): ~8 elements per thread ----
+inline Geom per_row(int64_t rows, int64_t cols) {
+    return {clamp_blocks(rows, 2147483647), 1, 1, pow2_between(ceil_div(cols, 8), 32, 1024), 0};
+}
+
+// ---- one warp per item (router rows, MoE slots, attention row dots), 4 warps per block ----
+constexpr unsigned kWarpsPerBlock = 4;
+inline Geom warp_per_item(int64_t items) {
+    return {clamp_blocks(ceil_div(items, kWarpsPerBlock), 2147483647), 1, 1,
+            kWarpsPerBlock * kWarp, 0};
+}
+
+// ---- column sums over rows (bias / norm-gain gradients), deterministic two-stage ----
+constexpr unsigned kColsumBlock = 256;
+inline int64_t colsum_rows_per_chunk(int64_t rows) {
+    int64_t r = 64;
+    while (ceil_div(rows, r) > 65535) r *= 2;
+    return r;
+}
+inline int64_t colsum_chunks(int64_t rows) { return ceil_div(rows, colsum_rows_per_chunk(rows)); }
+inline size_t colsum_scratch_bytes(int64_t rows, int64_t cols) {
+    return static_cast<size_t>(colsum_chunks(rows) * cols) * sizeof(float);
+}
+inline Geom colsum_partial(int64_t rows, int64_t cols) {
+    return {clamp_blocks(ceil_div(cols, kColsumBlock), 2147483647),
+            static_cast<unsigned>(colsum_chunks(rows)), 1, kColsumBlock, 0};
+}
+inline Geom colsum_finish(int64_t cols) {
+    return {clamp_blocks(ceil_div(cols, kColsumBlock), 2147483647), 1, 1, kColsumBlock, 0};
+}
+
+// ---- full reductions (sum, sum of squares): fixed partial count per n, then one block ----
+constexpr unsigned kReduceBlock = 256;
+inline unsigned reduce_parts(int64_t n) { return clamp_blocks(ceil_div(n, kReduceBlock * 16), 1024); }
+inline size_t reduce_scratch_bytes(int64_t n) { return reduce_parts(n) * sizeof(float); }
+inline Geom reduce_partial(int64_t n) { return {reduce_parts(n), 1, 1, kReduceBlock, 0}; }
+inline Geom reduce_finish() { return {1, 1, 1, kReduceBlock, 0}; }
+
+// ---- embedding backward: (column blocks) x (id buckets); bucket b owns ids with id % B == b ----
+constexpr unsigned kEmbeddingBlock = 128;
+inline unsigned embedding_buckets(int64_t n) { return clamp_blocks(n, 64); }
+inline Geom embedding_bwd(int64_t n, int64_t dim) {
+    return {clamp_blocks(ceil_div(dim, kEmbeddingBlock), 2147483647), embedding_buckets(n), 1,
+            kEmbeddingBlock, 0};
+}
+
+// ---- MoE counting sort of the N*k slots: chunks of 256 slots ----
+constexpr unsigned kSortChunk = 256;
+inline int64_t moe_sort_chunks(int64_t slots) { return ceil_div(slots, kSortChunk); }
+// Per-chunk, per-expert bases (int32) followed by nothing else.
+inline size_t moe_sort_scratch_bytes(int64_t slots, int64_t experts) {
+    return static_cast<size_t>(moe_sort_chunks(slots) * experts) * sizeof(int32_t);
+}
+inline Geom moe_count(int64_t slots, int64_t experts) {
+    return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk,
+            static_cast<size_t>(experts) * sizeof(int32_t)};
+}
+inline Geom moe_scan(int64_t experts) {
+    return {1, 1, 1, 256, static_cast<size_t>(experts) * sizeof(int32_t)};
+}
+inline Geom moe_place(int64_t slots) {
+    return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk, 0};
+}
+// Experts whose per-block counters fit the shared-memory budget.
+constexpr int64_t kMaxExperts = static_cast<int64_t>(kMaxDynamicShmem / sizeof(int32_t));
+
+// ---- attention: a block of 4 warps, one query row (or key row) per warp ----
+// Values per lane for head_dim hd: 1, 2, 4 or 8 (the kernel template argument).
+inline int attn_lane_chunks(int64_t hd) {
+    int nc = 1;
+    while (nc * static_cast<int64_t>(kWarp) < hd) nc *= 2;
+    return nc;
+}
+// Keys (forward, dq) or queries (dk/dv) per shared-memory tile.
+inline int attn_tile(int64_t hd) { return hd <= 128 ? 32 : 16; }
+inline size_t attn_fwd_shmem(int64_t hd) {
+    int64_t kt = attn_tile(hd);
+    return static_cast<size_t>(kt * (hd + 1) + kt * hd + kWarpsPerBlock * hd) * sizeof(float);
+}
+inline size_t attn_bwd_shmem(int64_t hd) {  // dq and dk/dv kernels use the same layout size
+    int64_t kt = attn_tile(hd);
+    return static_cast<size_t>(2 * kt * (hd + 1) + 2 * kWarpsPerBlock * hd + 2 * kt) *
+           sizeof(float);
+}
+inline Geom attn_rows(int64_t rows, int64_t heads, int64_t batch, size_t shmem) {
+    return {clamp_blocks(ceil_div(rows, kWarpsPerBlock), 2147483647),
+            static_cast<unsigned>(heads), static_cast<unsigned>(batch), kWarpsPerBlock * kWarp,
+            shmem};
+}
+// Scratch: D[b,h,t] = dout . o for the backward pass.
+inline size_t attn_bwd_scratch_bytes(int64_t B, int64_t H, int64_t Tq) {
+    return static_cast<size_t>(B * H * Tq) * sizeof(float);
+}
+
+// ---- sampling: one block per row sorts (prob, id) keys of the row padded to a power of 2 ----
+constexpr unsigned kSampleBlock = 256;
+inline int64_t sample_padded(int64_t V) {
+    int64_t p = 1;
+    while (p < V) p *= 2;
+    return p;
+}
+inline size_t sample_scratch_bytes(int64_t B, int64_t V) {
+    return static_cast<size_t>(B * sample_padded(V)) * sizeof(uint64_t);
+}
+inline Geom sample(int64_t B) {
+    return {clamp_blocks(B, 2147483647), 1, 1, kSampleBlock, 0};
+}
+
+}  // namespace mtk

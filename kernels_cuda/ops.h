@@ -1,0 +1,129 @@
+// Host-side launchers of every kernel in kernels_cuda/, one per device op (or op part). Plain
+// C++ declarations: the CUDA Device (g++) calls them; each is defined in its family's .cuh,
+// which is compiled once by nvcc (through the thin .cu) into the backend, or by g++ under the
+// SIMT harness in the tests. Pointers are device pointers; sizes are element counts. A launcher
+// queues its kernels on `stream` and returns; it launches nothing when there is no work.
+// Scratch pointers must hold the bytes the matching *_scratch_bytes() in launch.h names.
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;  // cudaStream_t is `CUstream_st*`; the harness passes nullptr
+
+namespace mtk {
+
+using Stream = CUstream_st*;
+
+enum class ActKind : int { gelu = 0, relu = 1, silu = 2 };   // = moetrain::Act
+enum class FloatKind : int { f32 = 0, bf16 = 1, f16 = 2 };   // = moetrain::DType
+
+// ---- elementwise.cuh ----
+// out[i] = the elem_bytes-wide bit pattern `bits` (elem_bytes 1, 2 or 4).
+void fill(Stream s, void* out, int elem_bytes, uint32_t bits, int64_t n);
+void add(Stream s, float* out, const float* a, const float* b, int64_t n);
+void axpby(Stream s, float* y, float alpha, const float* x, float beta, int64_t n);
+void add_bias(Stream s, float* y, const float* bias, int64_t rows, int64_t cols);
+
+// ---- convert.cuh ----
+void convert(Stream s, void* dst, FloatKind dst_kind, const void* src, FloatKind src_kind,
+             int64_t n);
+
+// ---- reduce.cuh ----
+void sum(Stream s, float* out, const float* x, int64_t n, float scale, bool accumulate,
+         float* scratch);
+void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulate,
+                 float* scratch);
+void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t cols,
+               float* scratch);
+
+// ---- embedding.cuh ----
+void embedding_fwd(Stream s, float* out, const float* table, const int32_t* ids, int64_t n,
+                   int64_t dim, bool accumulate);
+void embedding_bwd(Stream s, float* dtable, const float* dout, const int32_t* ids, int64_t n,
+                   int64_t dim);
+
+// ---- norm.cuh (scratch: colsum_scratch_bytes(rows, dim)) ----
+void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
+                 int64_t dim, float eps);
+void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x, const float* g,
+                 const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx,
+                 float* scratch);
+void layernorm_fwd(Stream s, float* y, float* mean, float* rstd, const float* x, const float* g,
+                   const float* b, int64_t rows, int64_t dim, float eps);
+void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, const float* x,
+                   const float* g, const float* mean, const float* rstd, int64_t rows,
+                   int64_t dim, bool accumulate_dx, float* scratch);
+
+// ---- rope.cuh ----
+void rope(Stream s, float* x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
+          int64_t pos0, bool inverse);
+
+// ---- attention.cuh (sizes as moetrain::AttnDims; hd <= kMaxHeadDim) ----
+struct AttnShape {
+    int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+};
+void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
+                   const float* v, const AttnShape& d, float scale);
+// scratch: attn_bwd_scratch_bytes(B, H, Tq).
+void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
+                   const float* q, const float* k, const float* v, const float* o,
+                   const float* lse, const AttnShape& d, float scale, float* scratch);
+
+// ---- activations.cuh ----
+void act_fwd(Stream s, ActKind act, float* y, const float* x, int64_t n);
+void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, int64_t n);
+void swiglu_fwd(Stream s, float* h, const float* gate, const float* up, int64_t n);
+void swiglu_bwd(Stream s, float* dgate, float* dup, const float* dh, const float* gate,
+                const float* up, int64_t n);
+void softmax(Stream s, float* y, const float* x, int64_t rows, int64_t cols);
+
+// ---- router.cuh (k <= kMaxTopK) ----
+void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* topk_w,
+                const float* logits, int64_t N, int64_t E, int64_t k, bool norm_topk);
+void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* probs,
+                const float* lse, const int32_t* topk_idx, const float* topk_w,
+                const int32_t* counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
+                float aux_alpha, float z_alpha, float scale);
+void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
+                     const int32_t* counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
+                     float z_alpha);
+void hash_route(Stream s, int32_t* topk_idx, const int32_t* ids, int64_t N, int64_t layer,
+                int64_t E);
+
+// ---- moe_permute.cuh (E <= kMaxExperts; scratch: moe_sort_scratch_bytes(N*k, E)) ----
+void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
+              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, int32_t* scratch);
+void gather_rows(Stream s, float* dst, const float* src, const int32_t* index, int64_t R,
+                 int64_t dim);
+// w may be nullptr (all weights 1).
+void moe_combine(Stream s, float* y, const float* rows, const int32_t* slot_row, const float* w,
+                 int64_t N, int64_t k, int64_t dim, bool accumulate);
+// dw and w may be nullptr.
+void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
+                     const int32_t* slot_row, const float* w, int64_t N, int64_t k,
+                     int64_t dim);
+
+// ---- loss.cuh ----
+void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,
+                   int64_t V, float grad_scale);
+
+// ---- optimizer.cuh (gnorm_sq may be nullptr when clip <= 0) ----
+struct AdamWParams {
+    float lr = 0, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0, bc1 = 1, bc2 = 1;
+};
+void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
+           const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale);
+void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,
+         float clip, float grad_scale);
+
+// ---- sample.cuh (scratch: sample_scratch_bytes(B, V)) ----
+struct SampleParams {
+    float temperature = 0;
+    int64_t top_k = 0;
+    float top_p = 1.0f;
+    uint64_t seed = 0, step = 0;
+};
+void sample(Stream s, int32_t* out_ids, const float* logits, int64_t B, int64_t V,
+            const SampleParams& p, uint64_t* scratch);
+
+}  // namespace mtk

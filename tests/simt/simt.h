@@ -1,0 +1,179 @@
+// SIMT harness (test-only): lets the kernels_cuda/ sources compile with g++ and run on the CPU
+// with CUDA semantics, so our own kernels are executed in CI without a GPU.
+//  - Blocks run one after another (in an order the scheduling seed may permute); the threads of
+//    a block run concurrently as fibers (ucontext), switching at every synchronisation point.
+//  - __shared__ variables have one copy per block (static storage, blocks are sequential);
+//    dynamic shared memory (mt_dynamic_shared<T>() in kernels_cuda/common.cuh, which returns
+//    simt::dynamic_shared() here) is poisoned with NaN bytes before each block so reads of
+//    unwritten shared memory show up.
+//  - __syncthreads() is a block barrier (all threads at the same call site, none returned);
+//    warp shuffles / votes exchange values among the lanes of a 32-lane warp and check masks.
+//  - Atomics are real atomics; threadIdx/blockIdx/blockDim/gridDim are per thread.
+//  - Interleaving: seed 0 resumes ready threads in index order; any other seed shuffles the
+//    resume order at every scheduling round and the block order, so a missing barrier or an
+//    order-dependent race gives a wrong or varying result. Misuse (divergent barriers, a shuffle
+//    naming a lane outside its mask, deadlock, too large a block) throws simt::Error.
+// kernels_cuda/README.md lists exactly what kernel code may use; nothing else is provided.
+#pragma once
+
+#define SIMT_HARNESS 1
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- CUDA qualifiers ----
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+// Block-scope thread_local is static: one copy, reused by each block in turn (blocks are
+// sequential and all fibers of a block share the OS thread).
+#define __shared__ thread_local
+
+// ---- built-in types and index variables ----
+struct uint3 {
+    unsigned x = 0, y = 0, z = 0;
+};
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
+constexpr int warpSize = 32;
+constexpr size_t kSimtMaxSharedBytes = 48 * 1024;
+
+namespace simt {
+
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The running block's dynamic shared memory (what mt_dynamic_shared<T>() returns), 16-byte
+// aligned, kSimtMaxSharedBytes long.
+unsigned char* dynamic_shared();
+
+// ---- scheduling control (tests) ----
+void set_seed(uint64_t seed);  // 0 = in order; other values shuffle resume and block order
+uint64_t seed();
+// Names of every kernel launched since the process started (template arguments stripped).
+const std::set<std::string>& launched_kernels();
+
+// ---- synchronisation (called by the CUDA built-ins below; switch fibers) ----
+void block_barrier(const char* file, int line);
+enum class WarpOp : uint8_t { shfl_idx, shfl_xor, shfl_down, shfl_up, ballot, any, all, sync };
+uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int width);
+
+// Runs `body` once per thread of every block of the grid (called by mtk::launch).
+void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
+              const std::function<void()>& body);
+
+template <typename T>
+uint64_t to_bits(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "shuffle of a type > 8 bytes");
+    uint64_t b = 0;
+    std::memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <typename T>
+T from_bits(uint64_t b) {
+    T v;
+    std::memcpy(&v, &b, sizeof(T));
+    return v;
+}
+
+}  // namespace simt
+
+// Every fiber switch is a compiler memory barrier too, so shared/global values are re-read.
+#define SIMT_FENCE() asm volatile("" ::: "memory")
+
+inline void simt_syncthreads(const char* file, int line) {
+    simt::block_barrier(file, line);
+    SIMT_FENCE();
+}
+#define __syncthreads() simt_syncthreads(__FILE__, __LINE__)
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    simt::warp_exchange(simt::WarpOp::sync, mask, 0, 0, warpSize);
+    SIMT_FENCE();
+}
+template <typename T>
+T simt_shuffle(simt::WarpOp op, unsigned mask, T v, int arg, int width) {
+    T r = simt::from_bits<T>(simt::warp_exchange(op, mask, simt::to_bits(v), arg, width));
+    SIMT_FENCE();
+    return r;
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T v, int src, int width = warpSize) {
+    return simt_shuffle(simt::WarpOp::shfl_idx, mask, v, src, width);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
+    return simt_shuffle(simt::WarpOp::shfl_xor, mask, v, lane_mask, width);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+    return simt_shuffle(simt::WarpOp::shfl_down, mask, v, static_cast<int>(delta), width);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+    return simt_shuffle(simt::WarpOp::shfl_up, mask, v, static_cast<int>(delta), width);
+}
+inline unsigned simt_vote(simt::WarpOp op, unsigned mask, int pred) {
+    auto r = static_cast<unsigned>(simt::warp_exchange(op, mask, pred != 0, 0, warpSize));
+    SIMT_FENCE();
+    return r;
+}
+inline unsigned __ballot_sync(unsigned mask, int pred) { return simt_vote(simt::WarpOp::ballot, mask, pred); }
+inline int __any_sync(unsigned mask, int pred) { return static_cast<int>(simt_vote(simt::WarpOp::any, mask, pred)); }
+inline int __all_sync(unsigned mask, int pred) { return static_cast<int>(simt_vote(simt::WarpOp::all, mask, pred)); }
+
+// ---- atomics (real atomics on the addressed object) ----
+template <typename T>
+T simt_atomic_add(T* p, T v) {
+    return std::atomic_ref<T>(*p).fetch_add(v);
+}
+inline float atomicAdd(float* p, float v) { return simt_atomic_add(p, v); }
+inline int atomicAdd(int* p, int v) { return simt_atomic_add(p, v); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return simt_atomic_add(p, v); }
+inline int atomicMax(int* p, int v) {
+    std::atomic_ref<int> a(*p);
+    int old = a.load();
+    while (old < v && !a.compare_exchange_weak(old, v)) {
+    }
+    return old;
+}
+inline int atomicCAS(int* p, int expected, int desired) {
+    std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired);
+    return expected;
+}
+inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned desired) {
+    std::atomic_ref<unsigned>(*p).compare_exchange_strong(expected, desired);
+    return expected;
+}
+inline int atomicExch(int* p, int v) { return std::atomic_ref<int>(*p).exchange(v); }
+
+// ---- intrinsics ----
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
+inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
