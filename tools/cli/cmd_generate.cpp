@@ -36,7 +36,7 @@ void run_generate(const GenerateArgs& a) {
     if (prompt.empty()) prompt.push_back('\n');
 
     GenerateOptions g;
-    g.max_new = a.max_new;
+    g.max_new_tokens = a.max_new;
     g.temperature = static_cast<float>(a.temperature);
     g.top_k = a.top_k;
     g.top_p = static_cast<float>(a.top_p);
@@ -46,6 +46,7 @@ void run_generate(const GenerateArgs& a) {
         std::string t = tokens_to_text(&tok, 1);
         std::fwrite(t.data(), 1, t.size(), stdout);
         std::fflush(stdout);
+        return true;
     });
     std::printf("\n");
     if (a.json) {

@@ -92,9 +92,8 @@ void run_train(const TrainArgs& a) {
     else model.init_weights(a.seed);
     Trainer trainer(model, opts);
     if (!a.resume.empty()) {
-        load_optimizer(ckpt_dir, trainer);
-        trainer.set_steps_done(ckpt->state.step);
-        train_loader.set_position(ckpt->state.data_position);
+        load_optimizer(ckpt_dir, trainer);  // moments and steps_done
+        train_loader.set_position(ckpt->state.train_pos);
     }
     const int64_t start = trainer.steps_done();
 
@@ -103,10 +102,12 @@ void run_train(const TrainArgs& a) {
     state.options = opts;
     state.batch = a.batch;
     state.seq = a.seq;
+    state.tokenizer = a.tokenizer;
+    state.data_path = a.data;
     auto save = [&](const char* why) -> std::string {
         if (a.out.empty()) return "";
         state.step = trainer.steps_done();
-        state.data_position = train_loader.position();
+        state.train_pos = train_loader.position();
         std::string dir = a.out + "/" + step_dir_name(state.step);
         save_checkpoint(dir, model, &trainer, state);
         if (!a.quiet || std::string(why) == "final") std::printf("saved %s\n", dir.c_str());

@@ -37,6 +37,13 @@ std::unique_ptr<Device> DeviceChoice::open() const {
     return open_device(device, o);
 }
 
+TokenData load_token_data(const std::string& path, const std::string& tokenizer,
+                          const ModelConfig& cfg) {
+    check_tokenizer(tokenizer, cfg);
+    TokenSplit s = split_tokens(load_tokens(path, tokenizer));
+    return TokenData{s.train, s.val};
+}
+
 double peak_rss_mb() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

@@ -7,6 +7,7 @@
 
 #include "moetrain/backend.h"
 #include "moetrain/config.h"
+#include "moetrain/data.h"
 
 namespace moetrain::cli {
 
@@ -26,6 +27,13 @@ struct DeviceChoice {
     void add_options(CLI::App* cmd, bool with_threads = true);
     std::unique_ptr<Device> open() const;
 };
+
+// The 90/10 split of a tokenised text file, checked against the model's vocabulary.
+struct TokenData {
+    TokenStream train, val;
+};
+TokenData load_token_data(const std::string& path, const std::string& tokenizer,
+                          const ModelConfig& cfg);
 
 double peak_rss_mb();                       // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"

@@ -9,8 +9,7 @@
 
 namespace moetrain::cli {
 
-Evaluator::Evaluator(Model& model, const std::vector<int32_t>& tokens, int batch, int seq,
-                     int batches)
+Evaluator::Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches)
     : model_(model), tokens_(tokens), batch_(batch), seq_(seq), batches_(batches) {}
 
 LossStats Evaluator::run() {

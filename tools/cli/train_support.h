@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "moetrain/data.h"
 #include "moetrain/model.h"
 #include "moetrain/train.h"
 
@@ -15,12 +16,12 @@ namespace moetrain::cli {
 // Mean of per-batch means over the first `batches` windows of `tokens` (MODEL.md 5).
 class Evaluator {
 public:
-    Evaluator(Model& model, const std::vector<int32_t>& tokens, int batch, int seq, int batches);
+    Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches);
     LossStats run();
 
 private:
     Model& model_;
-    const std::vector<int32_t>& tokens_;
+    TokenStream tokens_;
     int batch_, seq_, batches_;
 };
 
