@@ -14,6 +14,13 @@
 namespace moetrain {
 namespace {
 
+// The per-token losses are float32, so loss differences below ~1e-7 are rounding noise:
+// probes aim for a loss change of kTargetDelta and relative errors are taken against at
+// least kNoiseFloor.
+constexpr double kTargetDelta = 1e-3;
+constexpr double kNoiseFloor = 1e-5;
+constexpr double kMinStep = 1e-4;
+
 double norm2(const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x * x;
@@ -92,7 +99,7 @@ GradcheckResult gradcheck(Model& model, const GradcheckOptions& opts) {
         double ss = 0;
         for (float v : p0) ss += double{v} * v;
         const double scale = std::max(std::sqrt(ss / static_cast<double>(n)), 0.02);
-        const double eps = opts.step * scale * std::sqrt(static_cast<double>(n));
+        const double sqrt_n = std::sqrt(static_cast<double>(n));
         std::vector<double> gd(g.begin(), g.end());
         const double gn = norm2(gd);
 
@@ -106,9 +113,15 @@ GradcheckResult gradcheck(Model& model, const GradcheckOptions& opts) {
             for (size_t i = 0; i < n; ++i) dir[i] = dir[i] / rn + (gn > 0 ? gd[i] / gn : 0.0);
             const double dn = norm2(dir);
             for (auto& v : dir) v /= dn;
+            // Step so the loss moves by about kTargetDelta, within [kMinStep, opts.step] of
+            // the tensor's RMS per element.
+            double gu = 0;
+            for (size_t i = 0; i < n; ++i) gu += gd[i] * dir[i];
+            const double eps = std::clamp(kTargetDelta / (2.0 * std::abs(gu) + 1e-30),
+                                          kMinStep * scale * sqrt_n, opts.step * scale * sqrt_n);
             const Probe pr = probe(im, model, p, p0, g, dir, eps, x, y, B, T, routing0);
             const double err = std::abs(pr.numeric - pr.analytic) /
-                               std::max(std::abs(pr.numeric) + std::abs(pr.analytic), 1e-7);
+                               std::max(std::abs(pr.numeric) + std::abs(pr.analytic), kNoiseFloor);
             if (d == 0 || err > t.rel_error) {
                 t.rel_error = err;
                 t.numeric = pr.numeric;

@@ -15,7 +15,8 @@ struct GradcheckOptions {
     int batch = 2;           // B of the random batch
     int seq_len = 8;         // T (capped at max_seq_len)
     int directions = 2;      // random directions per tensor
-    double step = 1e-2;      // perturbation per element, relative to the tensor's RMS (min 0.02)
+    double step = 0.1;       // largest perturbation per element, relative to the tensor's RMS
+                             // (at least 0.02); smaller when the loss moves enough
     double tolerance = 2e-2;  // pass if every relative error is below this
     uint64_t seed = 1234;    // batch and directions
 };
@@ -24,7 +25,7 @@ struct TensorGradcheck {
     std::string name;
     double analytic = 0;  // g . (p+ - p-) of the worst direction
     double numeric = 0;   // L(p+) - L(p-) of the worst direction
-    double rel_error = 0;  // |numeric - analytic| / max(|numeric| + |analytic|, 1e-7)
+    double rel_error = 0;  // |numeric - analytic| / max(|numeric| + |analytic|, 1e-5)
     bool pass = false;
 };
 
