@@ -1,0 +1,240 @@
+// The OpenCL Device: one context, one in-order queue, buffers (cl_mem + element offsets),
+// kernel programs built on first use (cl_program_cache) and a small launch helper. The ops are
+// implemented in one file per family (cl_ops_*.cpp, cl_gemm.cpp); every op runs on the device.
+// A ClDevice is driven by one host thread at a time, like the other backends' devices.
+#pragma once
+
+#include <CL/cl.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cl_errors.h"
+#include "cl_program_cache.h"
+#include "moetrain/device.h"
+
+namespace moetrain::opencl {
+
+// A device allocation.
+class ClBuffer : public Buffer {
+public:
+    ClBuffer(Device* dev, size_t bytes, cl_mem mem) : Buffer(dev, bytes), mem_(mem) {}
+    ~ClBuffer() override { clReleaseMemObject(mem_); }
+    cl_mem mem() const { return mem_; }
+
+private:
+    cl_mem mem_;
+};
+
+// A tensor as kernel arguments: the buffer and the element offset (two kernel parameters,
+// `__global T* p, long p_off`).
+struct DevPtr {
+    cl_mem mem;
+    cl_long off;
+};
+// A __local kernel argument of `bytes` bytes.
+struct LocalBytes {
+    size_t bytes;
+};
+
+// Launch geometry: up to 2 dimensions; work-groups are `wg` x 1. With groups = false, count
+// is a number of work-items (rounded up to whole work-groups; kernels check bounds), else a
+// number of work-groups along dimension 0.
+struct Grid {
+    size_t count[2] = {1, 1};
+    size_t wg = 256;
+    bool groups = false;
+    cl_uint dims = 1;
+};
+inline Grid items(int64_t n, size_t wg = 256) {
+    Grid g;
+    g.count[0] = static_cast<size_t>(n);
+    g.wg = wg;
+    return g;
+}
+inline Grid items2(int64_t n0, int64_t n1, size_t wg = 64) {
+    Grid g = items(n0, wg);
+    g.count[1] = static_cast<size_t>(n1);
+    g.dims = 2;
+    return g;
+}
+inline Grid groups(int64_t n, size_t wg) {
+    Grid g = items(n, wg);
+    g.groups = true;
+    return g;
+}
+
+class ClDevice : public Device {
+public:
+    ClDevice(cl_platform_id platform, cl_device_id dev, std::string name);
+    ~ClDevice() override;
+
+    std::string backend_name() const override { return "opencl"; }
+    std::string name() const override { return name_; }
+
+    // ---- memory (cl_device.cpp) ----
+    std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;
+    void upload(const Tensor& dst, const void* src) override;
+    void download(void* dst, const Tensor& src) override;
+    void copy(const Tensor& dst, const Tensor& src) override;
+    void fill(const Tensor& dst, float value) override;
+    void convert(const Tensor& dst, const Tensor& src) override;
+    void synchronize() override;
+
+    // ---- dense algebra (cl_gemm.cpp, cl_ops_elementwise.cpp) ----
+    void gemm(const GemmArgs& g) override;
+    void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
+    void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
+    void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;
+    void bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) override;
+
+    // ---- embedding (cl_ops_embedding.cpp) ----
+    void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, int64_t n,
+                       int64_t dim, bool accumulate) override;
+    void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, int64_t n,
+                       int64_t dim) override;
+
+    // ---- normalisation (cl_ops_norm.cpp) ----
+    void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& g,
+                     int64_t rows, int64_t dim, float eps) override;
+    void rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy, const Tensor& x,
+                     const Tensor& g, const Tensor& rstd, int64_t rows, int64_t dim,
+                     bool accumulate_dx) override;
+    void layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                       const Tensor& g, const Tensor& b, int64_t rows, int64_t dim,
+                       float eps) override;
+    void layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db, const Tensor& dy,
+                       const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
+                       int64_t rows, int64_t dim, bool accumulate_dx) override;
+
+    // ---- positions and attention (cl_ops_rope.cpp, cl_ops_attention.cpp) ----
+    void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
+              int64_t pos0, bool inverse) override;
+    void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v, const AttnDims& d, float scale) override;
+    void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                       const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                       const Tensor& lse, const AttnDims& d, float scale) override;
+
+    // ---- activations (cl_ops_activation.cpp) ----
+    void act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) override;
+    void act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                 int64_t n) override;
+    void swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) override;
+    void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh, const Tensor& gate,
+                    const Tensor& up, int64_t n) override;
+    void softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) override;
+
+    // ---- MoE routing and permutation (cl_ops_router.cpp, cl_ops_moe.cpp) ----
+    void router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
+                    const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E, int64_t k,
+                    bool norm_topk) override;
+    void router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
+                    const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
+                    const Tensor& counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
+                    float aux_alpha, float z_alpha, float scale) override;
+    void router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
+                         const Tensor& counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
+                         float z_alpha) override;
+    void hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
+                    int64_t E) override;
+    void moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
+                  const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) override;
+    void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
+                     int64_t dim) override;
+    void moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
+                     const Tensor& w, int64_t N, int64_t k, int64_t dim,
+                     bool accumulate) override;
+    void moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
+                         const Tensor& rows, const Tensor& slot_row, const Tensor& w, int64_t N,
+                         int64_t k, int64_t dim) override;
+
+    // ---- loss, reductions, optimizers, sampling ----
+    void cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
+                       int64_t N, int64_t V, float grad_scale) override;
+    void sum(const Tensor& out, const Tensor& x, int64_t n, float scale,
+             bool accumulate) override;
+    void sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) override;
+    void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, int64_t n,
+               const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+               float grad_scale) override;
+    void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const Tensor& gnorm_sq,
+             float clip, float grad_scale) override;
+    void sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
+                const SampleArgs& s) override;
+
+    // ---- helpers for the op files ----
+    cl_command_queue queue() const { return queue_; }
+    // A tensor argument of op `what` that must hold n elements of dtype dt on this device.
+    DevPtr arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
+    // Like arg(), but an empty tensor is allowed and passed as a dummy buffer.
+    DevPtr opt_arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
+    // The device error word (kernels report bad indices into it with mt_report, common.clh).
+    DevPtr error_word() const { return {err_, 0}; }
+    // Throws the error a kernel reported since the last check (and clears it); waits for the
+    // queue. Called by the ops that must fail at once and by download() / synchronize().
+    void check_device_error();
+    // Whole rows of `dim` elements from t's offset to the end of its buffer (the bound that
+    // kernels indexing rows by device-side ids check against).
+    static int64_t rows_in(const Tensor& t, int64_t dim) {
+        return (static_cast<int64_t>(t.buf->bytes() / dtype_size(t.dtype)) - t.offset) / dim;
+    }
+    // Device scratch memory (slot 0..kScratchSlots-1), valid until the next request of the
+    // same slot; ops use it for partial results between their kernels.
+    DevPtr scratch(int slot, size_t bytes);
+    // Sets the arguments (DevPtr = 2 parameters, LocalBytes, scalars) and enqueues the kernel.
+    template <typename... Args>
+    void launch(const char* family, const char* kernel_name, const Grid& grid,
+                const Args&... args) {
+        cl_kernel k = kernel(family, kernel_name);
+        cl_uint index = 0;
+        (set_arg(k, index, args, kernel_name), ...);
+        enqueue(k, grid, kernel_name);
+    }
+    // The row-reduction helpers shared by several ops (cl_ops_reduce.cpp).
+    // dst[c] (+)= sum over chunks of partial[chunk * cols + c], in chunk order.
+    void finish_column_sums(DevPtr dst, DevPtr partial, int64_t chunks, int64_t cols,
+                            bool accumulate);
+    // Rows per chunk for column sums of a [rows, cols] matrix (a fixed function of rows).
+    static int64_t column_chunk_rows(int64_t rows);
+
+    static constexpr int kScratchSlots = 4;
+
+private:
+    cl_kernel kernel(const char* family, const char* name);
+    void enqueue(cl_kernel k, const Grid& grid, const char* name);
+    static void set_raw(cl_kernel k, cl_uint& index, size_t size, const void* value,
+                        const char* name);
+    static void set_arg(cl_kernel k, cl_uint& index, const DevPtr& p, const char* name) {
+        set_raw(k, index, sizeof(cl_mem), &p.mem, name);
+        set_raw(k, index, sizeof(cl_long), &p.off, name);
+    }
+    static void set_arg(cl_kernel k, cl_uint& index, const LocalBytes& l, const char* name) {
+        set_raw(k, index, l.bytes, nullptr, name);
+    }
+    template <typename T>
+    static void set_arg(cl_kernel k, cl_uint& index, const T& v, const char* name) {
+        static_assert(std::is_same_v<T, cl_int> || std::is_same_v<T, cl_long> ||
+                          std::is_same_v<T, cl_uint> || std::is_same_v<T, cl_ulong> ||
+                          std::is_same_v<T, cl_float>,
+                      "kernel scalars are int, long, uint, ulong or float");
+        set_raw(k, index, sizeof(T), &v, name);
+    }
+    cl_mem create_buffer(size_t bytes, const char* what);
+
+    cl_context ctx_ = nullptr;
+    cl_command_queue queue_ = nullptr;
+    cl_device_id dev_ = nullptr;
+    std::string name_;
+    std::unique_ptr<ProgramCache> programs_;
+    std::map<std::string, cl_kernel> kernels_;
+    cl_mem dummy_ = nullptr;
+    cl_mem err_ = nullptr;  // cl_int[2]: report code (0 = none), offending value
+    std::vector<std::pair<cl_mem, size_t>> scratch_;
+    size_t max_alloc_ = 0;
+};
+
+}  // namespace moetrain::opencl

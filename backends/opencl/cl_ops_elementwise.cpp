@@ -1,0 +1,36 @@
+// Element-wise dense algebra ops: add, axpby, add_bias, bias_grad (kernels_cl/elementwise.cl).
+#include "cl_device.h"
+
+namespace moetrain::opencl {
+
+void ClDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
+    if (n == 0) return;
+    launch("elementwise", "mt_add", items(n), arg(out, n, "add: out"), arg(a, n, "add: a"),
+           arg(b, n, "add: b"), cl_long{n});
+}
+
+void ClDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
+    if (n == 0) return;
+    launch("elementwise", "mt_axpby", items(n), arg(y, n, "axpby: y"), alpha,
+           arg(x, n, "axpby: x"), beta, cl_long{n});
+}
+
+void ClDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
+    if (rows == 0 || cols == 0) return;
+    launch("elementwise", "mt_add_bias", items2(cols, rows), arg(y, rows * cols, "add_bias: y"),
+           arg(bias, cols, "add_bias: bias"), cl_long{rows}, cl_long{cols});
+}
+
+void ClDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
+    if (cols == 0) return;
+    DevPtr db = arg(dbias, cols, "bias_grad: dbias");
+    if (rows == 0) return;
+    DevPtr d = arg(dy, rows * cols, "bias_grad: dy");
+    int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;
+    DevPtr partial = scratch(0, static_cast<size_t>(chunks * cols) * sizeof(float));
+    launch("reduce", "mt_colsum_partial", items2(cols, chunks), partial, d, cl_long{rows},
+           cl_long{cols}, cl_long{chunk});
+    finish_column_sums(db, partial, chunks, cols, true);
+}
+
+}  // namespace moetrain::opencl

@@ -1,0 +1,53 @@
+// Reductions: sum, sum_squares and the column-sum helpers used by bias_grad and the norm
+// backward passes (kernels_cl/reduce.cl). Fixed partial counts make every result
+// deterministic for given sizes.
+#include <algorithm>
+
+#include "cl_device.h"
+
+namespace moetrain::opencl {
+namespace {
+
+constexpr size_t kReduceWg = 256;
+
+// Partial sums for a reduction of n elements: about 16 elements per work-item, <= 256 groups.
+int64_t partial_groups(int64_t n) {
+    return std::clamp<int64_t>((n + kReduceWg * 16 - 1) / (kReduceWg * 16), 1, 256);
+}
+
+}  // namespace
+
+int64_t ClDevice::column_chunk_rows(int64_t rows) {
+    return std::max<int64_t>(16, (rows + 255) / 256);
+}
+
+void ClDevice::finish_column_sums(DevPtr dst, DevPtr partial, int64_t chunks, int64_t cols,
+                                  bool accumulate) {
+    launch("reduce", "mt_colsum_finish", items(cols), dst, partial, cl_long{chunks},
+           cl_long{cols}, cl_int{accumulate});
+}
+
+static void reduce_to_scalar(ClDevice& dev, DevPtr out, DevPtr x, int64_t n, float scale,
+                             bool square, bool accumulate) {
+    int64_t groups = partial_groups(n);
+    DevPtr partial = dev.scratch(1, static_cast<size_t>(groups) * sizeof(float));
+    if (n > 0)
+        dev.launch("reduce", "mt_sum_partial", moetrain::opencl::groups(groups, kReduceWg),
+                   partial, x, cl_long{n}, cl_int{square});
+    else
+        groups = 0;
+    dev.launch("reduce", "mt_sum_finish", moetrain::opencl::groups(1, kReduceWg), out, partial,
+               cl_long{groups}, scale, cl_int{accumulate});
+}
+
+void ClDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {
+    reduce_to_scalar(*this, arg(out, 1, "sum: out"), arg(x, n, "sum: x"), n, scale, false,
+                     accumulate);
+}
+
+void ClDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
+    reduce_to_scalar(*this, arg(out, 1, "sum_squares: out"), arg(x, n, "sum_squares: x"), n,
+                     1.0f, true, accumulate);
+}
+
+}  // namespace moetrain::opencl

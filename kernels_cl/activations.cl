@@ -1,0 +1,59 @@
+/* Activations (MODEL.md 2, formulas from mt_math.h) and the row-wise softmax.
+ * act codes follow moetrain::Act: 0 = gelu (tanh), 1 = relu, 2 = silu. */
+
+inline float mt_act(int act, float z) {
+    return act == 0 ? mt_gelu(z) : act == 1 ? mt_relu(z) : mt_silu(z);
+}
+inline float mt_act_grad(int act, float z) {
+    return act == 0 ? mt_gelu_grad(z) : act == 1 ? mt_relu_grad(z) : mt_silu_grad(z);
+}
+
+__kernel void mt_act_fwd(__global float* y, long y_off, __global const float* x, long x_off,
+                         long n, int act) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    y[y_off + i] = mt_act(act, x[x_off + i]);
+}
+
+__kernel void mt_act_bwd(__global float* dx, long dx_off, __global const float* dy, long dy_off,
+                         __global const float* x, long x_off, long n, int act) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    dx[dx_off + i] = dy[dy_off + i] * mt_act_grad(act, x[x_off + i]);
+}
+
+/* h = silu(gate) * up */
+__kernel void mt_swiglu_fwd(__global float* h, long h_off, __global const float* gate,
+                            long gate_off, __global const float* up, long up_off, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    h[h_off + i] = mt_silu(gate[gate_off + i]) * up[up_off + i];
+}
+
+/* dgate = dh * up * silu'(gate), dup = dh * silu(gate) */
+__kernel void mt_swiglu_bwd(__global float* dgate, long dgate_off, __global float* dup,
+                            long dup_off, __global const float* dh, long dh_off,
+                            __global const float* gate, long gate_off, __global const float* up,
+                            long up_off, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    float g = gate[gate_off + i], d = dh[dh_off + i];
+    float u = up[up_off + i];
+    dgate[dgate_off + i] = d * u * mt_silu_grad(g);
+    dup[dup_off + i] = d * mt_silu(g);
+}
+
+/* Row-wise stable softmax, one work-group per row; y may alias x (each element is read and
+ * written by the same work-item). */
+__kernel void mt_softmax(__global float* y, long y_off, __global const float* x, long x_off,
+                         long cols) {
+    __local float scratch[MT_WG_MAX];
+    long r = get_group_id(0);
+    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
+    __global const float* xr = x + x_off + r * cols;
+    __global float* yr = y + y_off + r * cols;
+    float m, s;
+    mt_wg_softmax_stats(xr, cols, 1.0f, scratch, &m, &s);
+    float inv = 1.0f / s;
+    for (long c = lid; c < cols; c += lsz) yr[c] = mt_expf(xr[c] - m) * inv;
+}
