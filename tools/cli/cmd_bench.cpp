@@ -106,14 +106,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("bench", "time training steps; last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
     cmd->callback([a, &exit_code] {

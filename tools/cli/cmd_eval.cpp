@@ -51,10 +51,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--data", a->data, "text file")->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();
     cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     a->dev.add_options(cmd);
     cmd->callback([a, &exit_code] {
         run_eval(*a);

@@ -180,30 +180,30 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--data", a->data, "training text file (90% train / 10% val)")->required();
     cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
     cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
-        ->required()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(CLI::PositiveNumber);
+        ->required()->check(non_negative());
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")->capture_default_str();
-    cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--warmup", a->warmup, "warmup steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-    cmd->add_option("--wd", a->wd, "AdamW weight decay")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(non_negative());
+    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(non_negative());
+    cmd->add_option("--warmup", a->warmup, "warmup steps")->capture_default_str()->check(non_negative());
+    cmd->add_option("--wd", a->wd, "AdamW weight decay")->capture_default_str()->check(non_negative());
     cmd->add_option("--b1", a->b1, "AdamW beta1")->capture_default_str()->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--b2", a->b2, "AdamW beta2")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--eps", a->eps, "AdamW epsilon")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->add_option("--eps", a->eps, "AdamW epsilon")->capture_default_str()->check(positive());
+    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")->capture_default_str()->check(non_negative());
     cmd->add_option("--seed", a->seed, "init seed")->capture_default_str();
     auto* init = cmd->add_option("--init-from", a->init_from, "start from a checkpoint's weights (fresh optimizer)");
     auto* resume = cmd->add_option("--resume", a->resume, "continue a checkpoint exactly (weights, moments, step, data)");
     init->excludes(resume);
     cmd->add_option("--out", a->out, "run directory for checkpoints RUNDIR/step_NNNNNN");
-    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")->check(non_negative());
+    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(non_negative());
+    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
-    cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
     cmd->callback([a, &exit_code] {
         run_train(*a);

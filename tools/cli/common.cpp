@@ -28,7 +28,7 @@ void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
         ->capture_default_str();
     if (with_threads)
         cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
-            ->check(CLI::NonNegativeNumber);
+            ->check(non_negative());
 }
 
 std::unique_ptr<Device> DeviceChoice::open() const {
@@ -43,6 +43,23 @@ TokenData load_token_data(const std::string& path, const std::string& tokenizer,
     TokenSplit s = split_tokens(load_tokens(path, tokenizer));
     return TokenData{s.train, s.val};
 }
+
+namespace {
+CLI::Validator number_check(bool strict) {
+    return CLI::Validator(
+        [strict](std::string& in) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(in, v)) return "must be a number, not '" + in + "'";
+            if (strict ? !(v > 0) : !(v >= 0))
+                return std::string("must be ") + (strict ? "> 0" : ">= 0") + ", not " + in;
+            return "";
+        },
+        strict ? "> 0" : ">= 0");
+}
+}  // namespace
+
+CLI::Validator positive() { return number_check(true); }
+CLI::Validator non_negative() { return number_check(false); }
 
 double peak_rss_mb() {
     rusage ru{};

@@ -35,6 +35,10 @@ struct TokenData {
 TokenData load_token_data(const std::string& path, const std::string& tokenizer,
                           const ModelConfig& cfg);
 
+// Option validators with short messages ("must be > 0, not 0").
+CLI::Validator positive();
+CLI::Validator non_negative();
+
 double peak_rss_mb();                       // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"
 bool stdout_is_terminal();
