@@ -1,5 +1,6 @@
 // `moetrain train`: the training loop of the CLI — data, schedule, progress lines, JSON log,
 // periodic evaluation and atomic checkpoints, --init-from / --resume.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,7 +45,7 @@ TrainOptions train_options(const TrainArgs& a) {
     o.lr = a.lr;
     o.min_lr = a.min_lr < 0 ? a.lr / 10 : a.min_lr;
     o.warmup = a.warmup;
-    o.total_steps = a.steps;
+    o.total_steps = std::max<int64_t>(1, a.steps);  // --steps 0 only writes the initial weights
     o.wd = a.wd;
     o.b1 = a.b1;
     o.b2 = a.b2;
@@ -104,10 +105,18 @@ void run_train(const TrainArgs& a) {
     state.seq = a.seq;
     state.tokenizer = a.tokenizer;
     state.data_path = a.data;
+    std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
     auto save = [&](const char* why) -> std::string {
         if (a.out.empty()) return "";
         state.step = trainer.steps_done();
         state.train_pos = train_loader.position();
+        // Never write a checkpoint that cannot be trained from: the update of this step may
+        // have overflowed even though its loss was finite.
+        for (float v : model.get_flat(model.params_flat()))
+            MT_CHECK(std::isfinite(v), "weights became non-finite in step ", state.step,
+                     " (learning rate too high?); not saving it; ",
+                     last_ckpt.empty() ? "no checkpoint was written"
+                                       : "last good checkpoint: " + last_ckpt);
         std::string dir = a.out + "/" + step_dir_name(state.step);
         save_checkpoint(dir, model, &trainer, state);
         if (!a.quiet || std::string(why) == "final") std::printf("saved %s\n", dir.c_str());
@@ -119,7 +128,6 @@ void run_train(const TrainArgs& a) {
                 a.batch, a.seq, a.accum, static_cast<long long>(start),
                 static_cast<long long>(a.steps));
     std::fflush(stdout);
-    std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
     if (a.steps == 0 || start >= a.steps) {
         MT_CHECK(start < a.steps || !a.out.empty() || start > 0,
                  "--steps 0 writes the initial weights and needs --out RUNDIR");
