@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_gemm.h"
 
 #if defined(MOETRAIN_GEMM_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
@@ -21,8 +22,11 @@ int64_t extent(int64_t rows, int64_t cols, int64_t ld) {
     return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
 }
 
-void sgemm_call(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+}  // namespace
+
+namespace cpu {
+void sgemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #if defined(MOETRAIN_GEMM_ONEDNN)
     dnnl_status_t st = dnnl_sgemm(ta == Trans::N ? 'N' : 'T', tb == Trans::N ? 'N' : 'T', m, n, k,
                                   alpha, a, lda, b, ldb, beta, c, ldc);
@@ -35,8 +39,7 @@ void sgemm_call(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha
                 static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 #endif
 }
-
-}  // namespace
+}  // namespace cpu
 
 void CpuDevice::gemm(const GemmArgs& g) {
     check_sizes("gemm", {g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c});
@@ -61,7 +64,7 @@ void CpuDevice::gemm(const GemmArgs& g) {
     const float* a = f32(g.a, last * g.stride_a + extent(a_rows, a_cols, g.lda), "gemm", "a");
     const float* b = f32(g.b, last * g.stride_b + extent(b_rows, b_cols, g.ldb), "gemm", "b");
     for (int64_t i = 0; i < g.batch; ++i)
-        sgemm_call(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda,
+        cpu::sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda,
                    b + i * g.stride_b, g.ldb, g.beta, c + i * g.stride_c, g.ldc);
 }
 
