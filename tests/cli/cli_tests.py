@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import struct
@@ -310,25 +311,51 @@ def kill_during_checkpoint_writing():
            "max_seq_len": 64, "d_ff": 1024, "moe": {"n_experts": 8, "top_k": 2}}
     conf = write(f"{d}/big.json", json.dumps(cfg))
     rng = random.Random(1)
+    run_dir = f"{d}/run"
+    killed_mid_write = 0
+
+    def complete_steps():
+        if not os.path.isdir(run_dir):
+            return []
+        return sorted(x for x in os.listdir(run_dir) if re.fullmatch(r"step_\d{6,}", x))
+
     for attempt in range(6):
-        proc = subprocess.Popen([ARGS.moetrain, "train", "--device", "cpu", "--config", conf,
-                                 "--data", data, "--steps", 1000, "--batch", 1, "--seq", 8,
-                                 "--out", f"{d}/run", "--save-every", 1, "--quiet",
-                                 *(["--resume", f"{d}/run"] if os.path.isdir(f"{d}/run") and
-                                   any(x.startswith("step_") for x in os.listdir(f"{d}/run"))
-                                   else [])],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(1.0 + rng.random() * 2.0)
+        resume = ["--resume", run_dir] if complete_steps() else []
+        argv = [ARGS.moetrain, "train", "--device", "cpu", "--config", conf, "--data", data,
+                "--steps", 1000, "--batch", 1, "--seq", 8, "--out", run_dir, "--save-every", 1,
+                "--quiet", *resume]
+        proc = subprocess.Popen(list(map(str, argv)), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        # Wait until this process has written a checkpoint of its own, then kill it at a
+        # random moment of the following steps (most of which are spent writing checkpoints).
+        before = len(complete_steps())
+        deadline = time.time() + 120
+        while len(complete_steps()) <= before and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        if attempt % 2 == 0:
+            # Even attempts: kill while the next checkpoint is being written (its temporary
+            # directory exists), after a random part of the write.
+            while time.time() < deadline and proc.poll() is None and not any(
+                    ".tmp-" in x for x in os.listdir(run_dir)):
+                time.sleep(0.002)
+            time.sleep(rng.random() * 0.05)
+        else:
+            time.sleep(rng.random() * 1.5)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        steps = sorted(x for x in os.listdir(f"{d}/run") if x.startswith("step_"))
-        print(f"attempt {attempt}: {len(steps)} checkpoints, newest {steps[-1] if steps else None}")
-        for s in steps[-3:]:
-            ckpt = f"{d}/run/{s}"
+        steps = complete_steps()
+        others = sorted(set(os.listdir(run_dir)) - set(steps)) if os.path.isdir(run_dir) else []
+        killed_mid_write += any(".tmp-" in x for x in others)
+        print(f"attempt {attempt}: {len(steps)} checkpoints, newest "
+              f"{steps[-1] if steps else None}, other entries {others}")
+        for s in steps[-2:]:
+            ckpt = f"{run_dir}/{s}"
             assert sorted(os.listdir(ckpt)) == ["model.safetensors", "optimizer.safetensors",
                                                 "state.json"], (ckpt, os.listdir(ckpt))
             run("eval", "--checkpoint", ckpt, "--data", data, "--batch", 1, "--seq", 8,
                 "--batches", 1)
+    assert complete_steps(), "no checkpoint survived"
+    assert killed_mid_write > 0, "no kill landed while a checkpoint was being written"
     # The run directory as a whole resolves to a complete checkpoint.
     run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 1, "--seq", 8,
         "--batches", 1)
