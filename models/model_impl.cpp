@@ -42,8 +42,17 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
         auto it = workspaces_.find({B, T, true});
         if (it != workspaces_.end()) return *it->second;
     }
-    auto& slot = workspaces_[{B, T, training}];
-    if (!slot) slot = plan_workspace(dev, cfg, B, T, training);
+    const std::tuple<int, int, bool> key{B, T, training};
+    auto it = workspaces_.find(key);
+    if (it != workspaces_.end()) return *it->second;
+    if (!training) {  // bound the inference shapes kept (generation, varying eval lengths)
+        int kept = 0;
+        for (const auto& [k, ws] : workspaces_) kept += !std::get<2>(k);
+        if (kept >= kMaxInferenceWorkspaces)
+            std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
+    }
+    auto& slot = workspaces_[key];
+    slot = plan_workspace(dev, cfg, B, T, training);
     return *slot;
 }
 

@@ -40,7 +40,7 @@ public:
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
 
-    // The workspace of shape (B, T), planned on first use.
+    // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
 
     void reset_stats() { dev.fill(stats, 0.0f); }
@@ -67,6 +67,9 @@ private:
     void backward_layers(Workspace& ws, float grad_scale);
     void record_load(const Workspace& ws);
 
+    // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
+    // arrives (a workspace is only used within one call, so no reference outlives this).
+    static constexpr int kMaxInferenceWorkspaces = 4;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
 };
 
