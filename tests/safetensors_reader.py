@@ -14,7 +14,8 @@ the C++ reader. For each checkpoint directory it checks:
   * state.json: every field with its type;
   * with expected.json (written by the C++ fixture): step and per-tensor sums of the values.
 
-Usage: safetensors_reader.py DIR   (a checkpoint directory, or a directory of them)
+Usage: safetensors_reader.py DIR   (a checkpoint directory, or a directory of them;
+       temporaries *.tmp-<pid> / *.old-<pid> are skipped)
 """
 import array
 import json
@@ -236,7 +237,8 @@ def main():
         dirs = [root]
     else:
         dirs = sorted(os.path.join(root, x) for x in os.listdir(root)
-                      if os.path.isdir(os.path.join(root, x)))
+                      if os.path.isdir(os.path.join(root, x))
+                      and ".tmp-" not in x and ".old-" not in x)
     if not dirs:
         print(f"FAIL: no checkpoint directories in {root}")
         return 1

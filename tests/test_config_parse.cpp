@@ -2,13 +2,11 @@
 // one line), the canonical JSON round trip, and config files.
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "moetrain/config.h"
 #include "moetrain/error.h"
+#include "test_checkpoint_util.h"
 
 using moetrain::ModelConfig;
 using nlohmann::json;
@@ -28,12 +26,7 @@ json minimal_moe() {
 
 // The message of the moetrain::Error parse_config throws ("" when it does not throw).
 std::string parse_error(const std::string& text) {
-    try {
-        moetrain::parse_config(text);
-    } catch (const moetrain::Error& e) {
-        return e.what();
-    }
-    return "";
+    return moetrain::testing::error_of([&] { moetrain::parse_config(text); });
 }
 
 struct BadCase {
@@ -246,19 +239,16 @@ TEST_CASE("config: canonical JSON writes every key and round-trips exactly") {
 }
 
 TEST_CASE("config: load_config_file names the file") {
-    namespace fs = std::filesystem;
-    fs::path dir = fs::temp_directory_path() / ("moetrain_config_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    std::string good = (dir / "good.json").string(), bad = (dir / "bad.json").string();
-    std::ofstream(good) << minimal().dump();
-    std::ofstream(bad) << set(minimal(), "/d_ff"_json_pointer, "wide").dump();
+    moetrain::testing::TempDir dir;
+    std::string good = dir.file("good.json"), bad = dir.file("bad.json");
+    moetrain::testing::spit(good, minimal().dump());
+    moetrain::testing::spit(bad, set(minimal(), "/d_ff"_json_pointer, "wide").dump());
     CHECK(moetrain::load_config_file(good).d_ff == 128);
     CHECK_THROWS_WITH_AS(moetrain::load_config_file(bad),
                          ("config file " + bad + ": config: \"d_ff\" must be an integer, got \"wide\"").c_str(),
                          moetrain::Error);
-    std::string missing = (dir / "missing.json").string();
+    std::string missing = dir.file("missing.json");
     CHECK_THROWS_WITH_AS(moetrain::load_config_file(missing),
                          doctest::Contains(("config file " + missing + ": cannot open").c_str()),
                          moetrain::Error);
-    fs::remove_all(dir);
 }
