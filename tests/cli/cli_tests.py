@@ -372,6 +372,58 @@ def bench_and_gradcheck():
     assert "passed" in g.stdout, g.stdout
 
 
+class Skip(Exception):
+    pass
+
+
+@test
+def pytorch_parity():
+    """Forward loss of our checkpoints vs an independent PyTorch implementation
+    (bench/compare_pytorch.py) for several configs; needs Debian's python3-torch."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0:
+        raise Skip("python3-torch is not installed for /usr/bin/python3 (apt-get install "
+                   "python3-torch to run this check)")
+    d = work("pytorch_parity")
+    data = corpus(d)
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "bench", "compare_pytorch.py")
+    configs = {
+        "moe_topk": {"vocab_size": 256, "d_model": 64, "n_layers": 2, "n_heads": 4,
+                     "n_kv_heads": 2, "max_seq_len": 64, "d_ff": 128,
+                     "moe": {"n_experts": 4, "top_k": 2, "n_shared_experts": 1,
+                             "z_loss_alpha": 0.001, "first_layer": 1}},
+        "dense_ln": {"vocab_size": 256, "d_model": 48, "n_layers": 2, "n_heads": 4,
+                     "n_kv_heads": 4, "max_seq_len": 64, "norm": "layernorm",
+                     "pos": "learned", "ffn": "gelu", "d_ff": 96, "bias": True,
+                     "tie_embeddings": True},
+        "moe_hash": {"vocab_size": 300, "d_model": 32, "n_layers": 3, "n_heads": 4,
+                     "max_seq_len": 64, "ffn": "relu", "d_ff": 64, "rope_ntk_alpha": 2.0,
+                     "moe": {"n_experts": 5, "router": "hash", "n_shared_experts": 2,
+                             "first_layer": 1}},
+        "moe_nonorm": {"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 2,
+                       "n_kv_heads": 1, "max_seq_len": 64, "d_ff": 48,
+                       "moe": {"n_experts": 6, "top_k": 3, "norm_topk_prob": False,
+                               "aux_loss_alpha": 0.1, "z_loss_alpha": 0.01}},
+    }
+    for name, cfg in configs.items():
+        conf = write(f"{d}/{name}.json", json.dumps(cfg))
+        full = write(f"{d}/{name}.full.json", run("config", "--config", conf).stdout)
+        run("train", "--device", "cpu", "--config", conf, "--data", data, "--steps", 3,
+            "--batch", 4, "--seq", 32, "--lr", "3e-3", "--out", f"{d}/{name}", "--quiet")
+        ours = json.loads(run("eval", "--checkpoint", f"{d}/{name}", "--data", data, "--split",
+                              "train", "--batch", 4, "--seq", 32, "--batches", 1)
+                          .stdout.strip().splitlines()[-1])
+        p = subprocess.run([py, script, "--config", full, "--checkpoint",
+                            f"{d}/{name}/step_000003", "--data", data, "--batch", "4", "--seq",
+                            "32"], capture_output=True, text=True, check=True)
+        theirs = json.loads(p.stdout.strip().splitlines()[-1])
+        for k in ["loss", "ce", "aux", "z"]:
+            assert abs(ours[k] - theirs[k]) <= 1e-5 * max(1.0, abs(theirs[k])), (name, k, ours,
+                                                                                theirs)
+        print(f"{name}: moetrain {ours['loss']:.7f} pytorch {theirs['loss']:.7f}")
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -384,7 +436,11 @@ def main():
         print(";".join(TESTS))
         return 0
     os.makedirs(ARGS.work, exist_ok=True)
-    TESTS[ARGS.name]()
+    try:
+        TESTS[ARGS.name]()
+    except Skip as e:
+        print(f"{ARGS.name}: skipped: {e}")
+        return 77
     print(f"{ARGS.name}: passed")
     return 0
 
