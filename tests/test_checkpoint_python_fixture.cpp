@@ -23,42 +23,14 @@ using namespace moetrain::testing;
 
 namespace {
 
-ModelConfig gpt_like() {
-    ModelConfig c;
-    c.vocab_size = 300;
-    c.d_model = 32;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 4;
-    c.head_dim = 8;
-    c.max_seq_len = 16;
-    c.norm = NormKind::layernorm;
-    c.pos = PosKind::learned;
-    c.ffn = FfnKind::gelu;
-    c.d_ff = 64;
-    c.bias = true;
-    c.tie_embeddings = true;
-    return c;
-}
-
-ModelConfig hash_moe() {
-    ModelConfig c;
-    c.vocab_size = 256;
-    c.d_model = 32;
-    c.n_layers = 3;
-    c.n_heads = 2;
-    c.head_dim = 16;
-    c.max_seq_len = 16;
-    c.ffn = FfnKind::relu;
-    c.d_ff = 32;
-    MoeConfig m;
-    m.n_experts = 3;
-    m.router = RouterKind::hash;
-    m.n_shared_experts = 2;
-    m.first_layer = 1;
-    c.moe = m;
-    return c;
-}
+// Layernorm with biases, learned positions, gelu, tied embeddings, multi-head attention.
+const char* kGptLike = R"({"vocab_size": 300, "d_model": 32, "n_layers": 2, "n_heads": 4,
+    "n_kv_heads": 4, "max_seq_len": 16, "norm": "layernorm", "pos": "learned", "ffn": "gelu",
+    "d_ff": 64, "bias": true, "tie_embeddings": true})";
+// Hash routing (no router weights), relu experts, 2 shared experts, a dense first layer.
+const char* kHashMoe = R"({"vocab_size": 256, "d_model": 32, "n_layers": 3, "n_heads": 2,
+    "head_dim": 16, "max_seq_len": 16, "ffn": "relu", "d_ff": 32,
+    "moe": {"n_experts": 3, "router": "hash", "n_shared_experts": 2, "first_layer": 1}})";
 
 double sum_of(const std::vector<float>& v, int64_t offset, int64_t n) {
     return std::accumulate(v.begin() + offset, v.begin() + offset + n, 0.0);
@@ -111,9 +83,9 @@ TEST_CASE("checkpoint: fixture for the independent python reader") {
     TrainOptions sgd;
     sgd.optimizer = OptimizerKind::sgd;
     write_case(root, "tiny_adamw", preset_config("tiny"), &adamw, 2);
-    write_case(root, "gpt_like_adamw", gpt_like(), &adamw, 1);
-    write_case(root, "hash_moe_sgd", hash_moe(), &sgd, 1);
-    write_case(root, "hash_moe_weights", hash_moe(), nullptr, 0);
+    write_case(root, "gpt_like_adamw", parse_config(kGptLike), &adamw, 1);
+    write_case(root, "hash_moe_sgd", parse_config(kHashMoe), &sgd, 1);
+    write_case(root, "hash_moe_weights", parse_config(kHashMoe), nullptr, 0);
     for (const char* name : {"tiny_adamw", "gpt_like_adamw", "hash_moe_sgd", "hash_moe_weights"}) {
         CAPTURE(name);
         CheckpointInfo info = read_checkpoint_info(root + "/" + name);
