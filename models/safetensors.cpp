@@ -68,6 +68,7 @@ uint64_t non_negative(const json& v, const std::string& where, const char* field
 
 SafetensorsEntry parse_entry(const std::string& name, const json& value,
                              const std::string& where) {
+    MT_CHECK(value.is_object(), where, ": entry must be a JSON object, got ", value.dump());
     io::JsonFields f(value, where, "", {"dtype", "shape", "data_offsets"});
     SafetensorsEntry e;
     e.name = name;
