@@ -99,6 +99,28 @@ def info_lists_backends():
 
 
 @test
+def registry_reports_broken_modules():
+    mods = os.path.join(os.path.dirname(os.path.abspath(ARGS.moetrain)), "test-modules")
+    assert os.path.isdir(mods), mods
+    env = dict(os.environ, MOETRAIN_BACKEND_PATH=mods)
+    p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    lines = {l.split()[0]: l for l in p.stdout.splitlines() if l and not l.startswith(" ")}
+    print(p.stdout)
+    assert "unavailable" in lines["wrong_abi"] and "ABI" in lines["wrong_abi"], lines
+    assert ("unavailable" in lines["unloadable"] and
+            "moetrain_symbol_that_does_not_exist" in lines["unloadable"]), lines
+    assert "available" in lines["cpu"]
+    for name, word in [("wrong_abi", "ABI"), ("unloadable", "cannot load")]:
+        q = subprocess.run([ARGS.moetrain, "bench", "--device", name, "--preset", "tiny",
+                            "--batch", "1", "--seq", "8"],
+                           capture_output=True, text=True, env=env)
+        err = q.stderr.strip().splitlines()
+        assert q.returncode == 1 and len(err) == 1 and word in err[0], (q.returncode, q.stderr)
+        print(err[0])
+
+
+@test
 def help_for_every_subcommand():
     for sub in ["info", "train", "eval", "generate", "bench", "gradcheck"]:
         p = run(sub, "--help")
