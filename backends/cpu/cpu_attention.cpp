@@ -43,6 +43,18 @@ struct Tile {
     int64_t b, j, kvh, t0, qb, u0, kb;
 };
 
+// The query block of task number `task` of the (batch, head, query block) passes; no keys yet.
+Tile query_tile(const AttnDims& d, int64_t task) {
+    const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock;
+    Tile t{};
+    t.b = task / (d.H * qblocks);
+    t.j = (task / qblocks) % d.H;
+    t.kvh = t.j / (d.H / d.K);
+    t.t0 = (task % qblocks) * kBlock;
+    t.qb = std::min(kBlock, d.Tq - t.t0);
+    return t;
+}
+
 // Number of keys of the tile that query row i may see (0 .. kb), causal with the KV offset.
 int64_t visible(const AttnDims& d, const Tile& t, int64_t i) {
     return std::clamp<int64_t>(t.t0 + i + (d.Tk - d.Tq) - t.u0 + 1, 0, t.kb);
@@ -90,7 +102,7 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
     const float* pk = f32(k, nk, "attention_fwd", "k");
     const float* pv = f32(v, nk, "attention_fwd", "v");
     const Layout L{d};
-    const int64_t hd = d.hd, group = d.H / d.K, shift = d.Tk - d.Tq;
+    const int64_t hd = d.hd, shift = d.Tk - d.Tq;
     const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
 #pragma omp parallel
     {
@@ -98,12 +110,7 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
         std::vector<float> m(kBlock), l(kBlock);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < tasks; ++task) {
-            Tile t{};
-            t.b = task / (d.H * qblocks);
-            t.j = (task / qblocks) % d.H;
-            t.kvh = t.j / group;
-            t.t0 = (task % qblocks) * kBlock;
-            t.qb = std::min(kBlock, d.Tq - t.t0);
+            Tile t = query_tile(d, task);
             const int64_t keys = t.t0 + t.qb + shift;  // keys seen by the last query of the block
             std::fill(m.begin(), m.end(), -INFINITY);
             std::fill(l.begin(), l.end(), 0.0f);
@@ -213,12 +220,7 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
         std::vector<float> p(kBlock * kBlock), ds(kBlock * kBlock), dqa(static_cast<size_t>(kBlock * hd));
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < q_tasks; ++task) {
-            Tile t{};
-            t.b = task / (d.H * qblocks);
-            t.j = (task / qblocks) % d.H;
-            t.kvh = t.j / group;
-            t.t0 = (task % qblocks) * kBlock;
-            t.qb = std::min(kBlock, d.Tq - t.t0);
+            Tile t = query_tile(d, task);
             const int64_t keys = t.t0 + t.qb + shift;
             std::fill(dqa.begin(), dqa.end(), 0.0f);
             for (t.u0 = 0; t.u0 < keys; t.u0 += kBlock) {
