@@ -51,9 +51,9 @@ FoundDevice describe(cl_platform_id p, cl_device_id d, size_t index) {
     f.info.details = type_name(type) + ", platform " + platform_string(p, CL_PLATFORM_NAME) +
                      " (" + platform_string(p, CL_PLATFORM_VERSION) + "), " + clc + ", " +
                      std::to_string(device_info<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS)) +
-                     " compute units, " + gib(mem) + " memory (max allocation " +
-                     gib(device_info<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE)) +
-                     "), driver " + device_string(d, CL_DRIVER_VERSION);
+                     " compute units, max allocation " +
+                     gib(device_info<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE)) + ", driver " +
+                     device_string(d, CL_DRIVER_VERSION);
     if (!device_info<cl_bool>(d, CL_DEVICE_AVAILABLE)) {
         f.info.available = false;
         f.info.reason = "device reports CL_DEVICE_AVAILABLE = false";

@@ -32,6 +32,7 @@ ClDevice::ClDevice(cl_platform_id platform, cl_device_id dev, std::string name)
         cl_check(err, "creating the command queue of " + name_);
     }
     max_alloc_ = device_info<cl_ulong>(dev_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    if (device_info<cl_device_type>(dev_, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) reduce_wg_ = 1;
     std::string options = "-cl-std=CL1.2";
     if (device_info<cl_device_fp_config>(dev_, CL_DEVICE_SINGLE_FP_CONFIG) &
         CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)

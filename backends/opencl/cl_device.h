@@ -182,6 +182,10 @@ public:
     static int64_t rows_in(const Tensor& t, int64_t dim) {
         return (static_cast<int64_t>(t.buf->bytes() / dtype_size(t.dtype)) - t.offset) / dim;
     }
+    // Work-groups for kernels that reduce inside a work-group (a row, a partial sum): n groups
+    // of reduce_wg() work-items. CPU devices (PoCL) run a work-group as a loop and every
+    // barrier splits it, so they get 1 work-item per group; GPUs get 128.
+    Grid reduce_groups(int64_t n) const { return groups(n, reduce_wg_); }
     // Device scratch memory (slot 0..kScratchSlots-1), valid until the next request of the
     // same slot; ops use it for partial results between their kernels.
     DevPtr scratch(int slot, size_t bytes);
@@ -235,6 +239,7 @@ private:
     cl_mem err_ = nullptr;  // cl_int[2]: report code (0 = none), offending value
     std::vector<std::pair<cl_mem, size_t>> scratch_;
     size_t max_alloc_ = 0;
+    size_t reduce_wg_ = 128;
 };
 
 }  // namespace moetrain::opencl

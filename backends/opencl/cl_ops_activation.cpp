@@ -44,7 +44,7 @@ void ClDevice::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& 
 void ClDevice::softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) {
     if (rows == 0 || cols == 0) return;
     int64_t n = rows * cols;
-    launch("activations", "mt_softmax", groups(rows, 128), arg(y, n, "softmax: y"),
+    launch("activations", "mt_softmax", reduce_groups(rows), arg(y, n, "softmax: y"),
            arg(x, n, "softmax: x"), cl_long{cols});
 }
 

@@ -8,7 +8,7 @@ void ClDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const T
     MT_CHECK(V > 0 && V < (int64_t{1} << 31), "cross_entropy: vocabulary size ", V,
              " out of range");
     if (N == 0) return;
-    launch("loss", "mt_cross_entropy", groups(N, 256), arg(losses, N, "cross_entropy: losses"),
+    launch("loss", "mt_cross_entropy", reduce_groups(N), arg(losses, N, "cross_entropy: losses"),
            arg(logits, N * V, "cross_entropy: logits"),
            arg(targets, N, "cross_entropy: targets", DType::i32), cl_long{V}, grad_scale, error_word());
     check_device_error();  // a bad target must fail here, not at a later download

@@ -23,7 +23,7 @@ void ClDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const Ten
     cl_int e32 = static_cast<cl_int>(E);
     launch("moe_permute", "mt_moe_count", items2(E, chunks, 64), hist, pidx, cl_long{slots},
            cl_long{kSortChunk}, e32, error_word());
-    launch("moe_permute", "mt_moe_offsets", groups(1, 256), pcounts, hist, cl_long{chunks}, e32,
+    launch("moe_permute", "mt_moe_offsets", reduce_groups(1), pcounts, hist, cl_long{chunks}, e32,
            LocalBytes{static_cast<size_t>(E) * sizeof(cl_int)});
     launch("moe_permute", "mt_moe_scatter", items2(E, chunks, 64), prt, psr, hist, pidx,
            cl_long{slots}, cl_long{kSortChunk}, e32, static_cast<cl_int>(k));

@@ -3,15 +3,11 @@
 #include "cl_device.h"
 
 namespace moetrain::opencl {
-namespace {
-constexpr size_t kRowWg = 128;
-}
-
 void ClDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& g,
                            int64_t rows, int64_t dim, float eps) {
     if (rows == 0) return;
     int64_t n = rows * dim;
-    launch("norm", "mt_rmsnorm_fwd", groups(rows, kRowWg), arg(y, n, "rmsnorm_fwd: y"),
+    launch("norm", "mt_rmsnorm_fwd", reduce_groups(rows), arg(y, n, "rmsnorm_fwd: y"),
            arg(rstd, rows, "rmsnorm_fwd: rstd"), arg(x, n, "rmsnorm_fwd: x"),
            arg(g, dim, "rmsnorm_fwd: g"), cl_long{dim}, eps);
 }
@@ -23,7 +19,7 @@ void ClDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
     int64_t n = rows * dim;
     DevPtr pdy = arg(dy, n, "rmsnorm_bwd: dy"), px = arg(x, n, "rmsnorm_bwd: x");
     DevPtr prstd = arg(rstd, rows, "rmsnorm_bwd: rstd");
-    launch("norm", "mt_rmsnorm_bwd_dx", groups(rows, kRowWg), arg(dx, n, "rmsnorm_bwd: dx"), pdy,
+    launch("norm", "mt_rmsnorm_bwd_dx", reduce_groups(rows), arg(dx, n, "rmsnorm_bwd: dx"), pdy,
            px, arg(g, dim, "rmsnorm_bwd: g"), prstd, cl_long{dim}, cl_int{accumulate_dx});
     int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;
     DevPtr partial = scratch(0, static_cast<size_t>(chunks * dim) * sizeof(float));
@@ -37,7 +33,7 @@ void ClDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& 
                              int64_t dim, float eps) {
     if (rows == 0) return;
     int64_t n = rows * dim;
-    launch("norm", "mt_layernorm_fwd", groups(rows, kRowWg), arg(y, n, "layernorm_fwd: y"),
+    launch("norm", "mt_layernorm_fwd", reduce_groups(rows), arg(y, n, "layernorm_fwd: y"),
            arg(mean, rows, "layernorm_fwd: mean"), arg(rstd, rows, "layernorm_fwd: rstd"),
            arg(x, n, "layernorm_fwd: x"), arg(g, dim, "layernorm_fwd: g"),
            opt_arg(b, dim, "layernorm_fwd: b"), cl_int{!b.empty()}, cl_long{dim}, eps);
@@ -52,7 +48,7 @@ void ClDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& d
     DevPtr pdy = arg(dy, n, "layernorm_bwd: dy"), px = arg(x, n, "layernorm_bwd: x");
     DevPtr pmean = arg(mean, rows, "layernorm_bwd: mean");
     DevPtr prstd = arg(rstd, rows, "layernorm_bwd: rstd");
-    launch("norm", "mt_layernorm_bwd_dx", groups(rows, kRowWg), arg(dx, n, "layernorm_bwd: dx"),
+    launch("norm", "mt_layernorm_bwd_dx", reduce_groups(rows), arg(dx, n, "layernorm_bwd: dx"),
            pdy, px, arg(g, dim, "layernorm_bwd: g"), pmean, prstd, cl_long{dim},
            cl_int{accumulate_dx});
     int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;

@@ -8,12 +8,8 @@
 namespace moetrain::opencl {
 namespace {
 
-constexpr size_t kReduceWg = 256;
-
-// Partial sums for a reduction of n elements: about 16 elements per work-item, <= 256 groups.
-int64_t partial_groups(int64_t n) {
-    return std::clamp<int64_t>((n + kReduceWg * 16 - 1) / (kReduceWg * 16), 1, 256);
-}
+// Partial sums for a reduction of n elements: a fixed function of n (<= 256 groups).
+int64_t partial_groups(int64_t n) { return std::clamp<int64_t>((n + 4095) / 4096, 1, 256); }
 
 }  // namespace
 
@@ -29,15 +25,13 @@ void ClDevice::finish_column_sums(DevPtr dst, DevPtr partial, int64_t chunks, in
 
 static void reduce_to_scalar(ClDevice& dev, DevPtr out, DevPtr x, int64_t n, float scale,
                              bool square, bool accumulate) {
-    int64_t groups = partial_groups(n);
-    DevPtr partial = dev.scratch(1, static_cast<size_t>(groups) * sizeof(float));
-    if (n > 0)
-        dev.launch("reduce", "mt_sum_partial", moetrain::opencl::groups(groups, kReduceWg),
-                   partial, x, cl_long{n}, cl_int{square});
-    else
-        groups = 0;
-    dev.launch("reduce", "mt_sum_finish", moetrain::opencl::groups(1, kReduceWg), out, partial,
-               cl_long{groups}, scale, cl_int{accumulate});
+    int64_t count = n > 0 ? partial_groups(n) : 0;
+    DevPtr partial = dev.scratch(1, static_cast<size_t>(count) * sizeof(float));
+    if (count > 0)
+        dev.launch("reduce", "mt_sum_partial", dev.reduce_groups(count), partial, x, cl_long{n},
+                   cl_int{square});
+    dev.launch("reduce", "mt_sum_finish", dev.reduce_groups(1), out, partial, cl_long{count},
+               scale, cl_int{accumulate});
 }
 
 void ClDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {

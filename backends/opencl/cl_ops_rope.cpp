@@ -10,7 +10,7 @@ void ClDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t h
              pos0 + T, " out of range");
     int64_t n = B * T * nh * hd;
     if (n == 0) return;
-    launch("rope", "mt_rope", items(n / 2), arg(x, n, "rope: x"), cl_long{B}, cl_long{T},
+    launch("rope", "mt_rope", items(B * T * (hd / 2)), arg(x, n, "rope: x"), cl_long{B}, cl_long{T},
            cl_long{nh}, cl_long{hd}, theta, cl_long{pos0}, cl_int{inverse});
 }
 

@@ -45,7 +45,7 @@ void ClDevice::router_aux_loss(const Tensor& out, const Tensor& probs, const Ten
     check_router(E, k, "router_aux_loss");
     DevPtr pout = arg(out, 2, "router_aux_loss: out");
     if (N == 0) return;
-    launch("router", "mt_router_aux_loss", groups(1, 256), pout,
+    launch("router", "mt_router_aux_loss", reduce_groups(1), pout,
            arg(probs, N * E, "router_aux_loss: probs"), arg(lse, N, "router_aux_loss: lse"),
            arg(counts, E, "router_aux_loss: counts", DType::i32), cl_long{N},
            static_cast<cl_int>(E), static_cast<cl_int>(k), aux_alpha, z_alpha);

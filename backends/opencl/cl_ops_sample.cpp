@@ -14,7 +14,7 @@ void ClDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, in
     DevPtr out = arg(out_ids, B, "sample: out_ids", DType::i32);
     DevPtr pl = arg(logits, B * V, "sample: logits");
     if (s.temperature == 0) {
-        launch("sample", "mt_sample_greedy", groups(B, 256), out, pl, cl_long{V});
+        launch("sample", "mt_sample_greedy", reduce_groups(B), out, pl, cl_long{V});
         return;
     }
     int64_t p2 = 1;
@@ -22,7 +22,7 @@ void ClDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, in
     size_t entries = static_cast<size_t>(B * p2);
     DevPtr keys = scratch(0, entries * sizeof(float));
     DevPtr ids = scratch(1, entries * sizeof(cl_int));
-    launch("sample", "mt_sample_topp", groups(B, 256), out, pl, keys, ids, cl_long{V},
+    launch("sample", "mt_sample_topp", reduce_groups(B), out, pl, keys, ids, cl_long{V},
            cl_long{p2}, s.temperature, cl_long{s.top_k}, s.top_p, cl_ulong{s.seed},
            cl_ulong{s.step});
 }
