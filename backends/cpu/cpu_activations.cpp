@@ -4,12 +4,12 @@
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "cpu/cpu_rowmath.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
 namespace {
-constexpr int64_t kParallelMin = 8192;  // below this an element-wise loop runs on one thread
 
 float act_value(Act a, float z) {
     switch (a) {
@@ -34,7 +34,7 @@ void CpuDevice::act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) {
     check_sizes("act_fwd", {n});
     float* py = f32(y, n, "act_fwd", "y");
     const float* px = f32(x, n, "act_fwd", "x");
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) py[i] = act_value(act, px[i]);
 }
 
@@ -43,7 +43,7 @@ void CpuDevice::act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tenso
     float* pdx = f32(dx, n, "act_bwd", "dx");
     const float* pdy = f32(dy, n, "act_bwd", "dy");
     const float* px = f32(x, n, "act_bwd", "x");
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) pdx[i] = pdy[i] * act_derivative(act, px[i]);
 }
 
@@ -52,7 +52,7 @@ void CpuDevice::swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up
     float* ph = f32(h, n, "swiglu_fwd", "h");
     const float* pg = f32(gate, n, "swiglu_fwd", "gate");
     const float* pu = f32(up, n, "swiglu_fwd", "up");
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) ph[i] = mt_silu(pg[i]) * pu[i];
 }
 
@@ -64,7 +64,7 @@ void CpuDevice::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor&
     const float* pdh = f32(dh, n, "swiglu_bwd", "dh");
     const float* pg = f32(gate, n, "swiglu_bwd", "gate");
     const float* pu = f32(up, n, "swiglu_bwd", "up");
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
         const float g = pg[i], u = pu[i], d = pdh[i];  // read first: outputs may alias inputs
         pdg[i] = d * u * mt_silu_grad(g);
@@ -76,7 +76,7 @@ void CpuDevice::softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t 
     check_sizes("softmax", {rows, cols});
     float* py = f32(y, rows * cols, "softmax", "y");
     const float* px = f32(x, rows * cols, "softmax", "x");
-#pragma omp parallel for schedule(static) if (rows * cols > kParallelMin)
+#pragma omp parallel for schedule(static) if (rows * cols > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * cols;
         float* yr = py + r * cols;

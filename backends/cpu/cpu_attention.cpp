@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "cpu/cpu_gemm.h"
 
 namespace moetrain {
@@ -104,7 +105,7 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
     const Layout L{d};
     const int64_t hd = d.hd, shift = d.Tk - d.Tq;
     const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
-#pragma omp parallel
+#pragma omp parallel if (tasks > 1 && d.Tq * d.Tk * d.H * d.hd > cpu::kParallelMin)
     {
         std::vector<float> s(kBlock * kBlock), acc(static_cast<size_t>(kBlock * hd));
         std::vector<float> m(kBlock), l(kBlock);
@@ -169,7 +170,7 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
     // D[b,j,t] = dO . O, laid out like lse.
     const int64_t nrows = d.B * d.H * d.Tq;
     std::vector<float> D(static_cast<size_t>(nrows));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nq > cpu::kParallelMin)
     for (int64_t i = 0; i < nrows; ++i) {
         const int64_t t = i % d.Tq, j = (i / d.Tq) % d.H, b = i / (d.Tq * d.H);
         const float* a = pdo + L.qrow(b, t, j);
@@ -180,9 +181,10 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
     }
 
     const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock;
+    const bool big = d.Tq * d.Tk * d.H * d.hd > cpu::kParallelMin;  // worth waking the team
     // dk, dv: one task per (b, kv head, block of cache rows); rows >= Tk stay zero.
     const int64_t kblocks = (d.S + kBlock - 1) / kBlock, kv_tasks = d.B * d.K * kblocks;
-#pragma omp parallel
+#pragma omp parallel if (kv_tasks > 1 && big)
     {
         std::vector<float> p(kBlock * kBlock), ds(kBlock * kBlock);
         std::vector<float> dka(static_cast<size_t>(kBlock * hd)), dva(dka.size());
@@ -215,7 +217,7 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
 
     // dq: one task per (b, head, query block).
     const int64_t q_tasks = d.B * d.H * qblocks;
-#pragma omp parallel
+#pragma omp parallel if (q_tasks > 1 && big)
     {
         std::vector<float> p(kBlock * kBlock), ds(kBlock * kBlock), dqa(static_cast<size_t>(kBlock * hd));
 #pragma omp for schedule(dynamic, 1)

@@ -10,7 +10,7 @@ void CpuDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t
     float* o = f32(out, n, "add", "out");
     const float* x = f32(a, n, "add", "a");
     const float* y = f32(b, n, "add", "b");
-#pragma omp parallel for simd schedule(static) if (n > 16384)
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
 }
 
@@ -19,11 +19,11 @@ void CpuDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta,
     float* py = f32(y, n, "axpby", "y");
     const float* px = f32(x, n, "axpby", "x");
     if (beta == 0.0f) {  // y is not read (it may hold garbage)
-#pragma omp parallel for simd schedule(static) if (n > 16384)
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
         for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i];
         return;
     }
-#pragma omp parallel for simd schedule(static) if (n > 16384)
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i] + beta * py[i];
 }
 
@@ -31,7 +31,7 @@ void CpuDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int6
     check_sizes("add_bias", {rows, cols});
     float* py = f32(y, rows * cols, "add_bias", "y");
     const float* pb = f32(bias, cols, "add_bias", "bias");
-#pragma omp parallel for schedule(static) if (rows * cols > 16384)
+#pragma omp parallel for schedule(static) if (rows * cols > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         float* row = py + r * cols;
 #pragma omp simd
@@ -43,7 +43,7 @@ void CpuDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, i
     check_sizes("bias_grad", {rows, cols});
     float* db = f32(dbias, cols, "bias_grad", "dbias");
     const float* pdy = f32(dy, rows * cols, "bias_grad", "dy");
-    cpu::for_column_blocks(cols, [&](int64_t c0, int64_t c1) {
+    cpu::for_column_blocks(rows, cols, [&](int64_t c0, int64_t c1) {
         double acc[cpu::kColBlock] = {};
         for (int64_t r = 0; r < rows; ++r) {
             const float* row = pdy + r * cols;

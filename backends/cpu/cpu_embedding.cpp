@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 
 namespace moetrain {
 namespace {
@@ -24,7 +25,7 @@ void CpuDevice::embedding_fwd(const Tensor& out, const Tensor& table, const Tens
     const float* t = f32(table, dim, "embedding_fwd", "table");
     const int32_t* id = i32(ids, n, "embedding_fwd", "ids");
     check_ids(id, n, table.numel() / dim, "embedding_fwd");
-#pragma omp parallel for schedule(static) if (n * dim > 16384)
+#pragma omp parallel for schedule(static) if (n * dim > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
         const float* src = t + static_cast<int64_t>(id[i]) * dim;
         float* dst = o + i * dim;
@@ -53,7 +54,7 @@ void CpuDevice::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Te
         if (i == 0 || id[order[i]] != id[order[i - 1]]) group_start.push_back(i);
     group_start.push_back(n);
     const int64_t groups = static_cast<int64_t>(group_start.size()) - 1;
-#pragma omp parallel
+#pragma omp parallel if (n * dim > cpu::kParallelMin)
     {
         std::vector<double> acc(static_cast<size_t>(dim));
 #pragma omp for schedule(static)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "cpu/cpu_rowmath.h"
 
 namespace moetrain {
@@ -18,7 +19,7 @@ void CpuDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const 
     for (int64_t n = 0; n < N; ++n)
         MT_CHECK(pt[n] == -1 || (pt[n] >= 0 && pt[n] < V), "cross_entropy: target ", pt[n],
                  " at row ", n, " outside 0..", V - 1, " (or -1 = ignore)");
-#pragma omp parallel for schedule(static) if (N * V > 8192)
+#pragma omp parallel for schedule(static) if (N * V > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         float* x = px + n * V;
         const int32_t t = pt[n];

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 
 namespace moetrain {
 
@@ -45,7 +46,7 @@ void CpuDevice::copy(const Tensor& dst, const Tensor& src) {
 namespace {
 template <typename T>
 void fill_with(T* p, int64_t n, T value) {
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > 4 * cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
@@ -93,7 +94,7 @@ void CpuDevice::convert(const Tensor& dst, const Tensor& src) {
     const void* s = raw(src, "convert", "src");
     const int64_t n = dst.numel();
     const DType dt = dst.dtype, st = src.dtype;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > 4 * cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) store_float(d, dt, i, load_float(s, st, i));
 }
 

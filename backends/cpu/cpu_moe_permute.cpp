@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 
 namespace moetrain {
 namespace {
@@ -43,7 +44,7 @@ void CpuDevice::gather_rows(const Tensor& dst, const Tensor& src, const Tensor& 
     const float* ps = f32(src, dim, "gather_rows", "src");
     const int32_t* pi = i32(index, R, "gather_rows", "index");
     check_index(pi, R, src.numel() / dim, "gather_rows", "index");
-#pragma omp parallel for schedule(static) if (R * dim > 16384)
+#pragma omp parallel for schedule(static) if (R * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < R; ++r)
         std::copy_n(ps + static_cast<int64_t>(pi[r]) * dim, dim, pd + r * dim);
 }
@@ -57,7 +58,7 @@ void CpuDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& s
     const int32_t* psr = i32(slot_row, N * k, "moe_combine", "slot_row");
     const float* pw = f32_opt(w, N * k, "moe_combine", "w");
     check_index(psr, N * k, rows.numel() / dim, "moe_combine", "slot_row");
-#pragma omp parallel for schedule(static) if (N * dim > 16384)
+#pragma omp parallel for schedule(static) if (N * dim > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         float* yr = py + n * dim;
         if (!accumulate) std::fill(yr, yr + dim, 0.0f);
@@ -83,7 +84,7 @@ void CpuDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Ten
     const float* pw = f32_opt(w, N * k, "moe_combine_bwd", "w");
     check_index(psr, N * k, drows.numel() / dim, "moe_combine_bwd", "slot_row");
     if (prows) check_index(psr, N * k, rows.numel() / dim, "moe_combine_bwd", "slot_row");
-#pragma omp parallel for schedule(static) if (N * dim > 16384)
+#pragma omp parallel for schedule(static) if (N * dim > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         const float* dyr = pdy + n * dim;
         for (int64_t j = 0; j < k; ++j) {

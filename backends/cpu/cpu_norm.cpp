@@ -16,7 +16,7 @@ void CpuDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x
     float* prs = f32(rstd, rows, "rmsnorm_fwd", "rstd");
     const float* px = f32(x, rows * dim, "rmsnorm_fwd", "x");
     const float* pg = f32(g, dim, "rmsnorm_fwd", "g");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
         double ms = 0;
@@ -39,7 +39,7 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
     const float* px = f32(x, rows * dim, "rmsnorm_bwd", "x");
     const float* pg = f32(g, dim, "rmsnorm_bwd", "g");
     const float* prs = f32(rstd, rows, "rmsnorm_bwd", "rstd");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
         const float* dyr = pdy + r * dim;
@@ -56,7 +56,7 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
             for (int64_t c = 0; c < dim; ++c) dxr[c] = rs * pg[c] * dyr[c] - xr[c] * coef;
         }
     }
-    cpu::for_column_blocks(dim, [&](int64_t c0, int64_t c1) {
+    cpu::for_column_blocks(rows, dim, [&](int64_t c0, int64_t c1) {
         double acc[cpu::kColBlock] = {};
         for (int64_t r = 0; r < rows; ++r) {
             const float* xr = px + r * dim;
@@ -79,7 +79,7 @@ void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor&
     const float* pg = f32(g, dim, "layernorm_fwd", "g");
     const float* pb = f32_opt(b, dim, "layernorm_fwd", "b");
     const double nd = static_cast<double>(dim);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
         double s = 0;
@@ -116,7 +116,7 @@ void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& 
     const float* pmu = f32(mean, rows, "layernorm_bwd", "mean");
     const float* prs = f32(rstd, rows, "layernorm_bwd", "rstd");
     const double nd = static_cast<double>(dim);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
         const float* dyr = pdy + r * dim;
@@ -135,7 +135,7 @@ void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& 
             dxr[c] = accumulate_dx ? dxr[c] + d : d;
         }
     }
-    cpu::for_column_blocks(dim, [&](int64_t c0, int64_t c1) {
+    cpu::for_column_blocks(rows, dim, [&](int64_t c0, int64_t c1) {
         double ag[cpu::kColBlock] = {}, ab[cpu::kColBlock] = {};
         for (int64_t r = 0; r < rows; ++r) {
             const float* xr = px + r * dim;

@@ -1,6 +1,7 @@
 // CPU optimizer steps (MODEL.md 4): gradient scaling and global-norm clipping from the
 // squared norm kept on the device, then the shared AdamW / SGD element update of mt_math.h.
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -27,7 +28,7 @@ void CpuDevice::adamw(const Tensor& p, const Tensor& g, const Tensor& m, const T
     float* pm = f32(m, n, "adamw", "m");
     float* pv = f32(v, n, "adamw", "v");
     const float gs = grad_scale * clip_coefficient(*this, gnorm_sq, clip, grad_scale, "adamw");
-#pragma omp parallel for schedule(static) if (n > 16384)
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i)
         mt_adamw_update(pp + i, pm + i, pv + i, pg[i] * gs, a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1,
                         a.bc2);
@@ -39,7 +40,7 @@ void CpuDevice::sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const
     float* pp = f32(p, n, "sgd", "p");
     const float* pg = f32(g, n, "sgd", "g");
     const float gs = grad_scale * clip_coefficient(*this, gnorm_sq, clip, grad_scale, "sgd");
-#pragma omp parallel for simd schedule(static) if (n > 16384)
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) pp[i] -= lr * (pg[i] * gs);
 }
 

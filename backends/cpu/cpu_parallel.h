@@ -9,17 +9,20 @@
 
 namespace moetrain::cpu {
 
+// Elements of work below which a loop runs on the calling thread: waking the OpenMP team
+// costs more than it saves, and idle workers spin.
+constexpr int64_t kParallelMin = 16384;
 // Width of the column blocks of column-wise reductions (dbias, norm gains).
 constexpr int64_t kColBlock = 64;
 // Length of the chunks of whole-vector reductions (sum, sum_squares).
 constexpr int64_t kSumChunk = 8192;
 
-// body(c0, c1) for the column blocks [c0, c1) of `cols`, in parallel (each block owned by one
+// body(c0, c1) for the column blocks [c0, c1) of a rows x cols matrix, in parallel (each block owned by one
 // thread, so per-column sums over rows keep their row order).
 template <typename F>
-void for_column_blocks(int64_t cols, F&& body) {
+void for_column_blocks(int64_t rows, int64_t cols, F&& body) {
     const int64_t blocks = (cols + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (blocks > 1 && rows * cols > kParallelMin)
     for (int64_t blk = 0; blk < blocks; ++blk)
         body(blk * kColBlock, std::min(cols, (blk + 1) * kColBlock));
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -15,7 +16,7 @@ void CpuDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t 
     MT_CHECK(theta > 0, "rope: theta ", theta, " must be positive");
     float* px = f32(x, B * T * nh * hd, "rope", "x");
     const int64_t half = hd / 2;
-#pragma omp parallel
+#pragma omp parallel if (B * T * nh * hd > cpu::kParallelMin)
     {
         std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
 #pragma omp for schedule(static)

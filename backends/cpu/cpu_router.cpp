@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_parallel.h"
 #include "cpu/cpu_rowmath.h"
 #include "shared/mt_math.h"
 
@@ -35,7 +36,7 @@ void CpuDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor&
     int32_t* pidx = i32(topk_idx, N * k, "router_fwd", "topk_idx");
     float* pw = f32(topk_w, N * k, "router_fwd", "topk_w");
     const float* pl = f32(logits, N * E, "router_fwd", "logits");
-#pragma omp parallel for schedule(static) if (N * E > 8192)
+#pragma omp parallel for schedule(static) if (N * E > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         const float* l = pl + n * E;
         float* p = pp + n * E;
@@ -80,7 +81,7 @@ void CpuDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const T
     for (int64_t e = 0; e < E; ++e)
         aux_dp[e] = static_cast<double>(scale) * aux_alpha * static_cast<double>(E) * f[e] / nN;
     const double z_coef = static_cast<double>(scale) * z_alpha * 2.0 / nN;
-#pragma omp parallel
+#pragma omp parallel if (N * E > cpu::kParallelMin)
     {
         std::vector<double> dp(static_cast<size_t>(E));
 #pragma omp for schedule(static)
@@ -135,7 +136,7 @@ void CpuDevice::hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N,
     MT_CHECK(E >= 1, "hash_route: n_experts must be >= 1");
     int32_t* pidx = i32(topk_idx, N, "hash_route", "topk_idx");
     const int32_t* pid = i32(ids, N, "hash_route", "ids");
-#pragma omp parallel for schedule(static) if (N > 65536)
+#pragma omp parallel for schedule(static) if (N > 4 * cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n)
         pidx[n] = mt_hash_expert(pid[n], static_cast<int>(layer), static_cast<int>(E));
 }
