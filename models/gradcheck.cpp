@@ -18,7 +18,7 @@ namespace {
 // probes aim for a loss change of kTargetDelta and relative errors are taken against at
 // least kNoiseFloor.
 constexpr double kTargetDelta = 1e-3;
-constexpr double kNoiseFloor = 1e-5;
+constexpr double kNoiseFloor = 3e-5;
 constexpr double kMinStep = 1e-4;
 
 double norm2(const std::vector<double>& v) {
@@ -41,7 +41,7 @@ Probe probe(ModelImpl& im, Model& model, const ParamInfo& p, const std::vector<f
     std::vector<float> plus(n), minus(n);
     std::vector<int32_t> routing;
     Probe r;
-    for (int attempt = 0; attempt < 8; ++attempt, eps *= 0.25) {
+    for (int attempt = 0; attempt < 12; ++attempt, eps *= 0.5) {
         for (size_t i = 0; i < n; ++i) {
             plus[i] = static_cast<float>(p0[i] + eps * dir[i]);
             minus[i] = static_cast<float>(p0[i] - eps * dir[i]);
