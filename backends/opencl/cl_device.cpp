@@ -53,7 +53,7 @@ ClDevice::ClDevice(cl_platform_id platform, cl_device_id dev, std::string name)
 
 ClDevice::~ClDevice() {
     clFinish(queue_);
-    for (auto& [name, k] : kernels_) clReleaseKernel(k);
+    for (auto& [name, k] : kernels_) clReleaseKernel(k.handle);
     for (auto& [mem, bytes] : scratch_)
         if (mem) clReleaseMemObject(mem);
     clReleaseMemObject(dummy_);
@@ -243,15 +243,20 @@ void ClDevice::check_device_error() {
     fail(what, " ", word[1], " (detected on ", name_, ")");
 }
 
-cl_kernel ClDevice::kernel(const char* family, const char* name) {
+const ClDevice::Kernel& ClDevice::kernel(const char* family, const char* name) {
     std::string key = std::string(family) + "/" + name;
     if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
     cl_program prog = programs_->program(family);
     cl_int err = CL_SUCCESS;
-    cl_kernel k = clCreateKernel(prog, name, &err);
+    Kernel k{clCreateKernel(prog, name, &err), 0};
     cl_check(err, "creating kernel " + key);
-    kernels_[key] = k;
-    return k;
+    err = clGetKernelWorkGroupInfo(k.handle, dev_, CL_KERNEL_WORK_GROUP_SIZE, sizeof(k.max_wg),
+                                   &k.max_wg, nullptr);
+    if (err != CL_SUCCESS) {
+        clReleaseKernel(k.handle);
+        cl_check(err, "querying the work-group size of kernel " + key);
+    }
+    return kernels_[key] = k;
 }
 
 void ClDevice::set_raw(cl_kernel k, cl_uint& index, size_t size, const void* value,
@@ -262,17 +267,13 @@ void ClDevice::set_raw(cl_kernel k, cl_uint& index, size_t size, const void* val
     ++index;
 }
 
-void ClDevice::enqueue(cl_kernel k, const Grid& grid, const char* name) {
+void ClDevice::enqueue(const Kernel& k, const Grid& grid, const char* name) {
     if (grid.count[0] == 0 || grid.count[1] == 0) return;
-    size_t max_wg = 0;
-    cl_check(clGetKernelWorkGroupInfo(k, dev_, CL_KERNEL_WORK_GROUP_SIZE, sizeof(max_wg), &max_wg,
-                                      nullptr),
-             std::string("querying the work-group size of kernel ") + name);
-    size_t wg = pow2_floor(std::max<size_t>(1, std::min(grid.wg, max_wg)));
+    size_t wg = pow2_floor(std::max<size_t>(1, std::min(grid.wg, k.max_wg)));
     size_t global[2], local[2] = {wg, 1};
     global[0] = grid.groups ? grid.count[0] * wg : (grid.count[0] + wg - 1) / wg * wg;
     global[1] = grid.count[1];
-    cl_check(clEnqueueNDRangeKernel(queue_, k, grid.dims, nullptr, global, local, 0, nullptr,
+    cl_check(clEnqueueNDRangeKernel(queue_, k.handle, grid.dims, nullptr, global, local, 0, nullptr,
                                     nullptr),
              std::string("launching kernel ") + name);
 }

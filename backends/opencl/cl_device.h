@@ -193,9 +193,9 @@ public:
     template <typename... Args>
     void launch(const char* family, const char* kernel_name, const Grid& grid,
                 const Args&... args) {
-        cl_kernel k = kernel(family, kernel_name);
+        const Kernel& k = kernel(family, kernel_name);
         cl_uint index = 0;
-        (set_arg(k, index, args, kernel_name), ...);
+        (set_arg(k.handle, index, args, kernel_name), ...);
         enqueue(k, grid, kernel_name);
     }
     // The row-reduction helpers shared by several ops (cl_ops_reduce.cpp).
@@ -208,8 +208,12 @@ public:
     static constexpr int kScratchSlots = 4;
 
 private:
-    cl_kernel kernel(const char* family, const char* name);
-    void enqueue(cl_kernel k, const Grid& grid, const char* name);
+    struct Kernel {
+        cl_kernel handle;
+        size_t max_wg;  // CL_KERNEL_WORK_GROUP_SIZE on this device
+    };
+    const Kernel& kernel(const char* family, const char* name);
+    void enqueue(const Kernel& k, const Grid& grid, const char* name);
     static void set_raw(cl_kernel k, cl_uint& index, size_t size, const void* value,
                         const char* name);
     static void set_arg(cl_kernel k, cl_uint& index, const DevPtr& p, const char* name) {
@@ -234,7 +238,7 @@ private:
     cl_device_id dev_ = nullptr;
     std::string name_;
     std::unique_ptr<ProgramCache> programs_;
-    std::map<std::string, cl_kernel> kernels_;
+    std::map<std::string, Kernel> kernels_;
     cl_mem dummy_ = nullptr;
     cl_mem err_ = nullptr;  // cl_int[2]: report code (0 = none), offending value
     std::vector<std::pair<cl_mem, size_t>> scratch_;
