@@ -80,6 +80,8 @@ inline unsigned reduce_parts(int64_t n) { return clamp_blocks(ceil_div(n, kReduc
 inline size_t reduce_scratch_bytes(int64_t n) { return reduce_parts(n) * sizeof(float); }
 inline Geom reduce_partial(int64_t n) { return {reduce_parts(n), 1, 1, kReduceBlock, 0}; }
 inline Geom reduce_finish() { return {1, 1, 1, kReduceBlock, 0}; }
+// A whole (small) problem reduced by one block (router aux / z loss).
+inline Geom one_block() { return {1, 1, 1, kReduceBlock, 0}; }
 
 // ---- embedding backward: (column blocks) x (id buckets); bucket b owns ids with id % B == b ----
 constexpr unsigned kEmbeddingBlock = 128;

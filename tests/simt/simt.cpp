@@ -44,12 +44,19 @@ struct Fiber {
     uint64_t result = 0;
 };
 
+// Which ready thread runs next: seed 0 = oldest first; odd seeds = uniformly random; even
+// seeds = newest first (a just-released warp races ahead of the others).
+enum class Policy : uint8_t { in_order, random, newest_first };
+
 struct Run {
     ucontext_t sched{};
     std::vector<Fiber> fibers;
+    std::vector<int> ready;
     int current = -1;
     const std::function<void()>* body = nullptr;
     std::string fault;
+    Policy policy = Policy::in_order;
+    std::mt19937_64* rng = nullptr;
 };
 
 alignas(16) unsigned char g_dyn_smem[kSimtMaxSharedBytes];
@@ -109,115 +116,112 @@ std::string strip_template(const char* name) {
     return s;
 }
 
-// Computes the result of one warp operation for every participating lane and releases them.
-bool try_release_warp(Run& run, int warp_first, int warp_size) {
-    Fiber& lead = run.fibers[warp_first];
-    int arrived = 0;
-    const Fiber* any = nullptr;
-    for (int l = 0; l < warp_size; ++l) {
-        const Fiber& f = run.fibers[warp_first + l];
-        if (f.state == State::at_warp) {
-            arrived++;
-            any = &f;
-        }
+std::string warp_name(int first) { return "warp " + std::to_string(first / 32); }
+
+// Puts released fibers on the ready list (in a seed-dependent order).
+void make_ready(Run& run, std::vector<int> ids) {
+    if (run.policy != Policy::in_order) std::shuffle(ids.begin(), ids.end(), *run.rng);
+    for (int t : ids) {
+        run.fibers[t].state = State::ready;
+        run.ready.push_back(t);
     }
-    if (!any) return false;
-    unsigned mask = any->mask;
-    for (int l = 0; l < warp_size; ++l) {
-        const Fiber& f = run.fibers[warp_first + l];
-        bool in_mask = (mask >> l) & 1u;
-        if (!in_mask) continue;
-        if (f.state == State::done) {
-            run.fault = "warp " + std::to_string(lead.linear / 32) + ": lane " + std::to_string(l) +
-                        " returned while its warp waits for it in a warp operation";
-            return false;
-        }
-        if (f.state != State::at_warp) return false;  // not arrived yet
-    }
-    // Every lane of the mask has arrived: they must agree on the operation.
-    for (int l = 0; l < warp_size; ++l) {
-        const Fiber& f = run.fibers[warp_first + l];
-        if (!((mask >> l) & 1u)) continue;
-        if (f.op != any->op || f.mask != mask || f.width != any->width) {
-            run.fault = "warp " + std::to_string(lead.linear / 32) +
-                        ": lanes of one mask are at different warp operations (divergent code)";
-            return false;
-        }
-    }
-    for (int l = 0; l < warp_size; ++l) {
-        Fiber& f = run.fibers[warp_first + l];
-        if (!((mask >> l) & 1u)) continue;
-        int width = f.width;
-        int seg = l & ~(width - 1);
-        int src = l;
-        switch (f.op) {
-            case WarpOp::shfl_idx: src = seg + (f.arg & (width - 1)); break;
-            case WarpOp::shfl_xor: src = l ^ f.arg; if (src >= seg + width || src < seg) src = l; break;
-            case WarpOp::shfl_down: src = (l - seg + f.arg < width) ? l + f.arg : l; break;
-            case WarpOp::shfl_up: src = (l - seg - f.arg >= 0) ? l - f.arg : l; break;
-            default: break;
-        }
-        switch (f.op) {
-            case WarpOp::shfl_idx:
-            case WarpOp::shfl_xor:
-            case WarpOp::shfl_down:
-            case WarpOp::shfl_up:
-                if (src >= warp_size || !((mask >> src) & 1u)) {
-                    run.fault = "warp " + std::to_string(lead.linear / 32) + ": lane " +
-                                std::to_string(l) + " shuffles from lane " + std::to_string(src) +
-                                " which is not in the mask";
-                    return false;
-                }
-                f.result = run.fibers[warp_first + src].bits;
-                break;
-            case WarpOp::ballot:
-            case WarpOp::any:
-            case WarpOp::all: {
-                unsigned ballot = 0;
-                for (int m = 0; m < warp_size; ++m)
-                    if (((mask >> m) & 1u) && run.fibers[warp_first + m].bits) ballot |= 1u << m;
-                f.result = f.op == WarpOp::ballot ? ballot
-                           : f.op == WarpOp::any  ? (ballot != 0)
-                                                  : (ballot == mask);
-                break;
-            }
-            case WarpOp::sync: f.result = 0; break;
-        }
-    }
-    for (int l = 0; l < warp_size; ++l)
-        if ((mask >> l) & 1u) run.fibers[warp_first + l].state = State::ready;
-    return true;
 }
 
-bool try_release_barrier(Run& run) {
-    int waiting = 0, done = 0, other = 0;
-    const Fiber* first = nullptr;
-    for (const Fiber& f : run.fibers) {
-        if (f.state == State::at_barrier) {
-            waiting++;
-            if (!first) first = &f;
-        } else if (f.state == State::done) {
-            done++;
+// The lanes of fiber f's warp that its warp operation names, or a fault.
+void check_warp_arrival(Run& run, const Fiber& f) {
+    int first = f.linear - f.linear % 32;
+    int size = std::min<int>(32, static_cast<int>(run.fibers.size()) - first);
+    unsigned mask = f.mask;
+    std::vector<int> lanes;
+    for (int l = 0; l < size; ++l) {
+        if (!((mask >> l) & 1u)) continue;
+        const Fiber& m = run.fibers[first + l];
+        if (m.state == State::done) {
+            run.fault = warp_name(first) + ": lane " + std::to_string(l) +
+                        " returned while its warp waits for it in a warp operation";
+            return;
+        }
+        if (m.state != State::at_warp) return;  // not everyone has arrived yet
+        if (m.op != f.op || m.mask != mask || m.width != f.width) {
+            run.fault = warp_name(first) + ": lanes of one mask are at different warp operations (divergent code)";
+            return;
+        }
+        lanes.push_back(first + l);
+    }
+    // Everyone arrived: compute each lane's result from the values as they are now.
+    for (int t : lanes) {
+        Fiber& m = run.fibers[t];
+        int l = t - first, width = m.width, seg = l & ~(width - 1), src = l;
+        switch (m.op) {
+            case WarpOp::shfl_idx: src = seg + (m.arg & (width - 1)); break;
+            case WarpOp::shfl_xor: src = ((l ^ m.arg) & ~(width - 1)) == seg ? (l ^ m.arg) : l; break;
+            case WarpOp::shfl_down: src = l - seg + m.arg < width ? l + m.arg : l; break;
+            case WarpOp::shfl_up: src = l - seg - m.arg >= 0 ? l - m.arg : l; break;
+            default: break;
+        }
+        if (m.op == WarpOp::shfl_idx || m.op == WarpOp::shfl_xor || m.op == WarpOp::shfl_down ||
+            m.op == WarpOp::shfl_up) {
+            if (src >= size || !((mask >> src) & 1u)) {
+                run.fault = warp_name(first) + ": lane " + std::to_string(l) + " shuffles from lane " +
+                            std::to_string(src) + " which is not in the mask";
+                return;
+            }
+            m.result = run.fibers[first + src].bits;
+        } else if (m.op == WarpOp::sync) {
+            m.result = 0;
         } else {
-            other++;
+            unsigned ballot = 0;
+            for (int o : lanes)
+                if (run.fibers[o].bits) ballot |= 1u << (o - first);
+            m.result = m.op == WarpOp::ballot ? ballot : m.op == WarpOp::any ? (ballot != 0) : (ballot == mask);
         }
     }
-    if (waiting == 0 || other > 0) return false;
-    std::string site = std::string(first->file) + ":" + std::to_string(first->line);
+    make_ready(run, lanes);
+}
+
+void check_barrier_arrival(Run& run, const Fiber& f) {
+    int done = 0, waiting = 0;
+    for (const Fiber& m : run.fibers) {
+        done += m.state == State::done;
+        waiting += m.state == State::at_barrier;
+    }
+    std::string site = std::string(f.file) + ":" + std::to_string(f.line);
     if (done > 0) {
         run.fault = "__syncthreads at " + site + " reached after " + std::to_string(done) +
                     " threads of the block returned";
-        return false;
+        return;
     }
-    for (const Fiber& f : run.fibers) {
-        if (f.line != first->line || std::strcmp(f.file, first->file) != 0) {
+    if (waiting < static_cast<int>(run.fibers.size())) return;
+    std::vector<int> all;
+    for (const Fiber& m : run.fibers) {
+        if (m.line != f.line || std::strcmp(m.file, f.file) != 0) {
             run.fault = "threads of one block wait at different __syncthreads (" + site + " and " +
-                        f.file + ":" + std::to_string(f.line) + ")";
-            return false;
+                        m.file + ":" + std::to_string(m.line) + ")";
+            return;
+        }
+        all.push_back(m.linear);
+    }
+    make_ready(run, all);
+}
+
+void check_exit(Run& run, const Fiber& f) {
+    int first = f.linear - f.linear % 32, lane = f.linear % 32;
+    int size = std::min<int>(32, static_cast<int>(run.fibers.size()) - first);
+    for (const Fiber& m : run.fibers) {
+        if (m.state == State::at_barrier) {
+            run.fault = "a thread returned while others wait at __syncthreads (" + std::string(m.file) +
+                        ":" + std::to_string(m.line) + ")";
+            return;
         }
     }
-    for (Fiber& f : run.fibers) f.state = State::ready;
-    return true;
+    for (int l = 0; l < size; ++l) {
+        const Fiber& m = run.fibers[first + l];
+        if (m.state == State::at_warp && ((m.mask >> lane) & 1u)) {
+            run.fault = warp_name(first) + ": lane " + std::to_string(lane) +
+                        " returned while its warp waits for it in a warp operation";
+            return;
+        }
+    }
 }
 
 std::string describe_states(const Run& run) {
@@ -228,49 +232,61 @@ std::string describe_states(const Run& run) {
            std::to_string(counts[3]) + " returned";
 }
 
-void run_block(Run& run, unsigned nthreads, std::mt19937_64& rng) {
+// Takes the next fiber to run off the ready list according to the policy.
+int next_ready(Run& run) {
+    size_t i = 0;
+    if (run.policy == Policy::random) i = std::uniform_int_distribution<size_t>(0, run.ready.size() - 1)(*run.rng);
+    else if (run.policy == Policy::newest_first) i = run.ready.size() - 1;
+    int t = run.ready[i];
+    run.ready.erase(run.ready.begin() + static_cast<std::ptrdiff_t>(i));
+    return t;
+}
+
+// Runs fiber t until it blocks or returns. The context calls stay out of line (they return
+// twice, which would pin the caller's locals).
+__attribute__((noinline)) void resume(Run& run, int t) {
+    run.current = t;
+    threadIdx = run.fibers[t].idx;
+    swapcontext(&run.sched, &run.fibers[t].ctx);
+    run.current = -1;
+}
+
+__attribute__((noinline)) void init_context(Fiber& f, char* stack) {
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = stack;
+    f.ctx.uc_stack.ss_size = kStackBytes;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiber_entry, 0);
+}
+
+void run_block(Run& run, unsigned nthreads) {
     char* stacks = stack_pool();
     run.fibers.assign(nthreads, Fiber{});
+    run.ready.clear();
+    std::vector<int> all(nthreads);
     for (unsigned t = 0; t < nthreads; ++t) {
         Fiber& f = run.fibers[t];
         f.linear = static_cast<int>(t);
         f.idx.x = t % blockDim.x;
         f.idx.y = (t / blockDim.x) % blockDim.y;
         f.idx.z = t / (blockDim.x * blockDim.y);
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = stacks + static_cast<size_t>(t) * kStackBytes;
-        f.ctx.uc_stack.ss_size = kStackBytes;
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_entry, 0);
+        init_context(f, stacks + static_cast<size_t>(t) * kStackBytes);
+        all[t] = static_cast<int>(t);
     }
-    std::vector<int> order(nthreads);
-    for (unsigned t = 0; t < nthreads; ++t) order[t] = static_cast<int>(t);
-    int warps = static_cast<int>((nthreads + 31) / 32);
-    for (;;) {
-        if (g_seed != 0) std::shuffle(order.begin(), order.end(), rng);
-        bool ran = false;
-        for (int t : order) {
-            if (run.fibers[t].state != State::ready) continue;
-            ran = true;
-            run.current = t;
-            threadIdx = run.fibers[t].idx;
-            swapcontext(&run.sched, &run.fibers[t].ctx);
-            run.current = -1;
-            if (!run.fault.empty()) throw Error(run.fault);
+    make_ready(run, all);
+    unsigned done = 0;
+    while (done < nthreads) {
+        if (run.ready.empty()) throw Error("deadlock: " + describe_states(run));
+        int t = next_ready(run);
+        resume(run, t);
+        Fiber& f = run.fibers[t];
+        if (f.state == State::at_warp) check_warp_arrival(run, f);
+        else if (f.state == State::at_barrier) check_barrier_arrival(run, f);
+        else if (f.state == State::done) {
+            done++;
+            check_exit(run, f);
         }
-        bool released = false;
-        for (int w = 0; w < warps; ++w) {
-            int first = w * 32;
-            int size = std::min<int>(32, static_cast<int>(nthreads) - first);
-            while (try_release_warp(run, first, size)) released = true;
-            if (!run.fault.empty()) throw Error(run.fault);
-        }
-        if (try_release_barrier(run)) released = true;
         if (!run.fault.empty()) throw Error(run.fault);
-        bool all_done = std::all_of(run.fibers.begin(), run.fibers.end(),
-                                    [](const Fiber& f) { return f.state == State::done; });
-        if (all_done) return;
-        if (!ran && !released) throw Error("deadlock: " + describe_states(run));
     }
 }
 
@@ -333,6 +349,8 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
 
     Run run;
     run.body = &body;
+    run.rng = &rng;
+    run.policy = g_seed == 0 ? Policy::in_order : (g_seed & 1) ? Policy::random : Policy::newest_first;
     g_run = &run;
     gridDim = grid;
     blockDim = block;
@@ -340,7 +358,7 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
         for (const uint3& b : blocks) {
             blockIdx = b;
             std::memset(g_dyn_smem, 0xff, shmem);  // NaN / -1 until written
-            run_block(run, static_cast<unsigned>(nthreads), rng);
+            run_block(run, static_cast<unsigned>(nthreads));
         }
     } catch (...) {
         g_run = nullptr;

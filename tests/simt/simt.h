@@ -9,9 +9,11 @@
 //  - __syncthreads() is a block barrier (all threads at the same call site, none returned);
 //    warp shuffles / votes exchange values among the lanes of a 32-lane warp and check masks.
 //  - Atomics are real atomics; threadIdx/blockIdx/blockDim/gridDim are per thread.
-//  - Interleaving: seed 0 resumes ready threads in index order; any other seed shuffles the
-//    resume order at every scheduling round and the block order, so a missing barrier or an
-//    order-dependent race gives a wrong or varying result. Misuse (divergent barriers, a shuffle
+//  - Interleaving: a barrier or warp operation releases its threads the moment the last one
+//    arrives, and the scheduler then picks the next ready thread by the seed: 0 = oldest first
+//    (blocks in order); odd = uniformly at random; even = newest first, so a released warp runs
+//    ahead of the rest of its block. Non-zero seeds also shuffle the block order. A missing
+//    barrier or an order-dependent race therefore gives a wrong or varying result. Misuse (divergent barriers, a shuffle
 //    naming a lane outside its mask, deadlock, too large a block) throws simt::Error.
 // kernels_cuda/README.md lists exactly what kernel code may use; nothing else is provided.
 #pragma once
@@ -70,7 +72,7 @@ public:
 unsigned char* dynamic_shared();
 
 // ---- scheduling control (tests) ----
-void set_seed(uint64_t seed);  // 0 = in order; other values shuffle resume and block order
+void set_seed(uint64_t seed);  // the interleaving policy and its random choices (see above)
 uint64_t seed();
 // Names of every kernel launched since the process started (template arguments stripped).
 const std::set<std::string>& launched_kernels();

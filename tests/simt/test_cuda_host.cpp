@@ -15,7 +15,9 @@
 #if defined(MOETRAIN_SIMT_CUDA_MODULE)
 #include <cuda_runtime_api.h>
 
+#include "cuda/cublas_calls.h"
 #include "cuda/cuda_errors.h"
+#include "reference_ops.h"
 #endif
 
 using moetrain::cuda::CachingAllocator;
@@ -135,6 +137,61 @@ TEST_CASE("cuda host: CUDA and cuBLAS statuses map to one line naming the call")
     CHECK_THROWS_WITH_AS(check_cublas(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmStridedBatchedEx"),
                          doctest::Contains("(CUBLAS_STATUS_INVALID_VALUE)"), moetrain::Error);
     CHECK_NOTHROW(check_cuda(cudaSuccess, "nothing"));
+}
+
+namespace {
+// cuBLAS's column-major strided-batched GEMM semantics, on the host.
+void column_major_gemm(const moetrain::cuda::ColumnMajorGemm& g, double alpha, const std::vector<double>& A,
+                       const std::vector<double>& B, double beta, std::vector<double>& C) {
+    for (int bt = 0; bt < g.batch; ++bt)
+        for (int i = 0; i < g.m; ++i)
+            for (int j = 0; j < g.n; ++j) {
+                double acc = 0;
+                for (int p = 0; p < g.k; ++p) {
+                    double a = g.transa == CUBLAS_OP_N ? A[bt * g.stride_a + i + p * g.lda] : A[bt * g.stride_a + p + i * g.lda];
+                    double b = g.transb == CUBLAS_OP_N ? B[bt * g.stride_b + p + j * g.ldb] : B[bt * g.stride_b + j + p * g.ldb];
+                    acc += a * b;
+                }
+                double& c = C[bt * g.stride_c + i + j * g.ldc];
+                c = alpha * acc + beta * c;
+            }
+}
+}  // namespace
+
+TEST_CASE("cuda host: row-major GEMM maps onto cuBLAS column-major exactly") {
+    using moetrain::Trans;
+    for (Trans ta : {Trans::N, Trans::T})
+        for (Trans tb : {Trans::N, Trans::T}) {
+            CAPTURE(static_cast<int>(ta));
+            CAPTURE(static_cast<int>(tb));
+            moetrain::GemmArgs g;
+            g.ta = ta;
+            g.tb = tb;
+            g.m = 3, g.n = 5, g.k = 4;
+            g.lda = (ta == Trans::N ? g.k : g.m) + 2;  // padded rows
+            g.ldb = (tb == Trans::N ? g.n : g.k) + 1;
+            g.ldc = g.n + 3;
+            g.batch = 2;
+            g.stride_a = 40, g.stride_b = 45, g.stride_c = 30;
+            g.alpha = 1.5f;
+            g.beta = -0.5f;
+            std::vector<double> a(2 * 40), b(2 * 45), c(2 * 30);
+            for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>((i * 7) % 11) - 5;
+            for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>((i * 5) % 13) - 6;
+            for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<double>(i % 9);
+            std::vector<double> want = c, got = c;
+            moetrain::ref::Gemm rg{ta, tb, g.m, g.n, g.k, g.alpha, g.beta, g.lda, g.ldb, g.ldc,
+                                   g.batch, g.stride_a, g.stride_b, g.stride_c};
+            moetrain::ref::gemm(rg, a, b, want);
+            auto cm = moetrain::cuda::to_column_major(g);
+            column_major_gemm(cm, g.alpha, b, a, g.beta, got);  // B is cuBLAS's first operand
+            CHECK(got == want);
+        }
+    moetrain::GemmArgs huge;
+    huge.m = int64_t(1) << 31;
+    huge.n = huge.k = huge.lda = huge.ldb = huge.ldc = 1;
+    CHECK_THROWS_WITH_AS(moetrain::cuda::to_column_major(huge), doctest::Contains("does not fit cuBLAS"),
+                         moetrain::Error);
 }
 
 TEST_CASE("cuda host: the registry lists cuda with the runtime's reason when no GPU is usable") {

@@ -1,0 +1,43 @@
+// The row-major -> column-major mapping and the cuBLAS GEMM call (see cublas_calls.h).
+#include "cuda/cublas_calls.h"
+
+#include <climits>
+
+#include "cuda/cuda_errors.h"
+
+namespace moetrain::cuda {
+namespace {
+int fit_int(int64_t v, const char* what) {
+    MT_CHECK(v >= 0 && v <= INT_MAX, "gemm: ", what, " ", v, " does not fit cuBLAS (32-bit)");
+    return static_cast<int>(v);
+}
+cublasOperation_t op(Trans t) { return t == Trans::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+}  // namespace
+
+ColumnMajorGemm to_column_major(const GemmArgs& g) {
+    ColumnMajorGemm c{};
+    c.transa = op(g.tb);
+    c.transb = op(g.ta);
+    c.m = fit_int(g.n, "n");
+    c.n = fit_int(g.m, "m");
+    c.k = fit_int(g.k, "k");
+    c.lda = fit_int(g.ldb, "ldb");
+    c.ldb = fit_int(g.lda, "lda");
+    c.ldc = fit_int(g.ldc, "ldc");
+    c.stride_a = g.stride_b;
+    c.stride_b = g.stride_a;
+    c.stride_c = g.stride_c;
+    c.batch = fit_int(g.batch, "batch");
+    return c;
+}
+
+void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c) {
+    ColumnMajorGemm cm = to_column_major(g);
+    check_cublas(cublasGemmStridedBatchedEx(handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha,
+                                            b, CUDA_R_32F, cm.lda, cm.stride_a, a, CUDA_R_32F, cm.ldb,
+                                            cm.stride_b, &g.beta, c, CUDA_R_32F, cm.ldc, cm.stride_c,
+                                            cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx (f32 gemm)");
+}
+
+}  // namespace moetrain::cuda

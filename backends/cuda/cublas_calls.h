@@ -1,0 +1,29 @@
+// Every cuBLAS call of the backend, in one place. Row-major products are mapped onto cuBLAS's
+// column-major API with the usual transpose trick: a row-major C[m,n] is the column-major C^T,
+// and C^T = op(B)^T op(A)^T, so cuBLAS computes (n x m) = op'(B) (n x k) * op'(A) (k x m) with
+// B passed first and the transposes carried over unchanged.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <cstdint>
+
+#include "moetrain/device.h"
+
+namespace moetrain::cuda {
+
+// The cuBLAS arguments for one row-major GemmArgs (plain data; unit-testable).
+struct ColumnMajorGemm {
+    cublasOperation_t transa, transb;  // applied to the first (B) and second (A) operand
+    int m, n, k;                       // cuBLAS m = our n, cuBLAS n = our m
+    int lda, ldb, ldc;                 // leading dimensions of B, A, C as cuBLAS sees them
+    long long stride_a, stride_b, stride_c;
+    int batch;
+};
+// Throws moetrain::Error when a size does not fit cuBLAS's 32-bit arguments.
+ColumnMajorGemm to_column_major(const GemmArgs& g);
+
+// C = alpha op(A) op(B) + beta C for f32 device pointers, strict fp32 (no TF32) accumulation.
+void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c);
+
+}  // namespace moetrain::cuda

@@ -1,0 +1,188 @@
+// CUDA ops: MoE routing and token permutation, the cross-entropy loss, reductions, optimizer
+// updates and sampling. Each op checks its tensors, calls the kernel launcher of
+// kernels_cuda/ops.h on the device stream (with scratch from the context) and checks the launch.
+#include <climits>
+#include <cmath>
+
+#include "cuda/cuda_device.h"
+#include "launch.h"
+
+namespace moetrain::cuda {
+
+namespace {
+void check_router(const char* op, int64_t N, int64_t E, int64_t k) {
+    check_sizes(op, {N, E, k});
+    MT_CHECK(E >= 1, op, ": n_experts must be >= 1");
+    MT_CHECK(k >= 1 && k <= E, op, ": top_k ", k, " outside 1..n_experts (", E, ")");
+    MT_CHECK(k <= mtk::kMaxTopK, op, ": top_k ", k, " > ", mtk::kMaxTopK,
+             " (the CUDA router kernels' limit)");
+    MT_CHECK(E <= INT_MAX, op, ": n_experts ", E, " too large");
+}
+}  // namespace
+
+void CudaDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
+                            const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
+                            int64_t k, bool norm_topk) {
+    const char* op = "router_fwd";
+    check_router(op, N, E, k);
+    mtk::router_fwd(stream(op), f32(probs, N * E, op, "probs"), f32(lse, N, op, "lse"),
+                    i32(topk_idx, N * k, op, "topk_idx"), f32(topk_w, N * k, op, "topk_w"),
+                    f32(logits, N * E, op, "logits"), N, E, k, norm_topk);
+    launched(op);
+}
+
+void CudaDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
+                            const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
+                            const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                            bool norm_topk, float aux_alpha, float z_alpha, float scale) {
+    const char* op = "router_bwd";
+    check_router(op, N, E, k);
+    float* dl = f32(dlogits, N * E, op, "dlogits");
+    const float* dw = f32(dtopk_w, N * k, op, "dtopk_w");
+    const float* p = f32(probs, N * E, op, "probs");
+    const float* l = f32(lse, N, op, "lse");
+    const int32_t* idx = i32(topk_idx, N * k, op, "topk_idx");
+    const float* w = f32(topk_w, N * k, op, "topk_w");
+    const int32_t* c = i32(counts, E, op, "counts");
+    mtk::router_bwd(stream(op), dl, dw, p, l, idx, w, c, N, E, k, norm_topk, aux_alpha, z_alpha, scale);
+    launched(op);
+}
+
+void CudaDevice::router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
+                                 const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                                 float aux_alpha, float z_alpha) {
+    const char* op = "router_aux_loss";
+    check_router(op, N, E, k);
+    mtk::router_aux_loss(stream(op), f32(out, 2, op, "out"), f32(probs, N * E, op, "probs"),
+                         f32(lse, N, op, "lse"), i32(counts, E, op, "counts"), N, E, k, aux_alpha,
+                         z_alpha);
+    launched(op);
+}
+
+void CudaDevice::hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
+                            int64_t E) {
+    check_sizes("hash_route", {N, layer, E});
+    MT_CHECK(E >= 1 && E <= INT_MAX, "hash_route: n_experts ", E, " outside 1..", INT_MAX);
+    MT_CHECK(layer < INT_MAX, "hash_route: layer ", layer, " too large");
+    mtk::hash_route(stream("hash_route"), i32(topk_idx, N, "hash_route", "topk_idx"),
+                    i32(ids, N, "hash_route", "ids"), N, layer, E);
+    launched("hash_route");
+}
+
+void CudaDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
+                          const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) {
+    const char* op = "moe_sort";
+    check_sizes(op, {N, k, E});
+    MT_CHECK(E >= 1 && k >= 1, op, ": n_experts and top_k must be >= 1");
+    MT_CHECK(E <= mtk::kMaxExperts, op, ": n_experts ", E, " > ", mtk::kMaxExperts,
+             " (the CUDA sort kernels' limit)");
+    MT_CHECK(N * k <= INT_MAX, op, ": ", N * k, " slots exceed int32 row indices");
+    int32_t* c = i32(counts, E, op, "counts");
+    int32_t* rt = i32(row_token, N * k, op, "row_token");
+    int32_t* sr = i32(slot_row, N * k, op, "slot_row");
+    const int32_t* idx = i32(topk_idx, N * k, op, "topk_idx");
+    auto* scratch = static_cast<int32_t*>(context().scratch(mtk::moe_sort_scratch_bytes(N * k, E)));
+    mtk::moe_sort(stream(op), c, rt, sr, idx, N, k, E, scratch);
+    launched(op);
+}
+
+void CudaDevice::gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
+                             int64_t dim) {
+    const char* op = "gather_rows";
+    check_sizes(op, {R, dim});
+    mtk::gather_rows(stream(op), f32(dst, R * dim, op, "dst"), f32(src, R > 0 ? dim : 0, op, "src"),
+                     i32(index, R, op, "index"), R, dim);
+    launched(op);
+}
+
+void CudaDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
+                             const Tensor& w, int64_t N, int64_t k, int64_t dim, bool accumulate) {
+    const char* op = "moe_combine";
+    check_sizes(op, {N, k, dim});
+    mtk::moe_combine(stream(op), f32(y, N * dim, op, "y"), f32(rows, N * k * dim, op, "rows"),
+                     i32(slot_row, N * k, op, "slot_row"), f32_opt(w, N * k, op, "w"), N, k, dim,
+                     accumulate);
+    launched(op);
+}
+
+void CudaDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
+                                 const Tensor& rows, const Tensor& slot_row, const Tensor& w,
+                                 int64_t N, int64_t k, int64_t dim) {
+    const char* op = "moe_combine_bwd";
+    check_sizes(op, {N, k, dim});
+    float* pdr = f32(drows, N * k * dim, op, "drows");
+    float* pdw = f32_opt(dw, N * k, op, "dw");
+    const float* pdy = f32(dy, N * dim, op, "dy");
+    const float* pr = f32(rows, N * k * dim, op, "rows");
+    const int32_t* ps = i32(slot_row, N * k, op, "slot_row");
+    const float* pw = f32_opt(w, N * k, op, "w");
+    mtk::moe_combine_bwd(stream(op), pdr, pdw, pdy, pr, ps, pw, N, k, dim);
+    launched(op);
+}
+
+void CudaDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
+                               int64_t N, int64_t V, float grad_scale) {
+    const char* op = "cross_entropy";
+    check_sizes(op, {N, V});
+    MT_CHECK(V >= 1, op, ": vocabulary size must be >= 1");
+    mtk::cross_entropy(stream(op), f32(losses, N, op, "losses"), f32(logits, N * V, op, "logits"),
+                       i32(targets, N, op, "targets"), N, V, grad_scale);
+    launched(op);
+}
+
+void CudaDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {
+    check_sizes("sum", {n});
+    float* o = f32(out, 1, "sum", "out");
+    const float* px = f32(x, n, "sum", "x");
+    auto* scratch = static_cast<float*>(context().scratch(mtk::reduce_scratch_bytes(n)));
+    mtk::sum(stream("sum"), o, px, n, scale, accumulate, scratch);
+    launched("sum");
+}
+
+void CudaDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
+    check_sizes("sum_squares", {n});
+    float* o = f32(out, 1, "sum_squares", "out");
+    const float* px = f32(x, n, "sum_squares", "x");
+    auto* scratch = static_cast<float*>(context().scratch(mtk::reduce_scratch_bytes(n)));
+    mtk::sum_squares(stream("sum_squares"), o, px, n, accumulate, scratch);
+    launched("sum_squares");
+}
+
+void CudaDevice::adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+                       int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                       float grad_scale) {
+    const char* op = "adamw";
+    check_sizes(op, {n});
+    MT_CHECK(clip <= 0.0f || gnorm_sq.buf, op, ": clipping needs the squared gradient norm");
+    mtk::AdamWParams k{a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1, a.bc2};
+    mtk::adamw(stream(op), f32(p, n, op, "p"), f32(g, n, op, "g"), f32(m, n, op, "m"), f32(v, n, op, "v"),
+               n, k, f32_opt(gnorm_sq, 1, op, "gnorm_sq"), clip, grad_scale);
+    launched(op);
+}
+
+void CudaDevice::sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const Tensor& gnorm_sq,
+                     float clip, float grad_scale) {
+    check_sizes("sgd", {n});
+    MT_CHECK(clip <= 0.0f || gnorm_sq.buf, "sgd: clipping needs the squared gradient norm");
+    mtk::sgd(stream("sgd"), f32(p, n, "sgd", "p"), f32(g, n, "sgd", "g"), n, lr,
+             f32_opt(gnorm_sq, 1, "sgd", "gnorm_sq"), clip, grad_scale);
+    launched("sgd");
+}
+
+void CudaDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
+                        const SampleArgs& s) {
+    const char* op = "sample";
+    check_sizes(op, {B, V, s.top_k});
+    MT_CHECK(V >= 1 && V <= INT_MAX, op, ": vocabulary size ", V, " outside 1..", INT_MAX);
+    MT_CHECK(s.temperature >= 0.0f && std::isfinite(s.temperature), op, ": temperature ",
+             s.temperature, " must be finite and >= 0");
+    MT_CHECK(s.top_p > 0.0f && s.top_p <= 1.0f, op, ": top_p ", s.top_p, " outside (0, 1]");
+    int32_t* ids = i32(out_ids, B, op, "out_ids");
+    const float* l = f32(logits, B * V, op, "logits");
+    auto* scratch = static_cast<uint64_t*>(context().scratch(mtk::sample_scratch_bytes(B, V)));
+    mtk::SampleParams p{s.temperature, s.top_k, s.top_p, s.seed, s.step};
+    mtk::sample(stream(op), ids, l, B, V, p, scratch);
+    launched(op);
+}
+
+}  // namespace moetrain::cuda

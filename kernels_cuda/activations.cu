@@ -1,0 +1,2 @@
+// nvcc translation unit for the activations (see activations.cuh).
+#include "activations.cuh"

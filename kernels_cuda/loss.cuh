@@ -1,0 +1,38 @@
+// Cross-entropy over the vocabulary, one block per row: losses[n] = lse - logit[target];
+// with grad_scale != 0 the logits row is overwritten by grad_scale * (softmax - onehot)
+// (zeros for an ignored row, target -1). The target logit is read into shared memory before
+// the barrier that precedes any overwrite.
+#pragma once
+
+#include "common.cuh"
+
+namespace mtk {
+
+__global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restrict__ logits,
+                                     const int32_t* __restrict__ targets, int64_t V,
+                                     float grad_scale) {
+    __shared__ float target_logit;
+    float* l = logits + blockIdx.x * V;
+    const int32_t t = targets[blockIdx.x];
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
+        m = fmaxf(m, l[c]);
+        if (c == t) target_logit = l[c];
+    }
+    m = block_max(m);  // its barriers publish target_logit
+    float s = 0.0f;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += expf(l[c] - m);
+    const float lse = m + logf(block_sum(s));  // every read of l[] happens before this barrier
+    if (threadIdx.x == 0) losses[blockIdx.x] = t < 0 ? 0.0f : lse - target_logit;
+    if (grad_scale == 0.0f) return;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+        l[c] = t < 0 ? 0.0f : grad_scale * (expf(l[c] - lse) - (c == t ? 1.0f : 0.0f));
+}
+
+void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,
+                   int64_t V, float grad_scale) {
+    if (N > 0 && V > 0)
+        MT_LAUNCH(cross_entropy_kernel, per_row(N, V), s, losses, logits, targets, V, grad_scale);
+}
+
+}  // namespace mtk

@@ -1,0 +1,2 @@
+// nvcc translation unit for RMSNorm / LayerNorm (see norm.cuh).
+#include "norm.cuh"

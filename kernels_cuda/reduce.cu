@@ -1,0 +1,2 @@
+// nvcc translation unit for the reductions (see reduce.cuh).
+#include "reduce.cuh"

@@ -1,0 +1,2 @@
+// nvcc translation unit for RoPE (see rope.cuh).
+#include "rope.cuh"

@@ -1,0 +1,160 @@
+// MoE routing (MODEL.md 2-3): softmax top-k router forward/backward, the aux and z loss terms,
+// and hash routing. One warp per token: the lanes stride over the E experts, warp reductions
+// combine them; the k selected experts (k <= kMaxTopK) are chosen one at a time by a warp
+// argmax with ties to the lower index and kept in registers by every lane.
+#pragma once
+
+#include "common.cuh"
+
+namespace mtk {
+
+// Warp argmax of (value, index) pairs: larger value wins, ties go to the lower index.
+__device__ __forceinline__ void warp_argmax(float& v, int& idx) {
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(kFullMask, v, o);
+        int oi = __shfl_xor_sync(kFullMask, idx, o);
+        if (ov > v || (ov == v && oi < idx)) {
+            v = ov;
+            idx = oi;
+        }
+    }
+}
+
+__global__ void router_fwd_kernel(float* __restrict__ probs, float* __restrict__ lse,
+                                  int32_t* __restrict__ topk_idx, float* __restrict__ topk_w,
+                                  const float* __restrict__ logits, int64_t N, int E, int k,
+                                  bool norm_topk) {
+    const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
+    if (n >= N) return;  // whole warp
+    const float* l = logits + n * E;
+    float* p = probs + n * E;
+    const int lane = static_cast<int>(lane_id());
+    float m = -INFINITY;
+    for (int e = lane; e < E; e += kWarp) m = fmaxf(m, l[e]);
+    m = warp_max(m);
+    float s = 0.0f;
+    for (int e = lane; e < E; e += kWarp) s += expf(l[e] - m);
+    s = warp_sum(s);
+    const float inv = 1.0f / s;
+    for (int e = lane; e < E; e += kWarp) p[e] = expf(l[e] - m) * inv;
+    if (lane == 0) lse[n] = m + logf(s);
+
+    int chosen[kMaxTopK];
+    float chosen_p[kMaxTopK];
+    float total = 0.0f;
+    for (int j = 0; j < k; ++j) {
+        float best = -1.0f;
+        int best_e = E;
+        for (int e = lane; e < E; e += kWarp) {
+            bool taken = false;
+            for (int i = 0; i < j; ++i) taken = taken || chosen[i] == e;
+            float pe = expf(l[e] - m) * inv;  // bit-identical to what was stored in p[e]
+            if (!taken && (pe > best || (pe == best && e < best_e))) {
+                best = pe;
+                best_e = e;
+            }
+        }
+        warp_argmax(best, best_e);
+        chosen[j] = best_e;
+        chosen_p[j] = best;
+        total += best;
+    }
+    if (lane == 0) {
+        for (int j = 0; j < k; ++j) {
+            topk_idx[n * k + j] = chosen[j];
+            topk_w[n * k + j] = norm_topk ? chosen_p[j] / total : chosen_p[j];
+        }
+    }
+}
+
+// dlogits = p * (dp - sum_e p dp) + scale * z_alpha * 2 lse p / N, where dp holds the top-k
+// weight gradient (through the renormalisation) plus scale * aux_alpha * E * f_e / N.
+__global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __restrict__ dtopk_w,
+                                  const float* __restrict__ probs, const float* __restrict__ lse,
+                                  const int32_t* __restrict__ topk_idx,
+                                  const float* __restrict__ topk_w,
+                                  const int32_t* __restrict__ counts, int64_t N, int E, int k,
+                                  bool norm_topk, float aux_alpha, float z_alpha, float scale) {
+    const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
+    if (n >= N) return;  // whole warp
+    const float* p = probs + n * E;
+    const int32_t* idx = topk_idx + n * k;
+    const float nN = static_cast<float>(N);
+    float sel = 0.0f, dot = 0.0f;  // sum of the selected p; sum_j dw_j w_j
+    for (int j = 0; j < k; ++j) {
+        sel += p[idx[j]];
+        dot += dtopk_w[n * k + j] * topk_w[n * k + j];
+    }
+    const float aux_coef = scale * aux_alpha * static_cast<float>(E) / (nN * nN * static_cast<float>(k));
+    const int lane = static_cast<int>(lane_id());
+    float pdp = 0.0f;
+    for (int e = lane; e < E; e += kWarp) {
+        float dp = aux_coef * static_cast<float>(counts[e]);
+        for (int j = 0; j < k; ++j)
+            if (idx[j] == e) dp += norm_topk ? (dtopk_w[n * k + j] - dot) / sel : dtopk_w[n * k + j];
+        pdp += p[e] * dp;
+        dlogits[n * E + e] = dp;  // dp kept in the output until pdp is known
+    }
+    pdp = warp_sum(pdp);
+    const float zc = scale * z_alpha * 2.0f * lse[n] / nN;
+    for (int e = lane; e < E; e += kWarp) {
+        float dp = dlogits[n * E + e];  // written by this lane above
+        dlogits[n * E + e] = p[e] * (dp - pdp) + zc * p[e];
+    }
+}
+
+// out[0] += aux_alpha * E * sum_{n,e} f_e p[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one block.
+__global__ void router_aux_loss_kernel(float* out, const float* __restrict__ probs,
+                                       const float* __restrict__ lse,
+                                       const int32_t* __restrict__ counts, int64_t N, int64_t E,
+                                       int64_t k, float aux_alpha, float z_alpha) {
+    float aux = 0.0f, z = 0.0f;
+    for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x) aux += static_cast<float>(counts[i % E]) * probs[i];
+    for (int64_t n = threadIdx.x; n < N; n += blockDim.x) z += lse[n] * lse[n];
+    aux = block_sum(aux);
+    z = block_sum(z);
+    if (threadIdx.x == 0) {
+        const float nN = static_cast<float>(N);
+        out[0] += aux_alpha * static_cast<float>(E) * (aux / (nN * static_cast<float>(k))) / nN;
+        out[1] += z_alpha * z / nN;
+    }
+}
+
+__global__ void hash_route_kernel(int32_t* __restrict__ topk_idx, const int32_t* __restrict__ ids,
+                                  int64_t N, int layer, int E) {
+    for (int64_t n = global_thread(); n < N; n += grid_threads()) topk_idx[n] = mt_hash_expert(ids[n], layer, E);
+}
+
+void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* topk_w,
+                const float* logits, int64_t N, int64_t E, int64_t k, bool norm_topk) {
+    if (N > 0)
+        MT_LAUNCH(router_fwd_kernel, warp_per_item(N), s, probs, lse, topk_idx, topk_w, logits, N,
+                  static_cast<int>(E), static_cast<int>(k), norm_topk);
+}
+
+void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* probs,
+                const float* lse, const int32_t* topk_idx, const float* topk_w,
+                const int32_t* counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
+                float aux_alpha, float z_alpha, float scale) {
+    if (N > 0)
+        MT_LAUNCH(router_bwd_kernel, warp_per_item(N), s, dlogits, dtopk_w, probs, lse, topk_idx,
+                  topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), norm_topk,
+                  aux_alpha, z_alpha, scale);
+}
+
+void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
+                     const int32_t* counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
+                     float z_alpha) {
+    if (N > 0)
+        MT_LAUNCH(router_aux_loss_kernel, one_block(), s, out, probs, lse, counts, N, E, k,
+                  aux_alpha, z_alpha);
+}
+
+void hash_route(Stream s, int32_t* topk_idx, const int32_t* ids, int64_t N, int64_t layer,
+                int64_t E) {
+    if (N > 0)
+        MT_LAUNCH(hash_route_kernel, elementwise(N), s, topk_idx, ids, N, static_cast<int>(layer),
+                  static_cast<int>(E));
+}
+
+}  // namespace mtk

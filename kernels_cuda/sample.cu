@@ -1,0 +1,2 @@
+// nvcc translation unit for token sampling (see sample.cuh).
+#include "sample.cuh"

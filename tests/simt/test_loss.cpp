@@ -1,0 +1,30 @@
+// Harness tests of kernels_cuda/loss.cuh: cross-entropy losses with ignored targets (-1), with
+// and without the in-place gradient, on a vocabulary larger than one block's threads.
+#include "harness_util.h"
+#include "loss.cuh"
+
+using namespace simt_test;
+namespace ref = moetrain::ref;
+
+TEST_CASE("simt: loss cross_entropy and its gradient") {
+    for (auto [N, V] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {6, 257}, {2, 9000}}) {
+        CAPTURE(N);
+        CAPTURE(V);
+        Rng rng(static_cast<uint64_t>(N * 3 + V));
+        Vec logits = rng.normal(N * V, 3.0);
+        IVec targets = rng.ints(N, 0, static_cast<int32_t>(V - 1));
+        if (N > 2) targets[1] = -1;  // ignored row
+        for (float scale : {0.0f, 0.125f}) {
+            CAPTURE(scale);
+            auto got = two_schedules("cross_entropy", [&] {
+                FVec l = to_f32(logits), losses(N, NAN);
+                mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, scale);
+                return std::make_pair(losses, l);
+            });
+            Vec wl(N), wg(N * V);
+            ref::cross_entropy(wl, wg, logits, targets, N, V, scale);
+            check_close(got.first, wl, Tol{1e-5, 2e-5}, "losses");
+            check_close(got.second, scale == 0.0f ? logits : wg, Tol{1e-4, 1e-7}, "logits / gradient");
+        }
+    }
+}

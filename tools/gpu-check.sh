@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# For GPU owners: one command that checks the CUDA backend on a real GPU and writes a report.
+#   1. builds moetrain with the CUDA backend (warnings as errors);
+#   2. checks that `moetrain info` lists a usable cuda device;
+#   3. runs the whole ctest suite (the op tests include cuda automatically when a device is
+#      usable), then the op tests on cuda alone against the float64 reference;
+#   4. runs the finite-difference gradient check on cuda (tiny preset, dense and MoE layers);
+#   5. benchmarks dense-small, moe-mini and gpt2-124m training steps on cuda (and on the
+#      variants `moetrain bench` offers: --precision bf16 / --cuda-graphs on|off when present).
+# The report goes to $OUT/gpu-check-<host>-<time>.md (default OUT=gpu-check-reports); the exit
+# status is non-zero if any check failed. Environment: BUILD (build dir, default build-gpu),
+# CUDA_ARCH (e.g. 90; default: the project's architecture list), PEAK_GFLOPS (for MFU; default
+# 989000, H100 SXM dense bf16), BENCH_STEPS (default 20).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+BUILD=${BUILD:-build-gpu}
+OUT=${OUT:-gpu-check-reports}
+PEAK_GFLOPS=${PEAK_GFLOPS:-989000}
+BENCH_STEPS=${BENCH_STEPS:-20}
+if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+mkdir -p "$OUT"
+REPORT="$ROOT/$OUT/gpu-check-$(hostname)-$(date +%Y%m%d-%H%M%S).md"
+LOG="${REPORT%.md}.log"
+status=0
+
+say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+run() {  # run "title" cmd...: output to the log, one result line to the report
+    local title=$1
+    shift
+    echo "==== $title: $*" >>"$LOG"
+    if "$@" >>"$LOG" 2>&1; then
+        say "- $title: ok"
+    else
+        say "- $title: FAILED (see $(basename "$LOG"))"
+        status=1
+    fi
+}
+
+: >"$LOG"
+say "# moetrain GPU check"
+say ""
+say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+if command -v nvidia-smi >/dev/null; then
+    say "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
+fi
+say "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+say ""
+say "## Build and tests"
+
+arch_flag=()
+if [ -n "${CUDA_ARCH:-}" ]; then arch_flag=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH"); fi
+run "configure" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOETRAIN_WERROR=ON "${arch_flag[@]}"
+run "build" cmake --build "$BUILD" -j"$(nproc)"
+MT="$BUILD/moetrain"
+if [ ! -x "$MT" ] || [ ! -f "$BUILD/libmoetrain_backend_cuda.so" ]; then
+    say "- the CLI or the CUDA module was not built: stopping"
+    exit 1
+fi
+info=$("$MT" info 2>&1)
+echo "$info" >>"$LOG"
+dev_line=$(grep -E '^ +cuda:0 ' <<<"$info" || true)
+if [ -z "$dev_line" ] || grep -q unavailable <<<"$dev_line"; then
+    say "- moetrain info lists no usable cuda device:"
+    grep -i -A2 '^cuda' <<<"$info" | sed 's/^/    /' | tee -a "$REPORT"
+    exit 1
+fi
+say "- device: ${dev_line#"${dev_line%%[! ]*}"}"
+run "ctest (all backends)" ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 1800
+run "op tests on cuda vs the float64 reference" env MOETRAIN_TEST_DEVICES=cuda "$BUILD/moetrain_tests" -tc="ops:*"
+
+say ""
+say "## Gradient check on cuda"
+run "gradcheck tiny (dense + MoE)" "$MT" gradcheck --preset tiny --device cuda
+
+say ""
+say "## Benchmarks on cuda (training steps; unmeasured until this report exists)"
+variants=("")
+help=$("$MT" bench --help 2>&1)
+if grep -q -- '--precision' <<<"$help"; then variants+=("--precision bf16"); fi
+if grep -q -- '--cuda-graphs' <<<"$help"; then variants+=("--cuda-graphs off"); fi
+say ""
+say "| preset | variant | batch x seq | result (JSON) |"
+say "|---|---|---|---|"
+for spec in "dense-small 16 1024" "moe-mini 16 1024" "gpt2-124m 8 1024"; do
+    read -r preset batch seq <<<"$spec"
+    for v in "${variants[@]}"; do
+        echo "==== bench $preset $v" >>"$LOG"
+        # shellcheck disable=SC2086
+        if out=$("$MT" bench --preset "$preset" --device cuda --batch "$batch" --seq "$seq" \
+            --steps "$BENCH_STEPS" --warmup 3 --peak-gflops "$PEAK_GFLOPS" $v 2>&1); then
+            say "| $preset | ${v:-fp32} | ${batch}x${seq} | \`$(tail -1 <<<"$out")\` |"
+        else
+            say "| $preset | ${v:-fp32} | ${batch}x${seq} | FAILED |"
+            status=1
+        fi
+        echo "$out" >>"$LOG"
+    done
+done
+say ""
+say "Full output: $(basename "$LOG")"
+echo "report: $REPORT"
+exit $status
