@@ -18,21 +18,34 @@ inline void mt_load_row(float* dst, __global const float* src, int hd) {
     for (int d = 0; d < hd; ++d) dst[d] = src[d];
 }
 
+/* Query row id = (b * H + h) * Tq + t -> t, h, b, the last visible key and the q/o row. */
+typedef struct {
+    long t, h, b, last, row;
+} mt_query;
+inline mt_query mt_query_of(long id, long Tq, long Tk, long H, int hd) {
+    mt_query r;
+    r.t = id % Tq;
+    long bh = id / Tq;
+    r.h = bh % H;
+    r.b = bh / H;
+    r.last = r.t + (Tk - Tq);
+    r.row = ((r.b * Tq + r.t) * H + r.h) * hd;
+    return r;
+}
+
 __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* lse, long lse_off,
                                __global const float* q, long q_off, __global const float* k,
                                long k_off, __global const float* v, long v_off, long B, long Tq,
                                long Tk, long S, long H, long K, int hd, float scale) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
-    long t = id % Tq, bh = id / Tq, h = bh % H, b = bh / H;
-    long kvh = h / (H / K);
-    long last = t + (Tk - Tq);
+    mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
+    long kvh = Q.h / (H / K), last = Q.last, qrow = Q.row;
     float qv[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD], s[MT_ATTN_BLOCK];
-    long qrow = ((b * Tq + t) * H + h) * hd;
     mt_load_row(qv, q + q_off + qrow, hd);
     for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
-    __global const float* kb = k + k_off + (b * S * K + kvh) * hd;
-    __global const float* vb = v + v_off + (b * S * K + kvh) * hd;
+    __global const float* kb = k + k_off + (Q.b * S * K + kvh) * hd;
+    __global const float* vb = v + v_off + (Q.b * S * K + kvh) * hd;
     float m = -INFINITY, l = 0.0f;
     for (long u0 = 0; u0 <= last; u0 += MT_ATTN_BLOCK) {
         int nb = (int)min((long)MT_ATTN_BLOCK, last + 1 - u0);
@@ -55,7 +68,7 @@ __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* ls
     }
     float inv = 1.0f / l;
     for (int d = 0; d < hd; ++d) o[o_off + qrow + d] = acc[d] * inv;
-    lse[lse_off + bh * Tq + t] = m + mt_logf(l);
+    lse[lse_off + id] = m + mt_logf(l);
 }
 
 /* delta[b,h,t] = dout . o for every query row (the softmax backward's row term). */
@@ -65,8 +78,7 @@ __kernel void mt_attention_bwd_delta(__global float* delta, long delta_off,
                                      long H, int hd) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
-    long t = id % Tq, bh = id / Tq, h = bh % H, b = bh / H;
-    long row = ((b * Tq + t) * H + h) * hd;
+    long row = mt_query_of(id, Tq, Tq, H, hd).row;
     float s = 0.0f;
     for (int d = 0; d < hd; ++d) s += dout[dout_off + row + d] * o[o_off + row + d];
     delta[delta_off + id] = s;
@@ -81,17 +93,15 @@ __kernel void mt_attention_bwd_dq(__global float* dq, long dq_off, __global cons
                                   long Tk, long S, long H, long K, int hd, float scale) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
-    long t = id % Tq, bh = id / Tq, h = bh % H, b = bh / H;
-    long kvh = h / (H / K);
-    long last = t + (Tk - Tq);
+    mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
+    long kvh = Q.h / (H / K), last = Q.last, row = Q.row;
     float qv[MT_ATTN_MAX_HD], dov[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD];
-    long row = ((b * Tq + t) * H + h) * hd;
     mt_load_row(qv, q + q_off + row, hd);
     mt_load_row(dov, dout + dout_off + row, hd);
     for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
     float L = lse[lse_off + id], D = delta[delta_off + id];
-    __global const float* kb = k + k_off + (b * S * K + kvh) * hd;
-    __global const float* vb = v + v_off + (b * S * K + kvh) * hd;
+    __global const float* kb = k + k_off + (Q.b * S * K + kvh) * hd;
+    __global const float* vb = v + v_off + (Q.b * S * K + kvh) * hd;
     for (long u = 0; u <= last; ++u) {
         __global const float* kr = kb + u * K * hd;
         float p = mt_expf(mt_dot_gp(kr, qv, hd) * scale - L);

@@ -198,12 +198,16 @@ public:
         (set_arg(k.handle, index, args, kernel_name), ...);
         enqueue(k, grid, kernel_name);
     }
-    // The row-reduction helpers shared by several ops (cl_ops_reduce.cpp).
-    // dst[c] (+)= sum over chunks of partial[chunk * cols + c], in chunk order.
-    void finish_column_sums(DevPtr dst, DevPtr partial, int64_t chunks, int64_t cols,
-                            bool accumulate);
-    // Rows per chunk for column sums of a [rows, cols] matrix (a fixed function of rows).
-    static int64_t column_chunk_rows(int64_t rows);
+    // Column sums of [rows, cols] matrices, shared by several ops (cl_ops_reduce.cpp): a
+    // partial kernel writes buf[chunk * cols + c] for fixed chunks of chunk_rows rows, then
+    // finish_column_sums adds the chunks in order.
+    struct ColumnPartials {
+        DevPtr buf;
+        int64_t chunk_rows, chunks;
+    };
+    ColumnPartials column_partials(int slot, int64_t rows, int64_t cols);
+    // dst[c] (+)= sum over chunks of p.buf[chunk * cols + c], in chunk order.
+    void finish_column_sums(DevPtr dst, const ColumnPartials& p, int64_t cols, bool accumulate);
 
     static constexpr int kScratchSlots = 4;
 

@@ -26,11 +26,10 @@ void ClDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, in
     DevPtr db = arg(dbias, cols, "bias_grad: dbias");
     if (rows == 0) return;
     DevPtr d = arg(dy, rows * cols, "bias_grad: dy");
-    int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;
-    DevPtr partial = scratch(0, static_cast<size_t>(chunks * cols) * sizeof(float));
-    launch("reduce", "mt_colsum_partial", items2(cols, chunks), partial, d, cl_long{rows},
-           cl_long{cols}, cl_long{chunk});
-    finish_column_sums(db, partial, chunks, cols, true);
+    ColumnPartials p = column_partials(0, rows, cols);
+    launch("reduce", "mt_colsum_partial", items2(cols, p.chunks), p.buf, d, cl_long{rows},
+           cl_long{cols}, cl_long{p.chunk_rows});
+    finish_column_sums(db, p, cols, true);
 }
 
 }  // namespace moetrain::opencl

@@ -21,11 +21,10 @@ void ClDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
     DevPtr prstd = arg(rstd, rows, "rmsnorm_bwd: rstd");
     launch("norm", "mt_rmsnorm_bwd_dx", reduce_groups(rows), arg(dx, n, "rmsnorm_bwd: dx"), pdy,
            px, arg(g, dim, "rmsnorm_bwd: g"), prstd, cl_long{dim}, cl_int{accumulate_dx});
-    int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;
-    DevPtr partial = scratch(0, static_cast<size_t>(chunks * dim) * sizeof(float));
-    launch("norm", "mt_rmsnorm_dg_partial", items2(dim, chunks), partial, pdy, px, prstd,
-           cl_long{rows}, cl_long{dim}, cl_long{chunk});
-    finish_column_sums(arg(dg, dim, "rmsnorm_bwd: dg"), partial, chunks, dim, true);
+    ColumnPartials p = column_partials(0, rows, dim);
+    launch("norm", "mt_rmsnorm_dg_partial", items2(dim, p.chunks), p.buf, pdy, px, prstd,
+           cl_long{rows}, cl_long{dim}, cl_long{p.chunk_rows});
+    finish_column_sums(arg(dg, dim, "rmsnorm_bwd: dg"), p, dim, true);
 }
 
 void ClDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
@@ -51,14 +50,13 @@ void ClDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& d
     launch("norm", "mt_layernorm_bwd_dx", reduce_groups(rows), arg(dx, n, "layernorm_bwd: dx"),
            pdy, px, arg(g, dim, "layernorm_bwd: g"), pmean, prstd, cl_long{dim},
            cl_int{accumulate_dx});
-    int64_t chunk = column_chunk_rows(rows), chunks = (rows + chunk - 1) / chunk;
-    size_t bytes = static_cast<size_t>(chunks * dim) * sizeof(float);
-    DevPtr pg = scratch(0, bytes), pb = scratch(1, bytes);
+    ColumnPartials pg = column_partials(0, rows, dim), pb = column_partials(1, rows, dim);
     bool has_b = !db.empty();
-    launch("norm", "mt_layernorm_dgdb_partial", items2(dim, chunks), pg, pb, cl_int{has_b}, pdy,
-           px, pmean, prstd, cl_long{rows}, cl_long{dim}, cl_long{chunk});
-    finish_column_sums(arg(dg, dim, "layernorm_bwd: dg"), pg, chunks, dim, true);
-    if (has_b) finish_column_sums(arg(db, dim, "layernorm_bwd: db"), pb, chunks, dim, true);
+    launch("norm", "mt_layernorm_dgdb_partial", items2(dim, pg.chunks), pg.buf, pb.buf,
+           cl_int{has_b}, pdy, px, pmean, prstd, cl_long{rows}, cl_long{dim},
+           cl_long{pg.chunk_rows});
+    finish_column_sums(arg(dg, dim, "layernorm_bwd: dg"), pg, dim, true);
+    if (has_b) finish_column_sums(arg(db, dim, "layernorm_bwd: db"), pb, dim, true);
 }
 
 }  // namespace moetrain::opencl

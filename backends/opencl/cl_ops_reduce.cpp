@@ -13,13 +13,15 @@ int64_t partial_groups(int64_t n) { return std::clamp<int64_t>((n + 4095) / 4096
 
 }  // namespace
 
-int64_t ClDevice::column_chunk_rows(int64_t rows) {
-    return std::max<int64_t>(16, (rows + 255) / 256);
+ClDevice::ColumnPartials ClDevice::column_partials(int slot, int64_t rows, int64_t cols) {
+    int64_t chunk_rows = std::max<int64_t>(16, (rows + 255) / 256);  // <= 256 chunks
+    int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    return {scratch(slot, static_cast<size_t>(chunks * cols) * sizeof(float)), chunk_rows, chunks};
 }
 
-void ClDevice::finish_column_sums(DevPtr dst, DevPtr partial, int64_t chunks, int64_t cols,
+void ClDevice::finish_column_sums(DevPtr dst, const ColumnPartials& p, int64_t cols,
                                   bool accumulate) {
-    launch("reduce", "mt_colsum_finish", items(cols), dst, partial, cl_long{chunks},
+    launch("reduce", "mt_colsum_finish", items(cols), dst, p.buf, cl_long{p.chunks},
            cl_long{cols}, cl_int{accumulate});
 }
 
