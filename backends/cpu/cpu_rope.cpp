@@ -16,25 +16,27 @@ void CpuDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t 
     MT_CHECK(theta > 0, "rope: theta ", theta, " must be positive");
     float* px = f32(x, B * T * nh * hd, "rope", "x");
     const int64_t half = hd / 2;
-#pragma omp parallel if (B * T * nh * hd > cpu::kParallelMin)
-    {
-        std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
-#pragma omp for schedule(static)
-        for (int64_t bt = 0; bt < B * T; ++bt) {
-            const int pos = static_cast<int>(pos0 + bt % T);
-            for (int64_t i = 0; i < half; ++i) {
-                const float ang = mt_rope_angle(theta, static_cast<int>(i), static_cast<int>(hd), pos);
-                cs[i] = std::cos(ang);
-                sn[i] = inverse ? -std::sin(ang) : std::sin(ang);
-            }
-            for (int64_t h = 0; h < nh; ++h) {
-                float* v = px + (bt * nh + h) * hd;
+    // cos / sin of every (position, pair), shared by the batch rows and heads.
+    std::vector<float> cs(static_cast<size_t>(T * half)), sn(cs.size());
+#pragma omp parallel for schedule(static) if (T * half > cpu::kParallelMin / 8)
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < half; ++i) {
+            const float ang = mt_rope_angle(theta, static_cast<int>(i), static_cast<int>(hd),
+                                            static_cast<int>(pos0 + t));
+            cs[t * half + i] = std::cos(ang);
+            sn[t * half + i] = inverse ? -std::sin(ang) : std::sin(ang);
+        }
+#pragma omp parallel for schedule(static) if (B * T * nh * hd > cpu::kParallelMin)
+    for (int64_t bt = 0; bt < B * T; ++bt) {
+        const float* c = cs.data() + (bt % T) * half;
+        const float* s = sn.data() + (bt % T) * half;
+        for (int64_t h = 0; h < nh; ++h) {
+            float* v = px + (bt * nh + h) * hd;
 #pragma omp simd
-                for (int64_t i = 0; i < half; ++i) {
-                    const float x0 = v[i], x1 = v[i + half];
-                    v[i] = x0 * cs[i] - x1 * sn[i];
-                    v[i + half] = x1 * cs[i] + x0 * sn[i];
-                }
+            for (int64_t i = 0; i < half; ++i) {
+                const float x0 = v[i], x1 = v[i + half];
+                v[i] = x0 * c[i] - x1 * s[i];
+                v[i + half] = x1 * c[i] + x0 * s[i];
             }
         }
     }
