@@ -52,7 +52,7 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
             std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
     }
     auto& slot = workspaces_[key];
-    slot = plan_workspace(dev, cfg, B, T, training);
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget);
     return *slot;
 }
 

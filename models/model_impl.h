@@ -37,6 +37,9 @@ public:
     Tensor stats;
     Tensor micro;  // one micro-batch's ce, aux, z
     std::vector<ExpertLoad> load;
+    // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
+    // to exercise the chunked head.
+    int64_t logit_budget = kLogitBudget;
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
 

@@ -77,13 +77,12 @@ int64_t widest_ffn(const ModelConfig& c, int64_t N) {
 
 }  // namespace
 
-int64_t logit_chunk_rows(int64_t N, int64_t V) {
-    const int64_t budget = int64_t{1} << 24;
+int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget) {
     return std::clamp<int64_t>(budget / std::max<int64_t>(V, 1), 1, std::max<int64_t>(N, 1));
 }
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training) {
+                                          bool training, int64_t logit_budget) {
     auto ws = std::make_unique<Workspace>();
     ws->B = B;
     ws->T = T;
@@ -116,7 +115,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
         ws->x_final = shared.x_in;
     }
     ws->nf = p.norm();
-    ws->logit_rows = logit_chunk_rows(N, V);
+    ws->logit_rows = logit_chunk_rows(N, V, logit_budget);
     ws->logits = p.f32({ws->logit_rows, V});
     ws->losses = p.f32({N});
 

@@ -69,10 +69,13 @@ struct Workspace {
     GradScratch g;
 };
 
-// Rows of logits computed at once: bounds the logits buffer to about 16M floats.
-int64_t logit_chunk_rows(int64_t N, int64_t V);
+// Default bound on the logits buffer (elements): 16M floats.
+constexpr int64_t kLogitBudget = int64_t{1} << 24;
+
+// Rows of logits computed at once so that rows * V <= budget (at least one row).
+int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training);
+                                          bool training, int64_t logit_budget);
 
 }  // namespace moetrain
