@@ -11,8 +11,7 @@ namespace moetrain {
 double ModelConfig::rope_theta_eff() const {
     if (rope_ntk_alpha == 1.0) return rope_theta;
     const double h = head_dim;
-    MT_CHECK(head_dim > 2, "rope_ntk_alpha != 1 needs head_dim > 2 (got head_dim ", head_dim,
-             ")");
+    MT_CHECK(head_dim > 2, "rope_ntk_alpha != 1 needs head_dim > 2 (got head_dim ", head_dim, ")");
     return rope_theta * std::pow(rope_ntk_alpha, h / (h - 2.0));
 }
 
@@ -63,8 +62,8 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
 }
 
 void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const AttnW& gw,
-                   const Tensor& xn, const AttnActs& a, const Tensor& dres,
-                   const GradScratch& g, const Tensor& dxn, int B, int T) {
+                   const Tensor& xn, const AttnActs& a, const Tensor& dres, const GradScratch& g,
+                   const Tensor& dxn, int B, int T) {
     const int64_t N = int64_t{B} * T;
     linear_bwd(dev, g.d_o, gw.wo, dres, a.o, w.wo, N, false);
     const AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};

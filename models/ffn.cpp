@@ -23,11 +23,19 @@ int64_t total_rows(const std::vector<int32_t>& rows_per_group) {
     return n;
 }
 
-LinearW gate_of(const FfnW& w, int64_t g) { return {w.gate(g), w.b_gate, w.F, w.D}; }
-LinearW up_of(const FfnW& w, int64_t g) { return {w.up(g), w.b_up, w.F, w.D}; }
-LinearW down_of(const FfnW& w, int64_t g) { return {w.down(g), w.b_down, w.D, w.F}; }
+LinearW gate_of(const FfnW& w, int64_t g) {
+    return {w.gate(g), w.b_gate, w.F, w.D};
+}
+LinearW up_of(const FfnW& w, int64_t g) {
+    return {w.up(g), w.b_up, w.F, w.D};
+}
+LinearW down_of(const FfnW& w, int64_t g) {
+    return {w.down(g), w.b_down, w.D, w.F};
+}
 
-Act act_of(FfnKind kind) { return kind == FfnKind::gelu ? Act::gelu : Act::relu; }
+Act act_of(FfnKind kind) {
+    return kind == FfnKind::gelu ? Act::gelu : Act::relu;
+}
 
 }  // namespace
 
@@ -46,8 +54,8 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const std::vector<int32_t
     else
         dev.act_fwd(act_of(kind), a.h, a.up, R * F);
     for_each_group(rows_per_group, [&](int64_t g, int64_t r0, int64_t rows) {
-        linear_fwd(dev, y.view(r0 * D, {rows, D}), a.h.view(r0 * F, {rows, F}), down_of(w, g),
-                   rows, beta_y);
+        linear_fwd(dev, y.view(r0 * D, {rows, D}), a.h.view(r0 * F, {rows, F}), down_of(w, g), rows,
+                   beta_y);
     });
 }
 
@@ -69,8 +77,8 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw,
         linear_bwd(dev, dxg, up_of(gw, e), g.dup.view(r0 * F, {rows, F}), xg, up_of(w, e), rows,
                    accumulate_dx);
         if (kind == FfnKind::swiglu)
-            linear_bwd(dev, dxg, gate_of(gw, e), g.dgate.view(r0 * F, {rows, F}), xg,
-                       gate_of(w, e), rows, true);
+            linear_bwd(dev, dxg, gate_of(gw, e), g.dgate.view(r0 * F, {rows, F}), xg, gate_of(w, e),
+                       rows, true);
     });
 }
 

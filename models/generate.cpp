@@ -32,11 +32,11 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
     const int T0 = static_cast<int>(prompts[0].size());
     MT_CHECK(T0 >= 1, "generation needs a prompt of at least one token");
     for (const auto& p : prompts)
-        MT_CHECK(static_cast<int>(p.size()) == T0, "batched prompts must have equal lengths (",
-                 T0, " vs ", p.size(), ")");
+        MT_CHECK(static_cast<int>(p.size()) == T0, "batched prompts must have equal lengths (", T0,
+                 " vs ", p.size(), ")");
     const int64_t S = int64_t{T0} + opts.max_new_tokens;
-    MT_CHECK(S <= c.max_seq_len, "prompt (", T0, " tokens) + max_new_tokens (",
-             opts.max_new_tokens, ") = ", S, " exceeds max_seq_len ", c.max_seq_len);
+    MT_CHECK(S <= c.max_seq_len, "prompt (", T0, " tokens) + max_new_tokens (", opts.max_new_tokens,
+             ") = ", S, " exceeds max_seq_len ", c.max_seq_len);
 
     std::vector<std::vector<int32_t>> out(static_cast<size_t>(B));
     if (opts.max_new_tokens == 0) return out;
@@ -68,7 +68,8 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
         s.step = static_cast<uint64_t>(i);
         dev.sample(ids, logits, B, c.vocab_size, s);
         dev.download(tok.data(), ids);
-        for (int b = 0; b < B; ++b) out[static_cast<size_t>(b)].push_back(tok[static_cast<size_t>(b)]);
+        for (int b = 0; b < B; ++b)
+            out[static_cast<size_t>(b)].push_back(tok[static_cast<size_t>(b)]);
         if (on_step && !on_step(i, tok)) break;
         if (i + 1 < opts.max_new_tokens) run(tok.data(), 1, T0 + i);
     }

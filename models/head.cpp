@@ -21,26 +21,26 @@ void for_each_chunk(const Workspace& ws, Fn&& fn) {
 
 }  // namespace
 
-void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* gw,
-              Workspace& ws, float ce_scale, float grad_scale, const Tensor& ce_out) {
+void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* gw, Workspace& ws,
+              float ce_scale, float grad_scale, const Tensor& ce_out) {
     const int64_t D = c.d_model, V = c.vocab_size;
     norm_fwd(dev, c, w.norm_f, ws.x_final, ws.nf, ws.N);
     for_each_chunk(ws, [&](int64_t r0, int64_t rows) {
         const Tensor logits = ws.logits.view(0, {rows, V});
         const Tensor xf = ws.nf.y.view(r0 * D, {rows, D});
         linear_fwd(dev, logits, xf, out_proj(c, w.lm_head), rows, 0.0f);
-        dev.cross_entropy(ws.losses.view(r0, {rows}), logits, ws.targets.view(r0, {rows}), rows,
-                          V, gw ? grad_scale : 0.0f);
+        dev.cross_entropy(ws.losses.view(r0, {rows}), logits, ws.targets.view(r0, {rows}), rows, V,
+                          gw ? grad_scale : 0.0f);
         if (gw)  // logits now hold d loss / d logits
-            linear_bwd(dev, ws.g.dxn.view(r0 * D, {rows, D}), out_proj(c, gw->lm_head), logits,
-                       xf, out_proj(c, w.lm_head), rows, false);
+            linear_bwd(dev, ws.g.dxn.view(r0 * D, {rows, D}), out_proj(c, gw->lm_head), logits, xf,
+                       out_proj(c, w.lm_head), rows, false);
     });
     dev.sum(ce_out, ws.losses, ws.N, ce_scale, true);
-    if (gw) norm_bwd(dev, c, w.norm_f, gw->norm_f, ws.g.dxn, ws.x_final, ws.nf, ws.g.dres, ws.N, false);
+    if (gw)
+        norm_bwd(dev, c, w.norm_f, gw->norm_f, ws.g.dxn, ws.x_final, ws.nf, ws.g.dres, ws.N, false);
 }
 
-std::vector<float> head_logits(Device& dev, const ModelConfig& c, const ModelW& w,
-                               Workspace& ws) {
+std::vector<float> head_logits(Device& dev, const ModelConfig& c, const ModelW& w, Workspace& ws) {
     const int64_t D = c.d_model, V = c.vocab_size;
     std::vector<float> out(static_cast<size_t>(ws.N * V));
     norm_fwd(dev, c, w.norm_f, ws.x_final, ws.nf, ws.N);

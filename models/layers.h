@@ -17,19 +17,19 @@ namespace moetrain {
 void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
                 float beta);
 // dx (=|+=) dy @ w (skipped when dx is empty); gw.w += dy^T @ x; gw.b += colsum(dy).
-void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy,
-                const Tensor& x, const LinearW& w, int64_t rows, bool accumulate_dx);
+void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
+                const LinearW& w, int64_t rows, bool accumulate_dx);
 
 // ---- embedding.cpp: x = tok_emb[ids] (+ pos_emb[pos_ids]) ----
 void embedding_fwd(Device& dev, const ModelW& w, const Workspace& ws, const Tensor& x);
 void embedding_bwd(Device& dev, const ModelW& gw, const Workspace& ws, const Tensor& dx);
 
 // ---- norm.cpp: rmsnorm / layernorm over rows of d_model ----
-void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x,
-              const NormActs& a, int64_t rows);
-void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw,
-              const Tensor& dy, const Tensor& x, const NormActs& a, const Tensor& dx,
-              int64_t rows, bool accumulate_dx);
+void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x, const NormActs& a,
+              int64_t rows);
+void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw, const Tensor& dy,
+              const Tensor& x, const NormActs& a, const Tensor& dx, int64_t rows,
+              bool accumulate_dx);
 
 // ---- attention.cpp ----
 // Where keys and values live: the layer's own k/v (training, S = T, pos0 = 0) or a KV cache
@@ -43,8 +43,8 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
                    const AttnActs& a, const Tensor& x_res, int B, int T, const KvSlot* cache);
 // From dres = d loss / d attention output: weight gradients and dxn (overwritten).
 void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const AttnW& gw,
-                   const Tensor& xn, const AttnActs& a, const Tensor& dres,
-                   const GradScratch& g, const Tensor& dxn, int B, int T);
+                   const Tensor& xn, const AttnActs& a, const Tensor& dres, const GradScratch& g,
+                   const Tensor& dxn, int B, int T);
 
 // ---- ffn.cpp: a dense FFN (one group) or G experts over contiguous row groups ----
 // y (=|+=) FFN(x); group g owns rows_per_group[g] consecutive rows of x, acts and y.
@@ -58,23 +58,22 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw,
 // x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
 // is given, the chosen experts are appended to it (gradient checks watch for flips).
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
-             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats,
-             int64_t N, std::vector<int32_t>* routing);
+             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
+             std::vector<int32_t>* routing);
 // From dres = d loss / d MoE output: weight gradients and dxn (overwritten). grad_scale
 // scales the aux / z loss gradients (the micro-batch weight).
-void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw,
-             const Tensor& xn, const MoeActs& a, const Tensor& dres, const GradScratch& g,
-             const Tensor& dxn, int64_t N, float grad_scale);
+void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
+             const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
+             int64_t N, float grad_scale);
 
 // ---- head.cpp: final norm, logits (row chunks), cross-entropy ----
 // Per-token losses into ws.losses and ce_out[0] += ce_scale * sum(losses). With gw given,
 // also the head backward (grad_scale per token already divided by the token count): weight
 // gradients and ws.g.dres = d loss / d x_final.
-void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* gw,
-              Workspace& ws, float ce_scale, float grad_scale, const Tensor& ce_out);
+void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* gw, Workspace& ws,
+              float ce_scale, float grad_scale, const Tensor& ce_out);
 // Logits of every row, downloaded chunk by chunk ([N, V] row-major).
-std::vector<float> head_logits(Device& dev, const ModelConfig& c, const ModelW& w,
-                               Workspace& ws);
+std::vector<float> head_logits(Device& dev, const ModelConfig& c, const ModelW& w, Workspace& ws);
 // logits [B, V] of the last position of each row (after the final norm in ws.nf).
 void head_last_logits(Device& dev, const ModelConfig& c, const ModelW& w, const Workspace& ws,
                       const Tensor& logits);

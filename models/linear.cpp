@@ -24,8 +24,8 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
     if (w.b) dev.add_bias(y, w.b, rows, w.out);
 }
 
-void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy,
-                const Tensor& x, const LinearW& w, int64_t rows, bool accumulate_dx) {
+void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
+                const LinearW& w, int64_t rows, bool accumulate_dx) {
     if (rows == 0) return;
     if (dx) {  // dx [rows, in] = dy [rows, out] @ W [out, in]
         GemmArgs g;

@@ -8,9 +8,15 @@ Model::Model(Device& device, const ModelConfig& config)
     : impl_(std::make_unique<ModelImpl>(device, config)) {}
 Model::~Model() = default;
 
-const ModelConfig& Model::config() const { return impl_->cfg; }
-Device& Model::device() const { return impl_->dev; }
-const std::vector<ParamInfo>& Model::params() const { return impl_->layout; }
+const ModelConfig& Model::config() const {
+    return impl_->cfg;
+}
+Device& Model::device() const {
+    return impl_->dev;
+}
+const std::vector<ParamInfo>& Model::params() const {
+    return impl_->layout;
+}
 
 const ParamInfo& Model::param(const std::string& name) const {
     auto it = impl_->index.find(name);
@@ -18,9 +24,15 @@ const ParamInfo& Model::param(const std::string& name) const {
     return impl_->layout[it->second];
 }
 
-int64_t Model::num_params() const { return impl_->n_params; }
-Tensor Model::params_flat() const { return impl_->params; }
-Tensor Model::grads_flat() const { return impl_->grads; }
+int64_t Model::num_params() const {
+    return impl_->n_params;
+}
+Tensor Model::params_flat() const {
+    return impl_->params;
+}
+Tensor Model::grads_flat() const {
+    return impl_->grads;
+}
 
 void Model::init_weights(uint64_t seed) {
     const std::vector<float> v = init_values(impl_->cfg, impl_->layout, seed);
@@ -52,12 +64,14 @@ std::vector<float> Model::get_flat(const Tensor& flat) const {
 void Model::set_flat(const Tensor& flat, const std::vector<float>& values) {
     MT_CHECK(flat.numel() == impl_->n_params && flat.dtype == DType::f32,
              "set_flat needs a flat f32 buffer of ", impl_->n_params, " elements");
-    MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ",
-             values.size(), " values for ", impl_->n_params, " parameters");
+    MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ", values.size(),
+             " values for ", impl_->n_params, " parameters");
     impl_->dev.upload(flat, values.data());
 }
 
-void Model::zero_grads() { impl_->dev.fill(impl_->grads, 0.0f); }
+void Model::zero_grads() {
+    impl_->dev.fill(impl_->grads, 0.0f);
+}
 
 LossStats Model::forward_backward(const int32_t* x, const int32_t* y, int B, int T,
                                   float grad_scale) {
@@ -76,6 +90,8 @@ std::vector<float> Model::forward_logits(const int32_t* x, int B, int T) {
     return impl_->forward_all_logits(x, B, T);
 }
 
-const std::vector<ExpertLoad>& Model::expert_load() const { return impl_->load; }
+const std::vector<ExpertLoad>& Model::expert_load() const {
+    return impl_->load;
+}
 
 }  // namespace moetrain

@@ -16,7 +16,7 @@ ModelCost model_cost(const ModelConfig& c) {
     const int64_t D = c.d_model, F = c.d_ff, h = c.head_dim;
     const int64_t qdim = int64_t{c.n_heads} * h, kvdim = int64_t{c.n_kv_heads} * h;
     const int64_t mats = c.ffn == FfnKind::swiglu ? 3 : 2;  // matrices per FFN
-    int64_t active = int64_t{c.vocab_size} * D;           // lm_head (tied or not)
+    int64_t active = int64_t{c.vocab_size} * D;             // lm_head (tied or not)
     for (int l = 0; l < c.n_layers; ++l) {
         active += 2 * qdim * D + 2 * kvdim * D;  // wq, wo, wk, wv
         if (!c.is_moe_layer(l)) {

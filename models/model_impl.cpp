@@ -8,7 +8,9 @@
 namespace moetrain {
 namespace {
 
-bool same_view(const Tensor& a, const Tensor& b) { return a.buf == b.buf && a.offset == b.offset; }
+bool same_view(const Tensor& a, const Tensor& b) {
+    return a.buf == b.buf && a.offset == b.offset;
+}
 
 }  // namespace
 
@@ -72,8 +74,8 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     int64_t counted = 0;
     if (y) {
         for (int64_t i = 0; i < N; ++i) {
-            MT_CHECK(y[i] == -1 || (y[i] >= 0 && y[i] < V), "target id ", y[i], " at position ",
-                     i, " (row ", i / T, ", t ", i % T, ") is outside the vocabulary [0, ", V,
+            MT_CHECK(y[i] == -1 || (y[i] >= 0 && y[i] < V), "target id ", y[i], " at position ", i,
+                     " (row ", i / T, ", t ", i % T, ") is outside the vocabulary [0, ", V,
                      ") and is not -1");
             counted += y[i] != -1;
         }
@@ -81,7 +83,8 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     }
     if (cfg.pos == PosKind::learned) {
         std::vector<int32_t> pos(static_cast<size_t>(N));
-        for (int64_t i = 0; i < N; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i % T);
+        for (int64_t i = 0; i < N; ++i)
+            pos[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i % T);
         dev.upload(ws.pos_ids, pos.data());
     }
     return counted;
@@ -120,8 +123,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
         else
-            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn,
-                    g.dres, g, g.dxn, false);
+            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn, g.dres,
+                    g, g.dxn, false);
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
         attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
         norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
@@ -132,7 +135,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
 void ModelImpl::record_load(const Workspace& ws) {
     load.clear();
     for (int l = 0; l < cfg.n_layers; ++l)
-        if (cfg.is_moe_layer(l)) load.push_back({l, ws.layers[static_cast<size_t>(l)].moe.host_counts});
+        if (cfg.is_moe_layer(l))
+            load.push_back({l, ws.layers[static_cast<size_t>(l)].moe.host_counts});
 }
 
 int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,

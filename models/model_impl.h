@@ -22,14 +22,14 @@ std::vector<float> init_values(const ModelConfig& c, const std::vector<ParamInfo
 LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens);
 
 class ModelImpl {
-public:
+  public:
     ModelImpl(Device& device, const ModelConfig& config);
 
     Device& dev;
     const ModelConfig cfg;
     std::vector<ParamInfo> layout;
     std::map<std::string, size_t> index;  // name -> position in layout
-    int64_t n_params = 0, n_decay = 0;     // all elements; leading decayed elements
+    int64_t n_params = 0, n_decay = 0;    // all elements; leading decayed elements
     Tensor params, grads;
     ModelW w, gw;  // views of params / grads
     // Device stats: [0] ce, [1] aux, [2] z accumulated over micro-batches (each weighted),
@@ -63,7 +63,7 @@ public:
     // Loss terms of one batch with the cross-entropy summed in double on the host.
     LossStats loss_f64(const int32_t* x, const int32_t* y, int B, int T);
 
-private:
+  private:
     // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
     int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
     void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);

@@ -15,15 +15,14 @@ LinearW router_of(const ModelConfig& c, const Tensor& w) {
 }  // namespace
 
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
-             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats,
-             int64_t N, std::vector<int32_t>* routing) {
+             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
+             std::vector<int32_t>* routing) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool softmax = m.router == RouterKind::softmax_topk;
     if (softmax) {
         linear_fwd(dev, a.logits, xn, router_of(c, w.router), N, 0.0f);
-        dev.router_fwd(a.probs, a.lse, a.topk_idx, a.topk_w, a.logits, N, E, k,
-                       m.norm_topk_prob);
+        dev.router_fwd(a.probs, a.lse, a.topk_idx, a.topk_w, a.logits, N, E, k, m.norm_topk_prob);
     } else {
         dev.hash_route(a.topk_idx, ids, N, layer, E);
     }
@@ -47,16 +46,16 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         ffn_fwd(dev, c.ffn, w.shared, {static_cast<int32_t>(N)}, xn, a.shared, x_res, 1.0f);
 }
 
-void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw,
-             const Tensor& xn, const MoeActs& a, const Tensor& dres, const GradScratch& g,
-             const Tensor& dxn, int64_t N, float grad_scale) {
+void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
+             const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
+             int64_t N, float grad_scale) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool softmax = m.router == RouterKind::softmax_topk;
     const bool shared = w.shared.present();
     if (shared)
-        ffn_bwd(dev, c.ffn, w.shared, gw.shared, {static_cast<int32_t>(N)}, xn, a.shared, dres,
-                g, dxn, false);
+        ffn_bwd(dev, c.ffn, w.shared, gw.shared, {static_cast<int32_t>(N)}, xn, a.shared, dres, g,
+                dxn, false);
 
     // Combine: drows = w * dy for every routed row, dw = dy . expert output.
     dev.moe_combine_bwd(g.drows, softmax ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,

@@ -3,8 +3,8 @@
 
 namespace moetrain {
 
-void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x,
-              const NormActs& a, int64_t rows) {
+void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x, const NormActs& a,
+              int64_t rows) {
     const float eps = static_cast<float>(c.norm_eps);
     if (c.norm == NormKind::rmsnorm)
         dev.rmsnorm_fwd(a.y, a.rstd, x, w.g, rows, c.d_model, eps);
@@ -12,9 +12,9 @@ void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x
         dev.layernorm_fwd(a.y, a.mean, a.rstd, x, w.g, w.b, rows, c.d_model, eps);
 }
 
-void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw,
-              const Tensor& dy, const Tensor& x, const NormActs& a, const Tensor& dx,
-              int64_t rows, bool accumulate_dx) {
+void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw, const Tensor& dy,
+              const Tensor& x, const NormActs& a, const Tensor& dx, int64_t rows,
+              bool accumulate_dx) {
     if (c.norm == NormKind::rmsnorm)
         dev.rmsnorm_bwd(dx, gw.g, dy, x, w.g, a.rstd, rows, c.d_model, accumulate_dx);
     else

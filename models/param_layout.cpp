@@ -39,8 +39,8 @@ std::vector<ParamInfo> build_param_layout(const ModelConfig& c) {
     const int64_t D = c.d_model, V = c.vocab_size, h = c.head_dim;
     const int64_t qdim = int64_t{c.n_heads} * h, kvdim = int64_t{c.n_kv_heads} * h;
     MT_CHECK(D > 0 && V > 0 && h > 0 && c.n_heads > 0 && c.n_kv_heads > 0 && c.n_layers >= 0,
-             "model config has non-positive sizes (d_model ", D, ", vocab_size ", V,
-             ", head_dim ", h, ")");
+             "model config has non-positive sizes (d_model ", D, ", vocab_size ", V, ", head_dim ",
+             h, ")");
     Lister ls;
     ls.add("tok_emb.weight", {V, D});
     if (c.pos == PosKind::learned) ls.add("pos_emb.weight", {c.max_seq_len, D});

@@ -49,10 +49,10 @@ struct LayerW {
     NormW attn_norm, ffn_norm;
     AttnW attn;
     bool moe = false;
-    FfnW ffn;      // dense layer
+    FfnW ffn;       // dense layer
     Tensor router;  // [E, D], softmax_topk MoE layer
-    FfnW experts;  // [E, ...], MoE layer
-    FfnW shared;   // G = 1, width S*F; absent when n_shared_experts = 0
+    FfnW experts;   // [E, ...], MoE layer
+    FfnW shared;    // G = 1, width S*F; absent when n_shared_experts = 0
 };
 
 struct ModelW {

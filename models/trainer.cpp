@@ -79,8 +79,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = 0.0f;
         if (n > nd)
             dev.adamw(im.params.view(nd, {n - nd}), im.grads.view(nd, {n - nd}),
-                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip,
-                      1.0f);
+                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip, 1.0f);
     } else {
         dev.sgd(im.params, im.grads, n, lr, stats_, clip, 1.0f);
     }

@@ -26,13 +26,13 @@ struct FfnActs {
 };
 
 struct MoeActs {
-    Tensor logits, probs, lse;      // router [N, E], [N, E], [N] (softmax_topk)
-    Tensor topk_idx, topk_w;        // [N, k] i32, f32 (topk_w unused by hash routing)
-    Tensor counts;                  // [E] i32
-    Tensor row_token, slot_row;     // [N*k] i32 (Device::moe_sort)
-    Tensor xg, yrows;               // expert input / output rows [N*k, D], sorted by expert
-    FfnActs experts;                // [N*k, F]
-    FfnActs shared;                 // [N, S*F]
+    Tensor logits, probs, lse;         // router [N, E], [N, E], [N] (softmax_topk)
+    Tensor topk_idx, topk_w;           // [N, k] i32, f32 (topk_w unused by hash routing)
+    Tensor counts;                     // [E] i32
+    Tensor row_token, slot_row;        // [N*k] i32 (Device::moe_sort)
+    Tensor xg, yrows;                  // expert input / output rows [N*k, D], sorted by expert
+    FfnActs experts;                   // [N*k, F]
+    FfnActs shared;                    // [N, S*F]
     std::vector<int32_t> host_counts;  // rows per expert, downloaded once per forward
 };
 
@@ -46,13 +46,13 @@ struct LayerActs {
 
 // Backward scratch shared by all layers (training only).
 struct GradScratch {
-    Tensor dres;            // d loss / d residual stream [N, D]
-    Tensor dxn;             // d loss / d norm output [N, D]
+    Tensor dres;             // d loss / d residual stream [N, D]
+    Tensor dxn;              // d loss / d norm output [N, D]
     Tensor dq, dk, dv, d_o;  // like q, k, v, o
-    Tensor dgate, dup, dh;  // FFN hidden gradients, sized for the widest FFN use
-    Tensor drows, dxg;      // MoE expert row gradients [N*k, D]
-    Tensor dw;              // d loss / d topk_w [N, k]
-    Tensor dlogits;         // d loss / d router logits [N, E]
+    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use
+    Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
+    Tensor dw;               // d loss / d topk_w [N, k]
+    Tensor dlogits;          // d loss / d router logits [N, E]
 };
 
 struct Workspace {
@@ -61,11 +61,11 @@ struct Workspace {
     bool training = false;
     Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
-    Tensor x_final;    // residual stream after the last layer [N, D]
-    NormActs nf;       // final norm
-    Tensor logits;     // one chunk of logits [logit_rows, V]
+    Tensor x_final;  // residual stream after the last layer [N, D]
+    NormActs nf;     // final norm
+    Tensor logits;   // one chunk of logits [logit_rows, V]
     int64_t logit_rows = 0;
-    Tensor losses;     // per-token cross-entropy [N]
+    Tensor losses;  // per-token cross-entropy [N]
     GradScratch g;
 };
 

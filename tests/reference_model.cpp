@@ -18,7 +18,9 @@ const std::vector<double>& get(const Weights& w, const std::string& name) {
     if (it == w.end()) throw std::runtime_error("reference model: missing weight " + name);
     return it->second;
 }
-bool has(const Weights& w, const std::string& name) { return w.count(name) > 0; }
+bool has(const Weights& w, const std::string& name) {
+    return w.count(name) > 0;
+}
 
 // y = x @ W^T + b for one vector; W [out, in] row-major.
 std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& W,
@@ -50,7 +52,8 @@ std::vector<double> norm(const ModelConfig& c, const Weights& w, const std::stri
         for (double v : x) var += (v - mean) * (v - mean);
         var /= D;
         const double r = 1.0 / std::sqrt(var + c.norm_eps);
-        const std::vector<double>* b = has(w, prefix + ".bias") ? &get(w, prefix + ".bias") : nullptr;
+        const std::vector<double>* b =
+            has(w, prefix + ".bias") ? &get(w, prefix + ".bias") : nullptr;
         for (size_t i = 0; i < D; ++i) y[i] = (x[i] - mean) * r * g[i] + (b ? (*b)[i] : 0.0);
     }
     return y;
@@ -74,8 +77,10 @@ double act(FfnKind k, double z) {
     switch (k) {
         case FfnKind::gelu:
             return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));
-        case FfnKind::relu: return z > 0 ? z : 0.0;
-        case FfnKind::swiglu: return z / (1.0 + std::exp(-z));  // silu (gate)
+        case FfnKind::relu:
+            return z > 0 ? z : 0.0;
+        case FfnKind::swiglu:
+            return z / (1.0 + std::exp(-z));  // silu (gate)
     }
     return 0;
 }
@@ -120,7 +125,8 @@ uint32_t mix32(uint32_t z) {
 }
 
 int hash_expert(int token, int layer, int n_experts) {
-    const uint32_t z = static_cast<uint32_t>(token) + 0x9E3779B9u * static_cast<uint32_t>(layer + 1);
+    const uint32_t z =
+        static_cast<uint32_t>(token) + 0x9E3779B9u * static_cast<uint32_t>(layer + 1);
     return static_cast<int>(mix32(z) % static_cast<uint32_t>(n_experts));
 }
 
@@ -178,22 +184,26 @@ Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
                     std::vector<double> s(t + 1);
                     for (int u = 0; u <= t; ++u) {
                         double d = 0;
-                        for (int i = 0; i < h; ++i) d += q[b * T + t][j * h + i] * k[b * T + u][kvh * h + i];
+                        for (int i = 0; i < h; ++i)
+                            d += q[b * T + t][j * h + i] * k[b * T + u][kvh * h + i];
                         s[u] = d / std::sqrt(static_cast<double>(h));
                     }
                     const double mx = *std::max_element(s.begin(), s.end());
                     double z = 0;
                     for (auto& e : s) z += e = std::exp(e - mx);
                     for (int u = 0; u <= t; ++u)
-                        for (int i = 0; i < h; ++i) o[j * h + i] += s[u] / z * v[b * T + u][kvh * h + i];
+                        for (int i = 0; i < h; ++i)
+                            o[j * h + i] += s[u] / z * v[b * T + u][kvh * h + i];
                 }
-                const auto a = linear(o, get(w, p + ".attn.wo.weight"), opt(w, p + ".attn.wo.bias"), D);
+                const auto a =
+                    linear(o, get(w, p + ".attn.wo.weight"), opt(w, p + ".attn.wo.bias"), D);
                 for (size_t i = 0; i < D; ++i) X[b * T + t][i] += a[i];
             }
         // ---- FFN ----
         if (!c.is_moe_layer(l)) {
             for (size_t n = 0; n < N; ++n) {
-                const auto f = dense_ffn(c, w, p + ".ffn", norm(c, w, p + ".ffn_norm", X[n]), c.d_ff);
+                const auto f =
+                    dense_ffn(c, w, p + ".ffn", norm(c, w, p + ".ffn_norm", X[n]), c.d_ff);
                 for (size_t i = 0; i < D; ++i) X[n][i] += f[i];
             }
             continue;
@@ -227,9 +237,10 @@ Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
             for (int j = 0; j < kk; ++j) {
                 const size_t e = idx[j];
                 count[e] += 1;
-                const auto f = ffn(c, xn, opt(w, p + ".moe.experts.w_gate"),
-                                   get(w, p + ".moe.experts.w_up"), get(w, p + ".moe.experts.w_down"),
-                                   nullptr, nullptr, nullptr, F, e * F * D, e * D * F);
+                const auto f =
+                    ffn(c, xn, opt(w, p + ".moe.experts.w_gate"), get(w, p + ".moe.experts.w_up"),
+                        get(w, p + ".moe.experts.w_down"), nullptr, nullptr, nullptr, F, e * F * D,
+                        e * D * F);
                 for (size_t i = 0; i < D; ++i) yv[i] += wts[j] * f[i];
             }
             if (m.n_shared_experts > 0) {
@@ -271,7 +282,8 @@ Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
 Weights weights_from(const std::vector<ParamInfo>& params, const std::vector<float>& flat) {
     Weights w;
     for (const auto& p : params)
-        w[p.name] = std::vector<double>(flat.begin() + p.offset, flat.begin() + p.offset + p.numel());
+        w[p.name] =
+            std::vector<double>(flat.begin() + p.offset, flat.begin() + p.offset + p.numel());
     return w;
 }
 

@@ -60,7 +60,8 @@ TEST_CASE("generate: KV-cache greedy tokens equal the argmax of a full forward p
                     const int len = static_cast<int>(seq.size());
                     const std::vector<float> lg = m.forward_logits(seq.data(), 1, len);
                     const float* last = lg.data() + static_cast<size_t>(len - 1) * c.vocab_size;
-                    const int want = static_cast<int>(std::max_element(last, last + c.vocab_size) - last);
+                    const int want =
+                        static_cast<int>(std::max_element(last, last + c.vocab_size) - last);
                     std::vector<float> sorted(last, last + c.vocab_size);
                     std::sort(sorted.rbegin(), sorted.rend());
                     if (sorted[0] - sorted[1] > 1e-4f) {  // skip exact near-ties

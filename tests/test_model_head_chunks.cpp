@@ -39,7 +39,8 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
         const std::vector<float> xc = chunked.forward_logits(b.x.data(), 2, 8);
         REQUIRE(xw.size() == xc.size());
         double lworst = 0;
-        for (size_t i = 0; i < xw.size(); ++i) lworst = std::max(lworst, double{std::abs(xw[i] - xc[i])});
+        for (size_t i = 0; i < xw.size(); ++i)
+            lworst = std::max(lworst, double{std::abs(xw[i] - xc[i])});
         CHECK(lworst < 1e-5);
     }
 }

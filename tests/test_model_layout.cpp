@@ -39,25 +39,44 @@ TEST_CASE("model: parameter names and shapes follow MODEL.md section 6") {
     std::map<std::string, std::string> got;
     for (const auto& p : m.params()) got[p.name] = p.shape.str();
     const std::map<std::string, std::string> want = {
-        {"tok_emb.weight", "[32,16]"}, {"pos_emb.weight", "[16,16]"},
-        {"norm_f.weight", "[16]"}, {"norm_f.bias", "[16]"}, {"lm_head.weight", "[32,16]"},
-        {"layers.0.attn_norm.weight", "[16]"}, {"layers.0.attn_norm.bias", "[16]"},
-        {"layers.0.attn.wq.weight", "[16,16]"}, {"layers.0.attn.wq.bias", "[16]"},
-        {"layers.0.attn.wk.weight", "[8,16]"}, {"layers.0.attn.wk.bias", "[8]"},
-        {"layers.0.attn.wv.weight", "[8,16]"}, {"layers.0.attn.wv.bias", "[8]"},
-        {"layers.0.attn.wo.weight", "[16,16]"}, {"layers.0.attn.wo.bias", "[16]"},
-        {"layers.0.ffn_norm.weight", "[16]"}, {"layers.0.ffn_norm.bias", "[16]"},
-        {"layers.0.ffn.w_gate.weight", "[24,16]"}, {"layers.0.ffn.w_gate.bias", "[24]"},
-        {"layers.0.ffn.w_up.weight", "[24,16]"}, {"layers.0.ffn.w_up.bias", "[24]"},
-        {"layers.0.ffn.w_down.weight", "[16,24]"}, {"layers.0.ffn.w_down.bias", "[16]"},
-        {"layers.1.attn_norm.weight", "[16]"}, {"layers.1.attn_norm.bias", "[16]"},
-        {"layers.1.attn.wq.weight", "[16,16]"}, {"layers.1.attn.wq.bias", "[16]"},
-        {"layers.1.attn.wk.weight", "[8,16]"}, {"layers.1.attn.wk.bias", "[8]"},
-        {"layers.1.attn.wv.weight", "[8,16]"}, {"layers.1.attn.wv.bias", "[8]"},
-        {"layers.1.attn.wo.weight", "[16,16]"}, {"layers.1.attn.wo.bias", "[16]"},
-        {"layers.1.ffn_norm.weight", "[16]"}, {"layers.1.ffn_norm.bias", "[16]"},
+        {"tok_emb.weight", "[32,16]"},
+        {"pos_emb.weight", "[16,16]"},
+        {"norm_f.weight", "[16]"},
+        {"norm_f.bias", "[16]"},
+        {"lm_head.weight", "[32,16]"},
+        {"layers.0.attn_norm.weight", "[16]"},
+        {"layers.0.attn_norm.bias", "[16]"},
+        {"layers.0.attn.wq.weight", "[16,16]"},
+        {"layers.0.attn.wq.bias", "[16]"},
+        {"layers.0.attn.wk.weight", "[8,16]"},
+        {"layers.0.attn.wk.bias", "[8]"},
+        {"layers.0.attn.wv.weight", "[8,16]"},
+        {"layers.0.attn.wv.bias", "[8]"},
+        {"layers.0.attn.wo.weight", "[16,16]"},
+        {"layers.0.attn.wo.bias", "[16]"},
+        {"layers.0.ffn_norm.weight", "[16]"},
+        {"layers.0.ffn_norm.bias", "[16]"},
+        {"layers.0.ffn.w_gate.weight", "[24,16]"},
+        {"layers.0.ffn.w_gate.bias", "[24]"},
+        {"layers.0.ffn.w_up.weight", "[24,16]"},
+        {"layers.0.ffn.w_up.bias", "[24]"},
+        {"layers.0.ffn.w_down.weight", "[16,24]"},
+        {"layers.0.ffn.w_down.bias", "[16]"},
+        {"layers.1.attn_norm.weight", "[16]"},
+        {"layers.1.attn_norm.bias", "[16]"},
+        {"layers.1.attn.wq.weight", "[16,16]"},
+        {"layers.1.attn.wq.bias", "[16]"},
+        {"layers.1.attn.wk.weight", "[8,16]"},
+        {"layers.1.attn.wk.bias", "[8]"},
+        {"layers.1.attn.wv.weight", "[8,16]"},
+        {"layers.1.attn.wv.bias", "[8]"},
+        {"layers.1.attn.wo.weight", "[16,16]"},
+        {"layers.1.attn.wo.bias", "[16]"},
+        {"layers.1.ffn_norm.weight", "[16]"},
+        {"layers.1.ffn_norm.bias", "[16]"},
         {"layers.1.moe.router.weight", "[4,16]"},
-        {"layers.1.moe.experts.w_gate", "[4,24,16]"}, {"layers.1.moe.experts.w_up", "[4,24,16]"},
+        {"layers.1.moe.experts.w_gate", "[4,24,16]"},
+        {"layers.1.moe.experts.w_up", "[4,24,16]"},
         {"layers.1.moe.experts.w_down", "[4,16,24]"},
         {"layers.1.moe.shared.w_gate.weight", "[48,16]"},
         {"layers.1.moe.shared.w_up.weight", "[48,16]"},
@@ -119,7 +138,8 @@ TEST_CASE("model: seeded init has the documented statistics and is keyed by name
 }
 
 TEST_CASE("model: model_cost of the tiny preset, counted by hand") {
-    // tiny: V 256, D 64, L 2, H 4 x 16, K 2, F 128, swiglu, untied; layer 1 MoE E 4 top-2, 1 shared.
+    // tiny: V 256, D 64, L 2, H 4 x 16, K 2, F 128, swiglu, untied; layer 1 MoE E 4 top-2, 1
+    // shared.
     const ModelConfig c = preset_config("tiny");
     const ModelCost mc = model_cost(c);
     const int64_t attn = 64 * 64 + 2 * (32 * 64) + 64 * 64;  // wq, wk, wv, wo

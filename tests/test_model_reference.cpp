@@ -95,8 +95,9 @@ TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
             rm::randomize_weights(m, 7);
             const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 11, 5);
             const LossStats ours = m.forward_loss(b.x.data(), b.y.data(), kB, kT);
-            const rm::Loss ref = rm::loss(cs.cfg, rm::weights_from(m.params(), m.get_flat(m.params_flat())),
-                                          b.x, b.y, kB, kT);
+            const rm::Loss ref =
+                rm::loss(cs.cfg, rm::weights_from(m.params(), m.get_flat(m.params_flat())), b.x,
+                         b.y, kB, kT);
             CHECK(rel_err(ours.ce, ref.ce) < 1e-5);
             CHECK(std::abs(ours.aux - ref.aux) <= 1e-5 * std::abs(ref.aux) + 1e-9);
             CHECK(std::abs(ours.z - ref.z) <= 1e-5 * std::abs(ref.z) + 1e-9);
@@ -129,7 +130,8 @@ TEST_CASE("model: analytic gradients of every tensor match float64 finite differ
                 CAPTURE(p.name);
                 double gmax = 0;
                 for (int64_t i = 0; i < p.numel(); ++i)
-                    gmax = std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
+                    gmax =
+                        std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
                 std::vector<int64_t> sample;
                 if (p.numel() <= 16) {
                     for (int64_t i = 0; i < p.numel(); ++i) sample.push_back(i);

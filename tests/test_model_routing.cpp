@@ -58,7 +58,8 @@ TEST_CASE("model: hash routing sends every token to its mix32 expert in every la
     }
 }
 
-TEST_CASE("model: a uniform router picks the lowest expert ids; aux = alpha, z = z_alpha log(E)^2") {
+TEST_CASE(
+    "model: a uniform router picks the lowest expert ids; aux = alpha, z = z_alpha log(E)^2") {
     for (bool norm_topk : {true, false}) {
         ModelConfig c = rm::with_moe(rm::small_config(), 4, 2, 1);
         c.moe->norm_topk_prob = norm_topk;
@@ -80,8 +81,8 @@ TEST_CASE("model: a uniform router picks the lowest expert ids; aux = alpha, z =
             CHECK(s.aux == doctest::Approx(0.03).epsilon(1e-6));
             CHECK(s.z == doctest::Approx(0.002 * std::log(4.0) * std::log(4.0)).epsilon(1e-5));
             // The weights (1/2 each with norm_topk, else 1/4) as the reference computes them.
-            const rm::Loss ref = rm::loss(c, rm::weights_from(m.params(), m.get_flat(m.params_flat())),
-                                          b.x, b.y, B, T);
+            const rm::Loss ref = rm::loss(
+                c, rm::weights_from(m.params(), m.get_flat(m.params_flat())), b.x, b.y, B, T);
             CHECK(s.ce == doctest::Approx(ref.ce).epsilon(1e-5));
         }
     }

@@ -56,7 +56,8 @@ TEST_CASE("train: accumulating 2 half batches equals one full batch") {
         const std::vector<float> pf = full.get_flat(full.params_flat());
         const std::vector<float> ph = half.get_flat(half.params_flat());
         double worst = 0;
-        for (size_t i = 0; i < pf.size(); ++i) worst = std::max(worst, double{std::abs(pf[i] - ph[i])});
+        for (size_t i = 0; i < pf.size(); ++i)
+            worst = std::max(worst, double{std::abs(pf[i] - ph[i])});
         CHECK(worst < 1e-6);
     }
 }
@@ -87,7 +88,8 @@ TEST_CASE("train: the same seed gives bit-identical losses over 5 steps") {
             finals.push_back(m.get_flat(m.params_flat()));
         }
         CHECK(runs[0] == runs[1]);
-        CHECK(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * sizeof(float)) ==
+              0);
     }
 }
 

@@ -23,7 +23,8 @@ TEST_CASE("train: lr_at is linear warmup then cosine to min_lr (nanoGPT)") {
     CHECK(lr_at(o, 4) == doctest::Approx(5e-4));
     CHECK(lr_at(o, 9) == doctest::Approx(1e-3));
     CHECK(lr_at(o, 10) == doctest::Approx(1e-3));  // first step after warmup uses lr
-    CHECK(lr_at(o, 35) == doctest::Approx(1e-4 + 0.5 * 9e-4 * (1 + std::cos(std::numbers::pi / 4))));
+    CHECK(lr_at(o, 35) ==
+          doctest::Approx(1e-4 + 0.5 * 9e-4 * (1 + std::cos(std::numbers::pi / 4))));
     CHECK(lr_at(o, 60) == doctest::Approx(5.5e-4));
     CHECK(lr_at(o, 110) == doctest::Approx(1e-4));
     CHECK(lr_at(o, 500) == doctest::Approx(1e-4));  // past the schedule: min_lr
@@ -95,14 +96,16 @@ TEST_CASE("train: two AdamW steps with clipping equal the hand computation") {
                 const double gi = g[i] * coef;
                 mom[i] = 0.9 * mom[i] + 0.1 * gi;
                 vel[i] = 0.95 * vel[i] + 0.05 * gi * gi;
-                const double want = p[i] - o.lr * ((mom[i] / bc1) / (std::sqrt(vel[i] / bc2) + 1e-8) +
-                                                   (decay[i] ? 0.1 : 0.0) * p[i]);
+                const double want =
+                    p[i] - o.lr * ((mom[i] / bc1) / (std::sqrt(vel[i] / bc2) + 1e-8) +
+                                   (decay[i] ? 0.1 : 0.0) * p[i]);
                 worst = std::max(worst, std::abs(got[i] - want));
             }
             CHECK(worst < 2e-6);
             const std::vector<float> m1 = m.get_flat(tr.moment1());
             double mworst = 0;
-            for (size_t i = 0; i < p.size(); ++i) mworst = std::max(mworst, std::abs(m1[i] - mom[i]));
+            for (size_t i = 0; i < p.size(); ++i)
+                mworst = std::max(mworst, std::abs(m1[i] - mom[i]));
             CHECK(mworst < 1e-7);
             p = got;
         }

@@ -12,19 +12,19 @@
 namespace moetrain {
 
 struct GradcheckOptions {
-    int batch = 2;           // B of the random batch
-    int seq_len = 8;         // T (capped at max_seq_len)
-    int directions = 2;      // random directions per tensor
-    double step = 0.1;       // largest perturbation per element, relative to the tensor's RMS
-                             // (at least 0.02); smaller when the loss moves enough
+    int batch = 2;            // B of the random batch
+    int seq_len = 8;          // T (capped at max_seq_len)
+    int directions = 2;       // random directions per tensor
+    double step = 0.1;        // largest perturbation per element, relative to the tensor's RMS
+                              // (at least 0.02); smaller when the loss moves enough
     double tolerance = 2e-2;  // pass if every relative error is below this
-    uint64_t seed = 1234;    // batch and directions
+    uint64_t seed = 1234;     // batch and directions
 };
 
 struct TensorGradcheck {
     std::string name;
-    double analytic = 0;  // g . (p+ - p-) of the worst direction
-    double numeric = 0;   // L(p+) - L(p-) of the worst direction
+    double analytic = 0;   // g . (p+ - p-) of the worst direction
+    double numeric = 0;    // L(p+) - L(p-) of the worst direction
     double rel_error = 0;  // |numeric - analytic| / max(|numeric| + |analytic|, 3e-5)
     bool pass = false;
 };
