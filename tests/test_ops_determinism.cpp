@@ -1,11 +1,6 @@
 // Op tests, determinism: on every device the reductions and backward ops give bit-identical
 // results when repeated; on the CPU also with 1 thread versus the default thread count
 // (fixed partitioning, fixed combine order; the GEMM library is not part of this check).
-// GCC 12 reports a false -Wrestrict inside std::string operator+ once Shape::str() (tensor.h) is
-// inlined into a caller (GCC bug 105329); silence it for this test file only.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 #include <cstdlib>
 #include <thread>
 

@@ -1,11 +1,6 @@
 // Op tests, memory and identity: alloc (zeroed), upload / download round trips, copy between
 // views, fill of every dtype, f32 <-> bf16 <-> f16 conversion (exact bit patterns against
 // dtype.h), and argument errors. Every device of test_devices().
-// GCC 12 reports a false -Wrestrict inside std::string operator+ once Shape::str() (tensor.h) is
-// inlined into a caller (GCC bug 105329); silence it for this test file only.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 #include <cstring>
 
 #include "op_test_util.h"
