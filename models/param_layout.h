@@ -4,13 +4,6 @@
 // and optimizer-moment buffers: bind_params() turns any flat buffer into views.
 #pragma once
 
-// GCC 12 reports a false -Wrestrict inside the std::string concatenation of Shape::str()
-// (GCC bug 105651) when it inlines Tensor::view into the model code; it is emitted while
-// compiling the functions, so it cannot be scoped with push/pop.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 #include <string>
 #include <vector>
 

@@ -53,8 +53,12 @@ struct Shape {
     }
     std::string str() const {
         std::string s = "[";
-        for (int i = 0; i < rank; ++i) s += (i ? "," : "") + std::to_string(d[i]);
-        return s + "]";
+        for (int i = 0; i < rank; ++i) {
+            if (i) s += ',';
+            s += std::to_string(d[i]);
+        }
+        s += ']';
+        return s;
     }
 };
 

@@ -2,7 +2,9 @@
  * __host__ __device__) and the OpenCL kernels (embedded into the .cl sources at build time).
  * Written in the common subset of C++, CUDA C++ and OpenCL C 1.2: plain functions, no
  * references, no templates, fixed-width integers through mt_u32 / mt_u64.
- * One formula, three backends: CPU tests exercise exactly what the device kernels compute. */
+ * One formula, three backends: CPU tests exercise exactly what the device kernels compute.
+ * A backend may define any mt_<fn>f macro before including this file to replace a driver's
+ * imprecise built-in (e.g. an OpenCL tanh that never reaches +-1). */
 #ifndef MOETRAIN_MT_MATH_H
 #define MOETRAIN_MT_MATH_H
 
@@ -10,35 +12,71 @@
 #define MT_FN inline
 typedef uint mt_u32;
 typedef ulong mt_u64;
+#ifndef mt_expf
 #define mt_expf(x) exp(x)
+#endif
+#ifndef mt_tanhf
 #define mt_tanhf(x) tanh(x)
+#endif
+#ifndef mt_sqrtf
 #define mt_sqrtf(x) sqrt(x)
+#endif
+#ifndef mt_logf
 #define mt_logf(x) log(x)
+#endif
+#ifndef mt_sinf
 #define mt_sinf(x) sin(x)
+#endif
+#ifndef mt_cosf
 #define mt_cosf(x) cos(x)
+#endif
 #elif defined(__CUDACC__)
 #include <stdint.h>
 #define MT_FN __host__ __device__ inline
 typedef uint32_t mt_u32;
 typedef uint64_t mt_u64;
+#ifndef mt_expf
 #define mt_expf(x) expf(x)
+#endif
+#ifndef mt_tanhf
 #define mt_tanhf(x) tanhf(x)
+#endif
+#ifndef mt_sqrtf
 #define mt_sqrtf(x) sqrtf(x)
+#endif
+#ifndef mt_logf
 #define mt_logf(x) logf(x)
+#endif
+#ifndef mt_cosf
 #define mt_cosf(x) cosf(x)
+#endif
+#ifndef mt_sinf
 #define mt_sinf(x) sinf(x)
+#endif
 #else
 #include <math.h>
 #include <stdint.h>
 #define MT_FN static inline
 typedef uint32_t mt_u32;
 typedef uint64_t mt_u64;
+#ifndef mt_expf
 #define mt_expf(x) expf(x)
+#endif
+#ifndef mt_tanhf
 #define mt_tanhf(x) tanhf(x)
+#endif
+#ifndef mt_sqrtf
 #define mt_sqrtf(x) sqrtf(x)
+#endif
+#ifndef mt_logf
 #define mt_logf(x) logf(x)
+#endif
+#ifndef mt_cosf
 #define mt_cosf(x) cosf(x)
+#endif
+#ifndef mt_sinf
 #define mt_sinf(x) sinf(x)
+#endif
 #endif
 
 /* ---- activations (MODEL.md 2) ---- */
