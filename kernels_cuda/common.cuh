@@ -69,6 +69,12 @@ __device__ __forceinline__ int64_t grid_threads() {
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & (kWarp - 1); }
 __device__ __forceinline__ unsigned warp_id() { return threadIdx.x / kWarp; }
 
+// Reports an invalid index (ops.h ErrorCode) into the device error word; the first report wins.
+__device__ __forceinline__ void report_error(int32_t* err, int32_t code, int32_t value) {
+    if (err && atomicCAS(reinterpret_cast<int*>(err), 0, static_cast<int>(code)) == 0) err[1] = value;
+}
+__device__ __forceinline__ bool in_range(int64_t i, int64_t n) { return i >= 0 && i < n; }
+
 // ---- warp reductions (every lane gets the result; fixed butterfly order) ----
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);

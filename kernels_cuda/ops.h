@@ -17,6 +17,32 @@ using Stream = CUstream_st*;
 enum class ActKind : int { gelu = 0, relu = 1, silu = 2 };   // = moetrain::Act
 enum class FloatKind : int { f32 = 0, bf16 = 1, f16 = 2 };   // = moetrain::DType
 
+// Invalid index values are not read through: the kernel skips them and reports the first one
+// into a two-word device error word `err` (code, offending value); err may be nullptr.
+enum ErrorCode : int32_t {
+    kErrTarget = 1,            // cross_entropy: target outside [0, V) and not -1
+    kErrSortExpert = 2,        // moe_sort: expert index outside [0, E)
+    kErrRouterExpert = 3,      // router_bwd: expert index outside [0, E)
+    kErrEmbeddingFwdId = 4,    // embedding_fwd: token id outside the table
+    kErrEmbeddingBwdId = 5,    // embedding_bwd: token id outside the table
+    kErrGatherIndex = 6,       // gather_rows: row index outside the source
+    kErrCombineRow = 7,        // moe_combine: slot_row entry outside the rows
+    kErrCombineBwdRow = 8,     // moe_combine_bwd: slot_row entry outside the rows
+};
+inline const char* error_message(int32_t code) {
+    switch (code) {
+        case kErrTarget: return "cross_entropy: target outside [0, V) and not -1:";
+        case kErrSortExpert: return "moe_sort: expert index outside [0, n_experts):";
+        case kErrRouterExpert: return "router_bwd: expert index outside [0, n_experts):";
+        case kErrEmbeddingFwdId: return "embedding_fwd: token id outside the table:";
+        case kErrEmbeddingBwdId: return "embedding_bwd: token id outside the table:";
+        case kErrGatherIndex: return "gather_rows: row index outside the source:";
+        case kErrCombineRow: return "moe_combine: slot_row entry outside the rows:";
+        case kErrCombineBwdRow: return "moe_combine_bwd: slot_row entry outside the rows:";
+        default: return "unknown device error:";
+    }
+}
+
 // ---- elementwise.cuh ----
 // out[i] = the elem_bytes-wide bit pattern `bits` (elem_bytes 1, 2 or 4).
 void fill(Stream s, void* out, int elem_bytes, uint32_t bits, int64_t n);
@@ -37,10 +63,10 @@ void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t co
                float* scratch);
 
 // ---- embedding.cuh ----
-void embedding_fwd(Stream s, float* out, const float* table, const int32_t* ids, int64_t n,
-                   int64_t dim, bool accumulate);
-void embedding_bwd(Stream s, float* dtable, const float* dout, const int32_t* ids, int64_t n,
-                   int64_t dim);
+void embedding_fwd(Stream s, float* out, const float* table, int64_t table_rows,
+                   const int32_t* ids, int64_t n, int64_t dim, bool accumulate, int32_t* err);
+void embedding_bwd(Stream s, float* dtable, int64_t table_rows, const float* dout,
+                   const int32_t* ids, int64_t n, int64_t dim, int32_t* err);
 
 // ---- norm.cuh (scratch: colsum_scratch_bytes(rows, dim)) ----
 void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
@@ -83,7 +109,7 @@ void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* to
 void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* probs,
                 const float* lse, const int32_t* topk_idx, const float* topk_w,
                 const int32_t* counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
-                float aux_alpha, float z_alpha, float scale);
+                float aux_alpha, float z_alpha, float scale, int32_t* err);
 void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
                      const int32_t* counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
                      float z_alpha);
@@ -92,20 +118,21 @@ void hash_route(Stream s, int32_t* topk_idx, const int32_t* ids, int64_t N, int6
 
 // ---- moe_permute.cuh (E <= kMaxExperts; scratch: moe_sort_scratch_bytes(N*k, E)) ----
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
-              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, int32_t* scratch);
-void gather_rows(Stream s, float* dst, const float* src, const int32_t* index, int64_t R,
-                 int64_t dim);
-// w may be nullptr (all weights 1).
-void moe_combine(Stream s, float* y, const float* rows, const int32_t* slot_row, const float* w,
-                 int64_t N, int64_t k, int64_t dim, bool accumulate);
-// dw and w may be nullptr.
+              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, int32_t* scratch,
+              int32_t* err);
+void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const int32_t* index,
+                 int64_t R, int64_t dim, int32_t* err);
+// w may be nullptr (all weights 1); rows has nrows rows of dim.
+void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int32_t* slot_row,
+                 const float* w, int64_t N, int64_t k, int64_t dim, bool accumulate, int32_t* err);
+// dw and w may be nullptr; drows and rows have nrows rows of dim.
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
-                     const int32_t* slot_row, const float* w, int64_t N, int64_t k,
-                     int64_t dim);
+                     int64_t nrows, const int32_t* slot_row, const float* w, int64_t N,
+                     int64_t k, int64_t dim, int32_t* err);
 
 // ---- loss.cuh ----
 void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,
-                   int64_t V, float grad_scale);
+                   int64_t V, float grad_scale, int32_t* err);
 
 // ---- optimizer.cuh (gnorm_sq may be nullptr when clip <= 0) ----
 struct AdamWParams {

@@ -74,7 +74,8 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
                                   const int32_t* __restrict__ topk_idx,
                                   const float* __restrict__ topk_w,
                                   const int32_t* __restrict__ counts, int64_t N, int E, int k,
-                                  bool norm_topk, float aux_alpha, float z_alpha, float scale) {
+                                  bool norm_topk, float aux_alpha, float z_alpha, float scale,
+                                  int32_t* err) {
     const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
     if (n >= N) return;  // whole warp
     const float* p = probs + n * E;
@@ -82,6 +83,10 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
     const float nN = static_cast<float>(N);
     float sel = 0.0f, dot = 0.0f;  // sum of the selected p; sum_j dw_j w_j
     for (int j = 0; j < k; ++j) {
+        if (!in_range(idx[j], E)) {  // skipped (it matches no expert below) and reported
+            if (lane_id() == 0) report_error(err, kErrRouterExpert, idx[j]);
+            continue;
+        }
         sel += p[idx[j]];
         dot += dtopk_w[n * k + j] * topk_w[n * k + j];
     }
@@ -135,11 +140,11 @@ void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* to
 void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* probs,
                 const float* lse, const int32_t* topk_idx, const float* topk_w,
                 const int32_t* counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
-                float aux_alpha, float z_alpha, float scale) {
+                float aux_alpha, float z_alpha, float scale, int32_t* err) {
     if (N > 0)
         MT_LAUNCH(router_bwd_kernel, warp_per_item(N), s, dlogits, dtopk_w, probs, lse, topk_idx,
                   topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), norm_topk,
-                  aux_alpha, z_alpha, scale);
+                  aux_alpha, z_alpha, scale, err);
 }
 
 void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,

@@ -14,7 +14,7 @@ namespace {
 
 class CudaBackend final : public Backend {
 public:
-    std::string name() const override { return "cuda"; }
+    std::string name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
 
     std::string unavailable_reason() override {
         probe();
@@ -28,16 +28,16 @@ public:
 
     std::unique_ptr<Device> open(int index, const DeviceOptions& opts) override {
         probe();
-        MT_CHECK(reason_.empty(), "device 'cuda' is not available: ", reason_);
+        MT_CHECK(reason_.empty(), "device '" MOETRAIN_CUDA_BACKEND_NAME "' is not available: ", reason_);
         if (index < 0) {  // default: the first usable device
             for (size_t i = 0; i < devices_.size() && index < 0; ++i)
                 if (devices_[i].available) index = static_cast<int>(i);
             MT_CHECK(index >= 0, "no usable CUDA device: ", devices_.empty() ? "none found"
                                                                            : devices_[0].reason);
         }
-        MT_CHECK(index < static_cast<int>(devices_.size()), "device 'cuda:", index,
-                 "' does not exist (", devices_.size(), " CUDA devices)");
-        MT_CHECK(devices_[index].available, "device 'cuda:", index, "' is not available: ",
+        MT_CHECK(index < static_cast<int>(devices_.size()), "device '" MOETRAIN_CUDA_BACKEND_NAME ":",
+                 index, "' does not exist (", devices_.size(), " CUDA devices)");
+        MT_CHECK(devices_[index].available, "device '", devices_[index].id, "' is not available: ",
                  devices_[index].reason);
         return create_cuda_device(index, opts);
     }
@@ -63,7 +63,7 @@ private:
 
     static DeviceInfo describe_device(int i) {
         DeviceInfo info;
-        info.id = "cuda:" + std::to_string(i);
+        info.id = MOETRAIN_CUDA_BACKEND_NAME ":" + std::to_string(i);
         cudaDeviceProp prop{};
         cudaError_t e = cudaGetDeviceProperties(&prop, i);
         if (e != cudaSuccess) {

@@ -39,6 +39,8 @@ CudaContext::CudaContext(int device)
     cublas_workspace_ = allocator_->allocate(kCublasWorkspace);
     check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace),
                  "cublasSetWorkspace");
+    error_word_ = static_cast<int32_t*>(allocator_->allocate(2 * sizeof(int32_t)));
+    check_cuda(cudaMemsetAsync(error_word_, 0, 2 * sizeof(int32_t), stream_), "cudaMemsetAsync (error word)");
 }
 
 CudaContext::~CudaContext() {
@@ -47,6 +49,7 @@ CudaContext::~CudaContext() {
     if (cublas_) cublasDestroy(cublas_);
     allocator_->free(cublas_workspace_);
     allocator_->free(scratch_);
+    allocator_->free(error_word_);
     allocator_->release_cached();
     if (stream_) cudaStreamDestroy(stream_);
 }

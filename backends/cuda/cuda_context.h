@@ -1,13 +1,14 @@
 // The per-device CUDA state every op uses: the device ordinal, the one stream all work is queued
 // on, the caching allocator (cudaMalloc only on a cache miss), a reusable scratch workspace for
-// kernels that need temporaries, and the cuBLAS handle with its own workspace. Created when a
-// cuda Device is opened; all raw runtime/library calls of the backend go through here or
-// through cublas_calls.cpp.
+// kernels that need temporaries, the cuBLAS handle with its own workspace, and the device error
+// word kernels report invalid indices into. Created when a
+// cuda Device is opened. Every cuBLAS call of the backend is in cublas_calls.cpp.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "cuda/caching_allocator.h"
@@ -42,6 +43,10 @@ public:
     // (through the caching allocator) only when a larger request arrives, i.e. during warm-up.
     void* scratch(size_t bytes);
 
+    // The two-word device error word (code, value) kernels report invalid indices into
+    // (kernels_cuda/ops.h ErrorCode); zero while nothing was reported.
+    int32_t* error_word() const { return error_word_; }
+
     // Makes this context's device current on the calling thread.
     void make_current() const;
     void synchronize() const;
@@ -52,6 +57,7 @@ private:
     cublasHandle_t cublas_ = nullptr;
     std::shared_ptr<CachingAllocator> allocator_;
     void* cublas_workspace_ = nullptr;
+    int32_t* error_word_ = nullptr;
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;
 };

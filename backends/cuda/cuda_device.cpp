@@ -19,7 +19,7 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions&) {
     check_cuda(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.0f GiB", static_cast<double>(prop.totalGlobalMem) / (1 << 30));
-    std::string name = std::string(prop.name) + " (cuda:" + std::to_string(index) + ", " + mem +
+    std::string name = std::string(prop.name) + " (" MOETRAIN_CUDA_BACKEND_NAME ":" + std::to_string(index) + ", " + mem +
                        ", compute capability " + std::to_string(prop.major) + "." +
                        std::to_string(prop.minor) + ")";
     return std::make_unique<CudaDevice>(index, std::move(name));
@@ -71,6 +71,18 @@ mtk::Stream CudaDevice::stream(const char*) {
 
 void CudaDevice::launched(const char* op) { check_launch(op); }
 
+void CudaDevice::check_device_error() {
+    int32_t word[2] = {0, 0};
+    ctx_.make_current();
+    check_cuda(cudaMemcpyAsync(word, ctx_.error_word(), sizeof word, cudaMemcpyDeviceToHost, ctx_.stream()),
+               "cudaMemcpyAsync (reading the device error word)");
+    ctx_.synchronize();
+    if (word[0] == 0) return;
+    check_cuda(cudaMemsetAsync(ctx_.error_word(), 0, sizeof word, ctx_.stream()),
+               "cudaMemsetAsync (clearing the device error word)");
+    fail(mtk::error_message(word[0]), " ", word[1], " (detected on ", name_, ")");
+}
+
 // ---- memory ---------------------------------------------------------------------------------
 
 std::shared_ptr<Buffer> CudaDevice::alloc_buffer(size_t bytes) {
@@ -95,7 +107,7 @@ void CudaDevice::download(void* dst, const Tensor& src) {
     if (src.bytes())
         check_cuda(cudaMemcpyAsync(dst, s, src.bytes(), cudaMemcpyDeviceToHost, ctx_.stream()),
                    "cudaMemcpyAsync device -> host (download)");
-    ctx_.synchronize();
+    check_device_error();  // waits for the copy, then reports any invalid index seen so far
 }
 
 void CudaDevice::copy(const Tensor& dst, const Tensor& src) {
@@ -146,9 +158,6 @@ void CudaDevice::convert(const Tensor& dst, const Tensor& src) {
     launched("convert");
 }
 
-void CudaDevice::synchronize() {
-    ctx_.make_current();
-    ctx_.synchronize();
-}
+void CudaDevice::synchronize() { check_device_error(); }
 
 }  // namespace moetrain::cuda

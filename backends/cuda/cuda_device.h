@@ -6,8 +6,10 @@
 // The ops are split by family over cuda_ops_*.cpp; this header declares them all and the
 // argument checks that turn a wrong tensor into a moetrain::Error naming the op and argument.
 //
-// Index values (token ids, targets, expert indices) are trusted as the op contract says: they
-// are not read back to validate them (that would synchronise every step).
+// Index values (token ids, targets, expert indices) are checked by the kernels, which skip an
+// invalid one and report it into the context's error word. cross_entropy and moe_sort (whose
+// results the caller reads next) check the word at once; every other op's report surfaces at
+// the next download() or synchronize(), as a moetrain::Error naming the op and the index.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,12 @@
 #include "cuda/cuda_context.h"
 #include "moetrain/backend.h"
 #include "ops.h"
+
+// The backend's name ("cuda"; the test build of these sources with the SIMT harness standing in
+// for the GPU, tests/simt, is "cudasim").
+#ifndef MOETRAIN_CUDA_BACKEND_NAME
+#define MOETRAIN_CUDA_BACKEND_NAME "cuda"
+#endif
 
 namespace moetrain::cuda {
 
@@ -41,7 +49,7 @@ class CudaDevice final : public Device {
 public:
     CudaDevice(int index, std::string name);
 
-    std::string backend_name() const override { return "cuda"; }
+    std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
 
     // ---- memory (cuda_device.cpp) ----
@@ -136,6 +144,9 @@ public:
     mtk::Stream stream(const char* op);
     // Throws if the kernels queued by `op` could not be launched.
     void launched(const char* op);
+    // Waits for the stream and throws if a kernel reported an invalid index (then clears it).
+    void check_device_error();
+    int32_t* error_word() { return ctx_.error_word(); }
     CudaContext& context() { return ctx_; }
 
 private:

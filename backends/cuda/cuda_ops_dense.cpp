@@ -73,8 +73,8 @@ void CudaDevice::embedding_fwd(const Tensor& out, const Tensor& table, const Ten
     MT_CHECK(table.numel() % dim == 0, "embedding_fwd: table of ", table.numel(),
              " elements is not rows of ", dim);
     mtk::embedding_fwd(stream("embedding_fwd"), f32(out, n * dim, "embedding_fwd", "out"),
-                       f32(table, dim, "embedding_fwd", "table"), i32(ids, n, "embedding_fwd", "ids"),
-                       n, dim, accumulate);
+                       f32(table, dim, "embedding_fwd", "table"), table.numel() / dim,
+                       i32(ids, n, "embedding_fwd", "ids"), n, dim, accumulate, error_word());
     launched("embedding_fwd");
 }
 
@@ -83,8 +83,8 @@ void CudaDevice::embedding_bwd(const Tensor& dtable, const Tensor& dout, const T
     check_sizes("embedding_bwd", {n, dim});
     MT_CHECK(dim > 0, "embedding_bwd: dim must be positive");
     mtk::embedding_bwd(stream("embedding_bwd"), f32(dtable, dim, "embedding_bwd", "dtable"),
-                       f32(dout, n * dim, "embedding_bwd", "dout"), i32(ids, n, "embedding_bwd", "ids"),
-                       n, dim);
+                       dtable.numel() / dim, f32(dout, n * dim, "embedding_bwd", "dout"),
+                       i32(ids, n, "embedding_bwd", "ids"), n, dim, error_word());
     launched("embedding_bwd");
 }
 

@@ -1,6 +1,7 @@
 // CUDA ops: MoE routing and token permutation, the cross-entropy loss, reductions, optimizer
 // updates and sampling. Each op checks its tensors, calls the kernel launcher of
 // kernels_cuda/ops.h on the device stream (with scratch from the context) and checks the launch.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -44,7 +45,8 @@ void CudaDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const 
     const int32_t* idx = i32(topk_idx, N * k, op, "topk_idx");
     const float* w = f32(topk_w, N * k, op, "topk_w");
     const int32_t* c = i32(counts, E, op, "counts");
-    mtk::router_bwd(stream(op), dl, dw, p, l, idx, w, c, N, E, k, norm_topk, aux_alpha, z_alpha, scale);
+    mtk::router_bwd(stream(op), dl, dw, p, l, idx, w, c, N, E, k, norm_topk, aux_alpha, z_alpha, scale,
+                    error_word());
     launched(op);
 }
 
@@ -82,16 +84,18 @@ void CudaDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const T
     int32_t* sr = i32(slot_row, N * k, op, "slot_row");
     const int32_t* idx = i32(topk_idx, N * k, op, "topk_idx");
     auto* scratch = static_cast<int32_t*>(context().scratch(mtk::moe_sort_scratch_bytes(N * k, E)));
-    mtk::moe_sort(stream(op), c, rt, sr, idx, N, k, E, scratch);
+    mtk::moe_sort(stream(op), c, rt, sr, idx, N, k, E, scratch, error_word());
     launched(op);
+    check_device_error();  // a bad expert index must fail here (the caller reads counts next)
 }
 
 void CudaDevice::gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
                              int64_t dim) {
     const char* op = "gather_rows";
     check_sizes(op, {R, dim});
-    mtk::gather_rows(stream(op), f32(dst, R * dim, op, "dst"), f32(src, R > 0 ? dim : 0, op, "src"),
-                     i32(index, R, op, "index"), R, dim);
+    const float* s = f32(src, R > 0 ? dim : 0, op, "src");
+    mtk::gather_rows(stream(op), f32(dst, R * dim, op, "dst"), s, dim > 0 ? src.numel() / dim : 0,
+                     i32(index, R, op, "index"), R, dim, error_word());
     launched(op);
 }
 
@@ -99,9 +103,10 @@ void CudaDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& 
                              const Tensor& w, int64_t N, int64_t k, int64_t dim, bool accumulate) {
     const char* op = "moe_combine";
     check_sizes(op, {N, k, dim});
-    mtk::moe_combine(stream(op), f32(y, N * dim, op, "y"), f32(rows, N * k * dim, op, "rows"),
-                     i32(slot_row, N * k, op, "slot_row"), f32_opt(w, N * k, op, "w"), N, k, dim,
-                     accumulate);
+    const float* r = f32(rows, N * k * dim, op, "rows");
+    const int64_t nrows = dim > 0 && r ? rows.numel() / dim : 0;
+    mtk::moe_combine(stream(op), f32(y, N * dim, op, "y"), r, nrows, i32(slot_row, N * k, op, "slot_row"),
+                     f32_opt(w, N * k, op, "w"), N, k, dim, accumulate, error_word());
     launched(op);
 }
 
@@ -116,7 +121,8 @@ void CudaDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Te
     const float* pr = f32(rows, N * k * dim, op, "rows");
     const int32_t* ps = i32(slot_row, N * k, op, "slot_row");
     const float* pw = f32_opt(w, N * k, op, "w");
-    mtk::moe_combine_bwd(stream(op), pdr, pdw, pdy, pr, ps, pw, N, k, dim);
+    const int64_t nrows = dim > 0 && pr ? std::min(drows.numel(), rows.numel()) / dim : 0;
+    mtk::moe_combine_bwd(stream(op), pdr, pdw, pdy, pr, nrows, ps, pw, N, k, dim, error_word());
     launched(op);
 }
 
@@ -126,8 +132,9 @@ void CudaDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const
     check_sizes(op, {N, V});
     MT_CHECK(V >= 1, op, ": vocabulary size must be >= 1");
     mtk::cross_entropy(stream(op), f32(losses, N, op, "losses"), f32(logits, N * V, op, "logits"),
-                       i32(targets, N, op, "targets"), N, V, grad_scale);
+                       i32(targets, N, op, "targets"), N, V, grad_scale, error_word());
     launched(op);
+    check_device_error();  // a bad target must fail here, not at a later download
 }
 
 void CudaDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {

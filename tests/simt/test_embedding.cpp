@@ -19,7 +19,9 @@ TEST_CASE("simt: embedding forward and backward") {
             CAPTURE(acc);
             auto got = two_schedules("embedding_fwd", [&] {
                 FVec out = to_f32(out0), ft = to_f32(table);
-                mtk::embedding_fwd(nullptr, out.data(), ft.data(), ids.data(), n, dim, acc);
+                IVec err = {0, 0};
+                mtk::embedding_fwd(nullptr, out.data(), ft.data(), V, ids.data(), n, dim, acc, err.data());
+                CHECK(err[0] == 0);
                 return out;
             });
             Vec want = out0;
@@ -28,11 +30,30 @@ TEST_CASE("simt: embedding forward and backward") {
         }
         auto got = two_schedules("embedding_bwd", [&] {
             FVec dt = to_f32(dtable0), fd = to_f32(dout);
-            mtk::embedding_bwd(nullptr, dt.data(), fd.data(), ids.data(), n, dim);
+            IVec err = {0, 0};
+            mtk::embedding_bwd(nullptr, dt.data(), V, fd.data(), ids.data(), n, dim, err.data());
+            CHECK(err[0] == 0);
             return dt;
         });
         Vec want = dtable0;
         ref::embedding_bwd(want, dout, ids, n, dim);
         check_close(got, want, Tol{1e-5, 1e-5}, "embedding_bwd");
     }
+}
+
+TEST_CASE("simt: embedding ids outside the table are skipped and reported") {
+    const int64_t V = 5, dim = 3, n = 4;
+    IVec ids = {1, 7, 0, -2};
+    FVec table(V * dim, 1.0f), out(n * dim, -1.0f), dtable(V * dim, 0.0f), dout(n * dim, 1.0f);
+    IVec err = {0, 0};
+    mtk::embedding_fwd(nullptr, out.data(), table.data(), V, ids.data(), n, dim, false, err.data());
+    CHECK(err[0] == mtk::kErrEmbeddingFwdId);
+    CHECK((err[1] == 7 || err[1] == -2));
+    CHECK(out[0] == 1.0f);
+    CHECK(out[dim] == -1.0f);  // the bad token's row is left alone
+    err = {0, 0};
+    mtk::embedding_bwd(nullptr, dtable.data(), V, dout.data(), ids.data(), n, dim, err.data());
+    CHECK(err[0] == mtk::kErrEmbeddingBwdId);
+    CHECK(dtable[1 * dim] == 1.0f);
+    CHECK(dtable[0] == 1.0f);
 }

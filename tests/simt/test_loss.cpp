@@ -18,7 +18,9 @@ TEST_CASE("simt: loss cross_entropy and its gradient") {
             CAPTURE(scale);
             auto got = two_schedules("cross_entropy", [&] {
                 FVec l = to_f32(logits), losses(N, NAN);
-                mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, scale);
+                IVec err = {0, 0};
+                mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, scale, err.data());
+                CHECK(err[0] == 0);
                 return std::make_pair(losses, l);
             });
             Vec wl(N), wg(N * V);
@@ -27,4 +29,14 @@ TEST_CASE("simt: loss cross_entropy and its gradient") {
             check_close(got.second, scale == 0.0f ? logits : wg, Tol{1e-4, 1e-7}, "logits / gradient");
         }
     }
+}
+
+TEST_CASE("simt: loss target outside the vocabulary is reported") {
+    FVec logits(2 * 4, 0.5f), losses(2, 0.0f);
+    IVec targets = {4, -1}, err = {0, 0};
+    mtk::cross_entropy(nullptr, losses.data(), logits.data(), targets.data(), 2, 4, 1.0f, err.data());
+    CHECK(err[0] == mtk::kErrTarget);
+    CHECK(err[1] == 4);
+    CHECK(std::isnan(losses[0]));
+    CHECK(losses[1] == 0.0f);
 }

@@ -22,8 +22,10 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
         auto sorted = two_schedules("moe_sort", [&] {
             IVec counts(c.E, -1), row_token(slots + 1, -1), slot_row(slots + 1, -1);
             IVec scratch(mtk::moe_sort_scratch_bytes(slots, c.E) / sizeof(int32_t) + 1, -1);
+            IVec err = {0, 0};
             mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), c.N,
-                          c.k, c.E, scratch.data());
+                          c.k, c.E, scratch.data(), err.data());
+            CHECK(err[0] == 0);
             return std::make_tuple(counts, row_token, slot_row);
         });
         IVec wc(c.E), wrt(slots), wsr(slots);
@@ -37,7 +39,7 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
         Vec dy = rng.normal(c.N * c.dim);
         auto gathered = two_schedules("gather_rows", [&] {
             FVec fx = to_f32(x), rows(slots * c.dim);
-            mtk::gather_rows(nullptr, rows.data(), fx.data(), wrt.data(), slots, c.dim);
+            mtk::gather_rows(nullptr, rows.data(), fx.data(), c.N, wrt.data(), slots, c.dim, nullptr);
             return rows;
         });
         Vec rows(slots * c.dim);
@@ -50,8 +52,8 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
                 CAPTURE(acc);
                 auto got = two_schedules("moe_combine", [&] {
                     FVec y = to_f32(y0), fr = to_f32(rows), fw = to_f32(w);
-                    mtk::moe_combine(nullptr, y.data(), fr.data(), wsr.data(), weighted ? fw.data() : nullptr,
-                                     c.N, c.k, c.dim, acc);
+                    mtk::moe_combine(nullptr, y.data(), fr.data(), slots, wsr.data(),
+                                     weighted ? fw.data() : nullptr, c.N, c.k, c.dim, acc, nullptr);
                     return y;
                 });
                 Vec want = y0;
@@ -64,7 +66,8 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
                     FVec drows(slots * c.dim, NAN), dw(slots, -3.0f), fdy = to_f32(dy), fr = to_f32(rows),
                         fw = to_f32(w);
                     mtk::moe_combine_bwd(nullptr, drows.data(), with_dw ? dw.data() : nullptr, fdy.data(),
-                                         fr.data(), wsr.data(), weighted ? fw.data() : nullptr, c.N, c.k, c.dim);
+                                         fr.data(), slots, wsr.data(), weighted ? fw.data() : nullptr, c.N,
+                                         c.k, c.dim, nullptr);
                     return std::make_pair(drows, dw);
                 });
                 Vec wdr(slots * c.dim), wdw(with_dw ? slots : 0);
@@ -74,4 +77,36 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
             }
         }
     }
+}
+
+TEST_CASE("simt: moe_permute indices outside their range are skipped and reported") {
+    IVec err = {0, 0};
+    IVec topk = {0, 5, 1}, counts(4), row_token(3, -1), slot_row(3, -1);
+    IVec scratch(mtk::moe_sort_scratch_bytes(3, 4) / sizeof(int32_t));
+    mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), 3, 1, 4,
+                  scratch.data(), err.data());
+    CHECK(err[0] == mtk::kErrSortExpert);
+    CHECK(err[1] == 5);
+    CHECK(counts == IVec{1, 1, 0, 0});
+
+    FVec src = {1, 2, 3, 4}, dst(4, -1.0f);  // 2 rows of dim 2
+    IVec index = {1, 2};
+    err = {0, 0};
+    mtk::gather_rows(nullptr, dst.data(), src.data(), 2, index.data(), 2, 2, err.data());
+    CHECK(err[0] == mtk::kErrGatherIndex);
+    CHECK(err[1] == 2);
+    CHECK(dst == FVec{3, 4, -1, -1});
+
+    FVec rows = {1, 2, 3, 4}, y(2, 0.0f), dy = {1, 1}, drows(4, 0.0f), dw(2, 0.0f);
+    IVec bad_rows = {1, -3};  // N = 1 token, k = 2 slots, dim 2
+    err = {0, 0};
+    mtk::moe_combine(nullptr, y.data(), rows.data(), 2, bad_rows.data(), nullptr, 1, 2, 2, false, err.data());
+    CHECK(err[0] == mtk::kErrCombineRow);
+    CHECK(y == FVec{3, 4});
+    err = {0, 0};
+    mtk::moe_combine_bwd(nullptr, drows.data(), dw.data(), dy.data(), rows.data(), 2, bad_rows.data(),
+                         nullptr, 1, 2, 2, err.data());
+    CHECK(err[0] == mtk::kErrCombineBwdRow);
+    CHECK(err[1] == -3);
+    CHECK(dw[0] == 7.0f);
 }

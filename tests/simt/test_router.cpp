@@ -46,8 +46,11 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
             const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
             auto bwd = two_schedules("router_bwd", [&] {
                 FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
+                IVec err = {0, 0};
                 mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(), idx.data(),
-                                w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha, z_alpha, scale);
+                                w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha, z_alpha, scale,
+                                err.data());
+                CHECK(err[0] == 0);
                 mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(), c.N,
                                      c.E, c.k, aux_alpha, z_alpha);
                 return std::make_pair(dl, out);
@@ -77,4 +80,13 @@ TEST_CASE("simt: router hash routing") {
             moetrain::test::check_equal(got, want, "hash_route");
         }
     }
+}
+
+TEST_CASE("simt: router_bwd reports an expert index outside [0, E)") {
+    FVec dl(4, 0.0f), dw = {1.0f}, probs = {0.25f, 0.25f, 0.25f, 0.25f}, lse = {0.0f}, w = {1.0f};
+    IVec idx = {9}, counts = {1, 0, 0, 0}, err = {0, 0};
+    mtk::router_bwd(nullptr, dl.data(), dw.data(), probs.data(), lse.data(), idx.data(), w.data(),
+                    counts.data(), 1, 4, 1, false, 0.0f, 0.0f, 1.0f, err.data());
+    CHECK(err[0] == mtk::kErrRouterExpert);
+    CHECK(err[1] == 9);
 }

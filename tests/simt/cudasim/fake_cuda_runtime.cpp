@@ -1,0 +1,128 @@
+// A stand-in for the few CUDA runtime and cuBLAS entry points backends/cuda uses, on host
+// memory, for the `cudasim` test module: the real CUDA backend sources (Device, context,
+// allocator, argument checks, launchers) built with the kernels running under the SIMT harness,
+// so the whole op test suite can drive the CUDA Device on a machine without a GPU.
+// Declarations come from the real CUDA headers; only the definitions are ours. The GEMM is
+// cuBLAS's column-major strided-batched contract written as plain loops (double accumulation).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+char g_stream_token, g_cublas_token;
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+    if (device != 0) return cudaErrorInvalidDevice;
+    std::memset(prop, 0, sizeof *prop);
+    std::strncpy(prop->name, "SIMT harness (kernels on CPU fibers)", sizeof prop->name - 1);
+    prop->totalGlobalMem = size_t(16) << 30;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 1;
+    prop->sharedMemPerBlockOptin = 48 * 1024;
+    return cudaSuccess;
+}
+
+const char* cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "no error";
+        case cudaErrorMemoryAllocation: return "out of memory";
+        case cudaErrorInvalidDevice: return "invalid device ordinal";
+        default: return "simulated CUDA error";
+    }
+}
+
+const char* cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "cudaSuccess";
+        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+        default: return "cudaErrorUnknown";
+    }
+}
+
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+    *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void* p) {
+    std::free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+    *s = reinterpret_cast<cudaStream_t>(&g_stream_token);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+    std::memset(p, value, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cublasStatus_t cublasCreate(cublasHandle_t* h) {
+    *h = reinterpret_cast<cublasHandle_t>(&g_cublas_token);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetWorkspace(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
+const char* cublasGetStatusString(cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : "simulated cuBLAS error";
+}
+const char* cublasGetStatusName(cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE";
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long strideA, const void* B,
+                                          cudaDataType Btype, int ldb, long long strideB,
+                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                          long long strideC, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t) {
+    if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F ||
+        compute != CUBLAS_COMPUTE_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+    for (int bt = 0; bt < batch; ++bt) {
+        const float* a = static_cast<const float*>(A) + bt * strideA;
+        const float* b = static_cast<const float*>(B) + bt * strideB;
+        float* c = static_cast<float*>(C) + bt * strideC;
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < m; ++i) {
+                double acc = 0;
+                for (int p = 0; p < k; ++p) {
+                    double av = transa == CUBLAS_OP_N ? a[i + static_cast<long long>(p) * lda] : a[p + static_cast<long long>(i) * lda];
+                    double bv = transb == CUBLAS_OP_N ? b[p + static_cast<long long>(j) * ldb] : b[j + static_cast<long long>(p) * ldb];
+                    acc += av * bv;
+                }
+                float& cv = c[i + static_cast<long long>(j) * ldc];
+                cv = be == 0.0f ? static_cast<float>(al * acc) : static_cast<float>(al * acc + be * cv);
+            }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"
