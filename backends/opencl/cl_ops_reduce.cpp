@@ -29,9 +29,12 @@ static void reduce_to_scalar(ClDevice& dev, DevPtr out, DevPtr x, int64_t n, flo
                              bool square, bool accumulate) {
     int64_t count = n > 0 ? partial_groups(n) : 0;
     DevPtr partial = dev.scratch(1, static_cast<size_t>(count) * sizeof(float));
-    if (count > 0)
+    if (count > 0) {
+        // Contiguous chunks of whole float4 quads, one per group.
+        const int64_t chunk = ((n + count - 1) / count + 3) / 4 * 4;
         dev.launch("reduce", "mt_sum_partial", dev.reduce_groups(count), partial, x, cl_long{n},
-                   cl_int{square});
+                   cl_int{square}, cl_long{chunk});
+    }
     dev.launch("reduce", "mt_sum_finish", dev.reduce_groups(1), out, partial, cl_long{count},
                scale, cl_int{accumulate});
 }
