@@ -164,6 +164,11 @@ def train_eval_generate():
     s2 = run("generate", "--checkpoint", f"{d}/run", "--max-new", 20, "--temperature", 1.0,
              "--top-k", 20, "--top-p", 0.9, "--seed", 7, "--json")
     assert s1.stdout == s2.stdout, "same seed must give the same sample"
+    # Longer than the model's max_seq_len (128 for tiny): the context window slides.
+    g3 = run("generate", "--checkpoint", f"{d}/run", "--prompt", "The", "--max-new", 300,
+             "--temperature", 0.9, "--seed", 5, "--json")
+    j3 = json.loads(g3.stdout.strip().splitlines()[-1])
+    assert len(j3["tokens"]) == 300, len(j3["tokens"])
 
 
 @test

@@ -1,5 +1,7 @@
 // `moetrain generate`: sample text from a checkpoint with the KV cache; sampling runs on the
 // device. Text streams to stdout; --json adds a last line {"tokens":[...],"text":"..."}.
+// Outputs longer than the model's max_seq_len slide the context window.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -42,12 +44,31 @@ void run_generate(const GenerateArgs& a) {
     g.top_p = static_cast<float>(a.top_p);
     g.seed = a.seed;
     if (!a.json) std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
-    std::vector<int32_t> out = generate(model, prompt, g, [&](int32_t tok) {
-        std::string t = tokens_to_text(&tok, 1);
-        std::fwrite(t.data(), 1, t.size(), stdout);
-        std::fflush(stdout);
-        return true;
-    });
+    // Up to max_seq_len positions the KV cache holds everything. Longer outputs slide the
+    // window: the last half window is prefilled again and generation continues from it (each
+    // window draws with its own seed derived from --seed, so draws never repeat).
+    const int64_t window = info.config.max_seq_len;
+    MT_CHECK(window >= 2, "max_seq_len ", window, " is too short to generate");
+    if (static_cast<int64_t>(prompt.size()) >= window)
+        prompt.erase(prompt.begin(), prompt.end() - window / 2);
+    std::vector<int32_t> context = prompt, out;
+    for (uint64_t chunk = 0; static_cast<int64_t>(out.size()) < a.max_new; ++chunk) {
+        GenerateOptions gc = g;
+        gc.max_new_tokens = static_cast<int>(std::min<int64_t>(
+            a.max_new - static_cast<int64_t>(out.size()),
+            window - static_cast<int64_t>(context.size())));
+        gc.seed = chunk == 0 ? g.seed : g.seed ^ (0x9E3779B97F4A7C15ull * chunk);
+        std::vector<int32_t> got = generate(model, context, gc, [&](int32_t tok) {
+            std::string t = tokens_to_text(&tok, 1);
+            std::fwrite(t.data(), 1, t.size(), stdout);
+            std::fflush(stdout);
+            return true;
+        });
+        out.insert(out.end(), got.begin(), got.end());
+        context.insert(context.end(), got.begin(), got.end());
+        if (static_cast<int64_t>(context.size()) >= window)
+            context.erase(context.begin(), context.end() - window / 2);
+    }
     std::printf("\n");
     if (a.json) {
         nlohmann::json j;
