@@ -1,41 +1,55 @@
 // CPU activations (gelu-tanh, relu, silu), SwiGLU and the row-wise stable softmax; the
-// per-element formulas are the shared ones of backends/shared/mt_math.h.
+// per-element formulas are the shared ones of backends/shared/mt_math.h, evaluated with the
+// vectorisable exp / tanh of cpu_vecmath.h so every loop here compiles to SIMD code.
 #include <algorithm>
 #include <cmath>
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_rowmath.h"
+#include "cpu/cpu_vecmath.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
 namespace {
 
-float act_value(Act a, float z) {
-    switch (a) {
-        case Act::gelu: return mt_gelu(z);
-        case Act::relu: return mt_relu(z);
-        case Act::silu: return mt_silu(z);
-    }
-    return 0.0f;
+template <Act A>
+float act_value(float z) {
+    if constexpr (A == Act::gelu) return mt_gelu(z);
+    if constexpr (A == Act::relu) return mt_relu(z);
+    return mt_silu(z);
 }
 
-float act_derivative(Act a, float z) {
-    switch (a) {
-        case Act::gelu: return mt_gelu_grad(z);
-        case Act::relu: return mt_relu_grad(z);
-        case Act::silu: return mt_silu_grad(z);
-    }
-    return 0.0f;
+template <Act A>
+float act_derivative(float z) {
+    if constexpr (A == Act::gelu) return mt_gelu_grad(z);
+    if constexpr (A == Act::relu) return mt_relu_grad(z);
+    return mt_silu_grad(z);
 }
+
+template <Act A>
+void act_fwd_loop(float* y, const float* x, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
+    for (int64_t i = 0; i < n; ++i) y[i] = act_value<A>(x[i]);
+}
+
+template <Act A>
+void act_bwd_loop(float* dx, const float* dy, const float* x, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * act_derivative<A>(x[i]);
+}
+
 }  // namespace
 
 void CpuDevice::act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) {
     check_sizes("act_fwd", {n});
     float* py = f32(y, n, "act_fwd", "y");
     const float* px = f32(x, n, "act_fwd", "x");
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) py[i] = act_value(act, px[i]);
+    switch (act) {
+        case Act::gelu: act_fwd_loop<Act::gelu>(py, px, n); break;
+        case Act::relu: act_fwd_loop<Act::relu>(py, px, n); break;
+        case Act::silu: act_fwd_loop<Act::silu>(py, px, n); break;
+    }
 }
 
 void CpuDevice::act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x, int64_t n) {
@@ -43,8 +57,11 @@ void CpuDevice::act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tenso
     float* pdx = f32(dx, n, "act_bwd", "dx");
     const float* pdy = f32(dy, n, "act_bwd", "dy");
     const float* px = f32(x, n, "act_bwd", "x");
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) pdx[i] = pdy[i] * act_derivative(act, px[i]);
+    switch (act) {
+        case Act::gelu: act_bwd_loop<Act::gelu>(pdx, pdy, px, n); break;
+        case Act::relu: act_bwd_loop<Act::relu>(pdx, pdy, px, n); break;
+        case Act::silu: act_bwd_loop<Act::silu>(pdx, pdy, px, n); break;
+    }
 }
 
 void CpuDevice::swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
@@ -52,7 +69,7 @@ void CpuDevice::swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up
     float* ph = f32(h, n, "swiglu_fwd", "h");
     const float* pg = f32(gate, n, "swiglu_fwd", "gate");
     const float* pu = f32(up, n, "swiglu_fwd", "up");
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) ph[i] = mt_silu(pg[i]) * pu[i];
 }
 
@@ -64,9 +81,10 @@ void CpuDevice::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor&
     const float* pdh = f32(dh, n, "swiglu_bwd", "dh");
     const float* pg = f32(gate, n, "swiglu_bwd", "gate");
     const float* pu = f32(up, n, "swiglu_bwd", "up");
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
+    // Element i is read before it is written, so outputs may alias inputs (also per SIMD lane).
+#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-        const float g = pg[i], u = pu[i], d = pdh[i];  // read first: outputs may alias inputs
+        const float g = pg[i], u = pu[i], d = pdh[i];
         pdg[i] = d * u * mt_silu_grad(g);
         pdu[i] = d * mt_silu(g);
     }
@@ -81,7 +99,8 @@ void CpuDevice::softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t 
         const float* xr = px + r * cols;
         float* yr = py + r * cols;
         const float lse = static_cast<float>(cpu::row_logsumexp(xr, cols));
-        for (int64_t c = 0; c < cols; ++c) yr[c] = std::exp(xr[c] - lse);
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) yr[c] = cpu::exp_f32(xr[c] - lse);
     }
 }
 

@@ -13,6 +13,8 @@
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_gemm.h"
+#include "cpu/cpu_simd.h"
+#include "cpu/cpu_vecmath.h"
 
 namespace moetrain {
 namespace {
@@ -82,8 +84,9 @@ void tile_grads(const AttnDims& d, const Layout& L, const Tile& t, const float* 
         float* dr = ds + i * kBlock;
         const int64_t n = visible(d, t, i);
         const float l = lse[row0 + i], Di = D[row0 + i];
+#pragma omp simd
         for (int64_t c = 0; c < n; ++c) {
-            pr[c] = std::exp(pr[c] - l);
+            pr[c] = cpu::exp_f32(pr[c] - l);
             dr[c] = pr[c] * (dr[c] - Di) * scale;
         }
         std::fill(pr + n, pr + t.kb, 0.0f);
@@ -122,8 +125,7 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
                 for (int64_t i = 0; i < t.qb; ++i) {
                     float* sr = s.data() + i * kBlock;
                     const int64_t n = visible(d, t, i);
-                    float bm = -INFINITY;
-                    for (int64_t c = 0; c < n; ++c) bm = std::max(bm, sr[c]);
+                    const float bm = cpu::lane_max(sr, n);
                     if (bm > m[i]) {  // rescale what was accumulated under the old maximum
                         const float r = std::exp(m[i] - bm);
                         l[i] *= r;
@@ -131,8 +133,9 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
                         for (int64_t c = 0; c < hd; ++c) ar[c] *= r;
                         m[i] = bm;
                     }
-                    float rowsum = 0.0f;
-                    for (int64_t c = 0; c < n; ++c) rowsum += (sr[c] = std::exp(sr[c] - m[i]));
+                    const float mi = m[i];
+                    const float rowsum = cpu::lane_sum<float>(
+                        n, [&](int64_t c) { return sr[c] = cpu::exp_f32(sr[c] - mi); });
                     std::fill(sr + n, sr + t.kb, 0.0f);
                     l[i] += rowsum;
                 }
@@ -175,9 +178,7 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
         const int64_t t = i % d.Tq, j = (i / d.Tq) % d.H, b = i / (d.Tq * d.H);
         const float* a = pdo + L.qrow(b, t, j);
         const float* c = po + L.qrow(b, t, j);
-        float s = 0.0f;
-        for (int64_t x = 0; x < hd; ++x) s += a[x] * c[x];
-        D[i] = s;
+        D[i] = cpu::lane_sum<float>(hd, [&](int64_t x) { return a[x] * c[x]; });
     }
 
     const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock;

@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
+#include "cpu/cpu_simd.h"
 
 namespace moetrain {
 namespace {
@@ -95,9 +96,8 @@ void CpuDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Ten
             for (int64_t c = 0; c < dim; ++c) dst[c] = wj * dyr[c];
             if (pdw) {
                 const float* src = prows + r * dim;
-                double dot = 0;
-                for (int64_t c = 0; c < dim; ++c) dot += static_cast<double>(dyr[c]) * src[c];
-                pdw[n * k + j] = static_cast<float>(dot);
+                pdw[n * k + j] = static_cast<float>(cpu::lane_sum<double>(
+                    dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * src[c]; }));
             }
         }
     }

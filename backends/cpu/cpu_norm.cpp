@@ -5,6 +5,7 @@
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
+#include "cpu/cpu_simd.h"
 
 namespace moetrain {
 
@@ -19,8 +20,8 @@ void CpuDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
-        double ms = 0;
-        for (int64_t c = 0; c < dim; ++c) ms += static_cast<double>(xr[c]) * xr[c];
+        const double ms =
+            cpu::lane_sum<double>(dim, [&](int64_t c) { return static_cast<double>(xr[c]) * xr[c]; });
         const float rs = static_cast<float>(1.0 / std::sqrt(ms / static_cast<double>(dim) + eps));
         prs[r] = rs;
         float* yr = py + r * dim;
@@ -43,8 +44,8 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
         const float* dyr = pdy + r * dim;
-        double dot = 0;  // sum_c dy_c g_c x_c
-        for (int64_t c = 0; c < dim; ++c) dot += static_cast<double>(dyr[c]) * pg[c] * xr[c];
+        const double dot = cpu::lane_sum<double>(  // sum_c dy_c g_c x_c
+            dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c] * xr[c]; });
         const float rs = prs[r];
         const float coef = static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
         float* dxr = pdx + r * dim;
@@ -82,11 +83,12 @@ void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor&
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
-        double s = 0;
-        for (int64_t c = 0; c < dim; ++c) s += xr[c];
-        const double mu = s / nd;
-        double var = 0;
-        for (int64_t c = 0; c < dim; ++c) var += (xr[c] - mu) * (xr[c] - mu);
+        const double mu =
+            cpu::lane_sum<double>(dim, [&](int64_t c) { return static_cast<double>(xr[c]); }) / nd;
+        const double var = cpu::lane_sum<double>(dim, [&](int64_t c) {
+            const double dev = xr[c] - mu;
+            return dev * dev;
+        });
         const float m = static_cast<float>(mu);
         const float rs = static_cast<float>(1.0 / std::sqrt(var / nd + eps));
         pmu[r] = m;
@@ -121,18 +123,22 @@ void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& 
         const float* xr = px + r * dim;
         const float* dyr = pdy + r * dim;
         const float m = pmu[r], rs = prs[r];
-        double s1 = 0, s2 = 0;  // sums of dxhat and dxhat * xhat
-        for (int64_t c = 0; c < dim; ++c) {
-            const double dxh = static_cast<double>(dyr[c]) * pg[c];
-            s1 += dxh;
-            s2 += dxh * ((xr[c] - m) * rs);
-        }
+        // Sums of dxhat and dxhat * xhat.
+        const double s1 =
+            cpu::lane_sum<double>(dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c]; });
+        const double s2 = cpu::lane_sum<double>(dim, [&](int64_t c) {
+            return static_cast<double>(dyr[c]) * pg[c] * ((xr[c] - m) * rs);
+        });
         const float mean_dxh = static_cast<float>(s1 / nd), mean_dxh_xh = static_cast<float>(s2 / nd);
         float* dxr = pdx + r * dim;
-        for (int64_t c = 0; c < dim; ++c) {
-            const float xh = (xr[c] - m) * rs;
-            const float d = rs * (dyr[c] * pg[c] - mean_dxh - xh * mean_dxh_xh);
-            dxr[c] = accumulate_dx ? dxr[c] + d : d;
+        if (accumulate_dx) {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c)
+                dxr[c] += rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
+        } else {
+#pragma omp simd
+            for (int64_t c = 0; c < dim; ++c)
+                dxr[c] = rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
         }
     }
     cpu::for_column_blocks(rows, dim, [&](int64_t c0, int64_t c1) {

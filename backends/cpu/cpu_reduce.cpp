@@ -1,8 +1,9 @@
 // CPU whole-vector reductions (sum, sum of squares): fixed chunks summed in double and
 // combined in chunk order (cpu_parallel.h), so the result does not depend on the threads.
-// Within a chunk the sum is vectorised (a fixed lane order set at compile time).
+// Within a chunk the sum runs over the fixed SIMD lanes of cpu_simd.h.
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
+#include "cpu/cpu_simd.h"
 
 namespace moetrain {
 
@@ -11,10 +12,8 @@ void CpuDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, 
     float* po = f32(out, 1, "sum", "out");
     const float* px = f32(x, n, "sum", "x");
     const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
-        double acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t i = i0; i < i1; ++i) acc += px[i];
-        return acc;
+        const float* c = px + i0;
+        return cpu::lane_sum<double>(i1 - i0, [&](int64_t i) { return static_cast<double>(c[i]); });
     });
     po[0] = (accumulate ? po[0] : 0.0f) + static_cast<float>(scale * s);
 }
@@ -24,10 +23,9 @@ void CpuDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool 
     float* po = f32(out, 1, "sum_squares", "out");
     const float* px = f32(x, n, "sum_squares", "x");
     const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
-        double acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t i = i0; i < i1; ++i) acc += static_cast<double>(px[i]) * px[i];
-        return acc;
+        const float* c = px + i0;
+        return cpu::lane_sum<double>(i1 - i0,
+                                     [&](int64_t i) { return static_cast<double>(c[i]) * c[i]; });
     });
     po[0] = (accumulate ? po[0] : 0.0f) + static_cast<float>(s);
 }
