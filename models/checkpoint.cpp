@@ -1,6 +1,7 @@
 // Checkpoint directories (api/moetrain/checkpoint.h, docs/CHECKPOINTS.md): atomic save,
 // resolution of run directories to their newest complete step, validated loading of
 // weights and optimizer state through the public Model / Trainer API.
+#include <cmath>
 #include "moetrain/checkpoint.h"
 
 #include <cstdio>
@@ -139,6 +140,19 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
     return info;
 }
 
+namespace {
+// A flipped byte can turn a weight into NaN/Inf while every structural check passes: refuse
+// such values, naming the tensor.
+void check_finite(const std::vector<float>& flat, const std::vector<ParamInfo>& params,
+                  const std::string& file, const char* prefix) {
+    for (const ParamInfo& p : params)
+        for (int64_t i = 0; i < p.numel(); ++i)
+            MT_CHECK(std::isfinite(flat[static_cast<size_t>(p.offset + i)]), "checkpoint file ",
+                     file, ": tensor \"", prefix, p.name, "\" holds a non-finite value at element ",
+                     i, " (corrupt file)");
+}
+}  // namespace
+
 void load_weights(const std::string& dir, Model& model) {
     read_checkpoint_info(dir);  // state.json and the file set are part of a valid checkpoint
     SafetensorsFile f(join_path(dir, kModelFile));
@@ -146,8 +160,9 @@ void load_weights(const std::string& dir, Model& model) {
     MT_CHECK(diff.empty(), "checkpoint file ", f.path(), ": config does not match the model: ",
              diff);
     io::check_tensors(f, model.params(), {""});
-    model.set_flat(model.params_flat(),
-                   io::read_flat_tensors(f, model.params(), "", model.num_params()));
+    std::vector<float> w = io::read_flat_tensors(f, model.params(), "", model.num_params());
+    check_finite(w, model.params(), f.path(), "");
+    model.set_flat(model.params_flat(), w);
 }
 
 void load_optimizer(const std::string& dir, Trainer& trainer) {
@@ -167,6 +182,8 @@ void load_optimizer(const std::string& dir, Trainer& trainer) {
         io::check_tensors(f, model.params(), {"m.", "v."});
         std::vector<float> m = io::read_flat_tensors(f, model.params(), "m.", model.num_params());
         std::vector<float> v = io::read_flat_tensors(f, model.params(), "v.", model.num_params());
+        check_finite(m, model.params(), f.path(), "m.");
+        check_finite(v, model.params(), f.path(), "v.");
         model.set_flat(trainer.moment1(), m);
         model.set_flat(trainer.moment2(), v);
     }

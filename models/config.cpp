@@ -109,7 +109,7 @@ void validate_config(const ModelConfig& c) {
     if (c.moe) {
         const MoeConfig& m = *c.moe;
         check_positive("moe.n_experts", m.n_experts);
-        check_positive("moe.top_k", m.top_k);
+        if (m.router == RouterKind::softmax_topk) check_positive("moe.top_k", m.top_k);
         MT_CHECK(m.router == RouterKind::hash || m.top_k <= m.n_experts,
                  "config: \"moe.top_k\" = ", m.top_k, " exceeds \"moe.n_experts\" = ",
                  m.n_experts);

@@ -49,6 +49,7 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
     j["rng"] = {{"seed", s.seed}, {"counter", s.rng_counter}};
     j["data"] = {{"tokenizer", s.tokenizer},
                  {"path", s.data_path},
+                 {"tokens", s.data_tokens},
                  {"train_pos", s.train_pos},
                  {"eval_pos", s.eval_pos}};
     j["train"] = {{"optimizer", kOptimizers.at(static_cast<size_t>(o.optimizer))},
@@ -84,9 +85,10 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     s.rng_counter = rng.unsigned_integer("counter");
 
     JsonFields data(top.object("data"), where, "data.",
-                    {"tokenizer", "path", "train_pos", "eval_pos"});
+                    {"tokenizer", "path", "tokens", "train_pos", "eval_pos"});
     s.tokenizer = data.string("tokenizer");
     s.data_path = data.string("path");
+    s.data_tokens = data.integer("tokens", 0, INT64_MAX);
     s.train_pos = data.integer("train_pos", 0, INT64_MAX);
     s.eval_pos = data.integer("eval_pos", 0, INT64_MAX);
 

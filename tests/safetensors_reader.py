@@ -152,7 +152,8 @@ def check_state(path):
     ints, nums, strs = int, (int, float), str
     spec = {"format": strs, "step": ints, "optimizer_state": strs, "loss_scale": nums,
             "rng": {"seed": ints, "counter": ints},
-            "data": {"tokenizer": strs, "path": strs, "train_pos": ints, "eval_pos": ints},
+            "data": {"tokenizer": strs, "path": strs, "tokens": ints, "train_pos": ints,
+                     "eval_pos": ints},
             "train": {"optimizer": strs, "lr": nums, "min_lr": nums, "warmup": ints,
                       "total_steps": ints, "wd": nums, "b1": nums, "b2": nums, "eps": nums,
                       "clip": nums, "accum": ints, "batch": ints, "seq": ints}}

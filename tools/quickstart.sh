@@ -20,7 +20,8 @@ if [ -z "$DATA" ]; then
       SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
       $SUDO apt-get install -y -qq fortunes >/dev/null; }
     mkdir -p runs
-    cat /usr/share/games/fortunes/*[^.dat] 2>/dev/null | grep -v '^%$' > runs/fortunes.txt || true
+    find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' \
+      -exec cat {} + | grep -v '^%$' > runs/fortunes.txt
     DATA=runs/fortunes.txt
   fi
 fi

@@ -29,6 +29,7 @@ struct TrainState {
     double loss_scale = 1.0;   // fp32 training: always 1
     std::string tokenizer = "bytes";
     std::string data_path;     // informational
+    int64_t data_tokens = 0;   // tokens in the whole data file (resume checks the same data)
 };
 
 // What the checkpoint holds for the optimizer (state.json "optimizer_state").

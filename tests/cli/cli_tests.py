@@ -187,6 +187,35 @@ def resume_is_exact():
 
 
 @test
+def resume_adopts_saved_settings():
+    d = work("resume_adopts_saved_settings")
+    data = corpus(d)
+    common = [*TINY, "--data", data, "--steps", 6]
+    custom = ["--lr", "2e-3", "--warmup", 2, "--min-lr", "1e-4", "--wd", "0.05", "--clip", "0.5"]
+    run("train", *common, *custom, "--log-json", f"{d}/full.jsonl")
+    run("train", *common, *custom, "--stop-at", 3, "--out", f"{d}/run",
+        "--log-json", f"{d}/a.jsonl")
+    # Resume without repeating the hyper-parameters: they come from the checkpoint.
+    run("train", *common, "--resume", f"{d}/run", "--out", f"{d}/run",
+        "--log-json", f"{d}/b.jsonl")
+    assert step_losses(f"{d}/full.jsonl") == (step_losses(f"{d}/a.jsonl") +
+                                              step_losses(f"{d}/b.jsonl"))
+    ck = f"{d}/run/step_000003"
+    # An explicit flag overrides the saved value, and says so.
+    p = run("train", *common, "--resume", ck, "--lr", "3e-4", "--log-json", f"{d}/c.jsonl")
+    assert "--lr 0.0003 overrides the checkpoint's 0.002" in p.stdout, p.stdout
+    assert step_losses(f"{d}/c.jsonl") != step_losses(f"{d}/b.jsonl")
+    other = write(f"{d}/other.txt", open(data).read()[:40000])
+    expect_error(["train", *TINY, "--data", other, "--steps", 6, "--resume", ck],
+                 ["tokens", "checkpoint"])
+    # A fresh run may not write into a run directory that holds another run.
+    expect_error(["train", *common, "--out", f"{d}/run"], ["--out", "--resume"])
+    # Resuming a finished run is a no-op, not a rewrite.
+    p = run("train", *common, "--resume", f"{d}/run")
+    assert "nothing to do" in p.stdout, p.stdout
+
+
+@test
 def init_from_and_steps_zero():
     d = work("init_from_and_steps_zero")
     data = corpus(d)
@@ -251,6 +280,14 @@ def errors_data_and_config():
     expect_error(["train", "--device", "cpu", "--preset", "tiny", "--data", data, "--steps", 2,
                   "--batch", 4, "--seq", 4096], "max_seq_len")
     expect_error([*base, "--preset", "tiny", "--data", data, "--bogus-flag"], "bogus")
+    # The validation split must hold one batch when evaluation is on: fail before training.
+    small = write(f"{d}/small.txt", open(data).read()[:3000])
+    expect_error(["train", "--device", "cpu", "--preset", "tiny", "--data", small, "--steps", 3,
+                  "--batch", 4, "--seq", 96, "--eval-every", 1], ["val", "short"])
+    # User text with line breaks still gives a one-line error.
+    expect_error([*base, "--config", write(f"{d}/nl.json", '{"vocab\\nsize": 1}'),
+                  "--data", data], "vocab")
+    expect_error([*base, "--preset", "tiny", "--data", data, "--device", "cpu\nfoo"], "device")
 
 
 @test
@@ -297,6 +334,14 @@ def errors_checkpoints():
     with open(f"{bad3}/model.safetensors", "r+b") as f:
         f.write(struct.pack("<Q", 1 << 40))
     expect_error([*ev, bad3], "model.safetensors")
+    # A weight overwritten with NaN bytes: structurally fine, but corrupt.
+    bad5 = f"{d}/nanvalue"
+    shutil.copytree(ck, bad5)
+    with open(f"{bad5}/model.safetensors", "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        f.seek(8 + n + 4 * 10)
+        f.write(b"\xff\xff\xff\x7f")
+    expect_error([*ev, bad5], "non-finite")
     # Missing optimizer state for --resume.
     bad4 = f"{d}/noopt"
     shutil.copytree(ck, bad4)

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -35,7 +38,53 @@ struct TrainArgs {
     int eval_batches = 10;
     std::string log_json;
     bool quiet = false;
+    std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
+
+// A fresh run must not write into a run directory that holds another run's checkpoints: its
+// newest step would shadow ours for `--checkpoint RUNDIR` and `--resume RUNDIR`.
+void refuse_used_run_dir(const std::string& out) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(out, ec)) return;
+    std::string newest;
+    for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+        std::string n = e.path().filename().string();
+        bool step = n.size() >= 11 && n.rfind("step_", 0) == 0 &&
+                    n.find_first_not_of("0123456789", 5) == std::string::npos;
+        if (step && n > newest) newest = n;
+    }
+    MT_CHECK(newest.empty(), "--out ", out, " already holds checkpoints (newest ", newest,
+             "); continue that run with --resume ", out, " or choose another --out");
+}
+
+// --resume continues the saved run: every training setting not given on the command line
+// comes from state.json; one given explicitly overrides the saved value, and says so.
+void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
+    auto same = [&](const char* flag, auto& arg, auto saved) {
+        using T = std::decay_t<decltype(arg)>;
+        T want = static_cast<T>(saved);
+        if (!a.given(flag)) arg = want;
+        else if (arg != want)
+            std::cout << "resume: " << flag << " " << arg << " overrides the checkpoint's "
+                      << want << "\n";
+    };
+    const TrainOptions& o = s.options;
+    std::string opt = o.optimizer == OptimizerKind::sgd ? "sgd" : "adamw";
+    same("--optimizer", a.optimizer, opt);
+    same("--lr", a.lr, o.lr);
+    same("--min-lr", a.min_lr, o.min_lr);
+    same("--warmup", a.warmup, o.warmup);
+    same("--wd", a.wd, o.wd);
+    same("--b1", a.b1, o.b1);
+    same("--b2", a.b2, o.b2);
+    same("--eps", a.eps, o.eps);
+    same("--clip", a.clip, o.clip);
+    same("--accum", a.accum, o.accum);
+    same("--batch", a.batch, s.batch);
+    same("--seq", a.seq, s.seq);
+    same("--tokenizer", a.tokenizer, s.tokenizer);
+    same("--seed", a.seed, s.seed);
+}
 
 TrainOptions train_options(const TrainArgs& a) {
     TrainOptions o;
@@ -55,7 +104,7 @@ TrainOptions train_options(const TrainArgs& a) {
     return o;
 }
 
-void run_train(const TrainArgs& a) {
+void run_train(TrainArgs& a) {
     // ---- model config: from the checkpoint we continue from, else --preset / --config ----
     std::string ckpt_dir;
     std::optional<CheckpointInfo> ckpt;
@@ -64,6 +113,7 @@ void run_train(const TrainArgs& a) {
         ckpt_dir = resolve_checkpoint(arg);
         ckpt = read_checkpoint_info(ckpt_dir);
     }
+    if (a.resume.empty() && !a.out.empty()) refuse_used_run_dir(a.out);
     ModelConfig cfg;
     if (ckpt) {
         cfg = ckpt->config;
@@ -77,13 +127,23 @@ void run_train(const TrainArgs& a) {
     } else {
         cfg = a.model.resolve();
     }
+    if (!a.resume.empty()) adopt_resume_settings(a, ckpt->state);
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
 
     // ---- data ----
     TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    const int64_t data_tokens =
+        static_cast<int64_t>(data.train->size()) + static_cast<int64_t>(data.val->size());
+    if (!a.resume.empty() && ckpt->state.data_tokens > 0)
+        MT_CHECK(ckpt->state.data_tokens == data_tokens, "--resume: --data ", a.data, " has ",
+                 data_tokens, " tokens but the checkpoint was trained on ",
+                 ckpt->state.data_tokens, " (", ckpt->state.data_path,
+                 "); its data position belongs to that file");
     BatchLoader train_loader(data.train, a.batch, a.seq, "train");
+    if (a.eval_every > 0)  // fail now, not after the first steps
+        BatchLoader(data.val, a.batch, a.seq, "val");
 
     // ---- device, model, optimizer ----
     auto device = a.dev.open();
@@ -105,6 +165,7 @@ void run_train(const TrainArgs& a) {
     state.seq = a.seq;
     state.tokenizer = a.tokenizer;
     state.data_path = a.data;
+    state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
     auto save = [&](const char* why) -> std::string {
         if (a.out.empty()) return "";
@@ -128,12 +189,14 @@ void run_train(const TrainArgs& a) {
                 a.batch, a.seq, a.accum, static_cast<long long>(start),
                 static_cast<long long>(a.steps));
     std::fflush(stdout);
-    if (a.steps == 0 || start >= a.steps) {
-        MT_CHECK(start < a.steps || !a.out.empty() || start > 0,
-                 "--steps 0 writes the initial weights and needs --out RUNDIR");
-        if (start == 0 || a.steps == 0) save("final");
-        else std::printf("nothing to do: checkpoint is at step %lld of %lld\n",
-                         static_cast<long long>(start), static_cast<long long>(a.steps));
+    if (start > 0 && start >= a.steps) {
+        std::printf("nothing to do: the checkpoint is at step %lld, --steps is %lld\n",
+                    static_cast<long long>(start), static_cast<long long>(a.steps));
+        return;
+    }
+    if (a.steps == 0) {
+        MT_CHECK(!a.out.empty(), "--steps 0 writes the initial weights and needs --out RUNDIR");
+        save("final");
         return;
     }
 
@@ -164,6 +227,8 @@ void run_train(const TrainArgs& a) {
         nlohmann::json j = progress.step(st, model.expert_load());
         if (log) *log << j.dump() << "\n" << std::flush;
         bool last = trainer.steps_done() == end;
+        if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
+            last_ckpt = save(last ? "final" : "periodic");
         if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last)) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
@@ -171,8 +236,6 @@ void run_train(const TrainArgs& a) {
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
             if (log) *log << e.dump() << "\n" << std::flush;
         }
-        if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
-            last_ckpt = save(last ? "final" : "periodic");
         std::fflush(stdout);
     }
     progress.finish();
@@ -213,6 +276,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
+    a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         run_train(*a);
         exit_code = 0;

@@ -3,9 +3,25 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "commands.h"
 #include "moetrain/error.h"
+
+namespace {
+// Error messages quote user input (file contents, option values); keep them on one line.
+std::string one_line(const char* what) {
+    std::string out;
+    for (const char* p = what; *p; ++p) {
+        unsigned char c = static_cast<unsigned char>(*p);
+        if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c < 0x20 || c == 0x7f) out += '?';
+        else out += *p;
+    }
+    return out;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
@@ -25,11 +41,11 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version (subcommand aware)
         // One line, e.g. "moetrain: error: --steps: Value -3 not in range [0 - ...]".
-        std::fprintf(stderr, "moetrain: error: %s (see --help)\n", e.what());
+        std::fprintf(stderr, "moetrain: error: %s (see --help)\n", one_line(e.what()).c_str());
         return 2;
     } catch (const moetrain::Error& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "moetrain: error: %s\n", e.what());
+        std::fprintf(stderr, "moetrain: error: %s\n", one_line(e.what()).c_str());
         return 1;
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);
@@ -37,7 +53,7 @@ int main(int argc, char** argv) {
         return 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "moetrain: error: %s\n", e.what());
+        std::fprintf(stderr, "moetrain: error: %s\n", one_line(e.what()).c_str());
         return 1;
     }
     return exit_code;
