@@ -1,17 +1,21 @@
-// CPU causal attention, flash-style (MODEL.md 2; device.h AttnDims), on tiles of 64 queries x
-// 64 keys whose products go through the GEMM library (cpu_gemm.h, one thread per tile).
-// Forward: per (batch, head, query block) an online softmax over key blocks (running max,
-// running sum, rescaled output accumulator); only lse [B,H,Tq] is saved, no Tq x Tk matrix.
-// Backward: with D_t = dO_t . O_t, p = exp(s - lse), ds = p (dO_t . v_u - D_t), two race-free
-// passes: one over (batch, kv head, key block) that owns its rows of dk / dv (rows >= Tk are
-// zeroed), one over (batch, head, query block) that owns its rows of dq. Every output element
-// is produced by one task in a fixed order: deterministic, no atomics.
+// CPU causal attention (MODEL.md 2; device.h AttnDims), flash-style in row blocks: a task
+// takes a block of 64 queries of one head and the keys that block can see, so the score block
+// [64 x keys] and its softmax live in per-thread scratch (O(T) per head, nothing of size
+// T x T is kept) and every product is one GEMM-library call (cpu_gemm.h) of a useful size.
+// Forward: per (batch, head, query block) scores = scale Q K^T, a plain stable softmax over
+// the visible keys (the whole row is at hand, no online rescaling), O = P V; saves lse only.
+// Backward, per (batch, head), query blocks in order: p = exp(s - lse), ds = p (dO . v - D)
+// with D_t = dO_t . O_t, then dQ_block = dS K (owned by the task), dV += P^T dO and
+// dK += dS^T Q into the head's own rows: straight into dk / dv when every kv head serves one
+// query head, else into per-head partials that are then summed over the group in head order.
+// Every output element is produced by one task in a fixed order and each GEMM runs on one
+// thread inside an active parallel region: deterministic for any thread count, no atomics.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "cpu/cpu_device.h"
-#include "cpu/cpu_parallel.h"
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_simd.h"
 #include "cpu/cpu_vecmath.h"
@@ -19,7 +23,7 @@
 namespace moetrain {
 namespace {
 
-constexpr int64_t kBlock = 64;  // queries and keys per tile
+constexpr int64_t kBlock = 64;  // queries per task
 
 void check_dims(const AttnDims& d, const char* op) {
     check_sizes(op, {d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd});
@@ -31,7 +35,7 @@ void check_dims(const AttnDims& d, const char* op) {
 }
 
 // Element offsets into the q/o-shaped [B,Tq,H,hd], k/v-shaped [B,S,K,hd] and lse-shaped
-// [B,H,Tq] tensors, and their row strides.
+// [B,H,Tq] tensors, their row strides, and the row stride of a score block.
 struct Layout {
     const AttnDims& d;
     int64_t qrow(int64_t b, int64_t t, int64_t j) const { return ((b * d.Tq + t) * d.H + j) * d.hd; }
@@ -39,60 +43,45 @@ struct Layout {
     int64_t lse(int64_t b, int64_t j, int64_t t) const { return (b * d.H + j) * d.Tq + t; }
     int64_t ldq() const { return d.H * d.hd; }
     int64_t ldk() const { return d.K * d.hd; }
+    int64_t lds() const { return (d.Tk + 15) / 16 * 16; }  // keys, padded to 64 bytes
 };
 
-// One tile: queries t0 .. t0+qb-1 of head j, keys u0 .. u0+kb-1 of kv head kvh.
-struct Tile {
-    int64_t b, j, kvh, t0, qb, u0, kb;
+// Queries t0 .. t0+qb-1 of head j (kv head kvh) and the keys [0, keys) the last one sees.
+struct Block {
+    int64_t b = 0, j = 0, kvh = 0, t0 = 0, qb = 0, keys = 0;
 };
 
-// The query block of task number `task` of the (batch, head, query block) passes; no keys yet.
-Tile query_tile(const AttnDims& d, int64_t task) {
-    const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock;
-    Tile t{};
-    t.b = task / (d.H * qblocks);
-    t.j = (task / qblocks) % d.H;
-    t.kvh = t.j / (d.H / d.K);
-    t.t0 = (task % qblocks) * kBlock;
-    t.qb = std::min(kBlock, d.Tq - t.t0);
-    return t;
+Block query_block(const AttnDims& d, int64_t b, int64_t j, int64_t t0) {
+    Block k;
+    k.b = b;
+    k.j = j;
+    k.kvh = j / (d.H / d.K);
+    k.t0 = t0;
+    k.qb = std::min(kBlock, d.Tq - t0);
+    k.keys = std::min(d.Tk, t0 + k.qb + (d.Tk - d.Tq));
+    return k;
 }
 
-// Number of keys of the tile that query row i may see (0 .. kb), causal with the KV offset.
-int64_t visible(const AttnDims& d, const Tile& t, int64_t i) {
-    return std::clamp<int64_t>(t.t0 + i + (d.Tk - d.Tq) - t.u0 + 1, 0, t.kb);
+// Keys visible to query row i of the block (>= 1: query t sits at position t + Tk - Tq).
+int64_t visible(const AttnDims& d, const Block& k, int64_t i) {
+    return std::min(k.keys, k.t0 + i + (d.Tk - d.Tq) + 1);
 }
 
-// s = scale * Q K^T for the tile, into s [qb, kBlock].
-void tile_scores(const AttnDims& d, const Layout& L, const Tile& t, const float* q, const float* k,
-                 float scale, float* s) {
-    cpu::sgemm(Trans::N, Trans::T, t.qb, t.kb, d.hd, scale, q + L.qrow(t.b, t.t0, t.j), L.ldq(),
-               k + L.krow(t.b, t.u0, t.kvh), L.ldk(), 0.0f, s, kBlock);
+// s [qb x keys] (row stride lds) = scale * Q_block K^T.
+void block_products(const AttnDims& d, const Layout& L, const Block& k, const float* a,
+                    const float* kv, float scale, float* s) {
+    cpu::sgemm(Trans::N, Trans::T, k.qb, k.keys, d.hd, scale, a + L.qrow(k.b, k.t0, k.j), L.ldq(),
+               kv + L.krow(k.b, 0, k.kvh), L.ldk(), 0.0f, s, L.lds());
 }
 
-// Backward tile: p = exp(s - lse) (0 where masked), dp = dO V^T, then ds = p (dp - D) * scale
-// written over dp. Returns p in `p` and ds in `ds`.
-void tile_grads(const AttnDims& d, const Layout& L, const Tile& t, const float* q, const float* k,
-                const float* v, const float* dout, const float* lse, const float* D, float scale,
-                float* p, float* ds) {
-    tile_scores(d, L, t, q, k, scale, p);
-    cpu::sgemm(Trans::N, Trans::T, t.qb, t.kb, d.hd, 1.0f, dout + L.qrow(t.b, t.t0, t.j), L.ldq(),
-               v + L.krow(t.b, t.u0, t.kvh), L.ldk(), 0.0f, ds, kBlock);
-    const int64_t row0 = L.lse(t.b, t.j, t.t0);
-    for (int64_t i = 0; i < t.qb; ++i) {
-        float* pr = p + i * kBlock;
-        float* dr = ds + i * kBlock;
-        const int64_t n = visible(d, t, i);
-        const float l = lse[row0 + i], Di = D[row0 + i];
-#pragma omp simd
-        for (int64_t c = 0; c < n; ++c) {
-            pr[c] = cpu::exp_f32(pr[c] - l);
-            dr[c] = pr[c] * (dr[c] - Di) * scale;
-        }
-        std::fill(pr + n, pr + t.kb, 0.0f);
-        std::fill(dr + n, dr + t.kb, 0.0f);
+// Two blocks of `per_thread` floats for each OpenMP thread, inside the device scratch.
+struct ThreadScratch {
+    float* base;
+    size_t per_thread;
+    float* mine(int slot) const {
+        return base + (static_cast<size_t>(omp_get_thread_num()) * 2 + slot) * per_thread;
     }
-}
+};
 
 }  // namespace
 
@@ -106,47 +95,38 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
     const float* pk = f32(k, nk, "attention_fwd", "k");
     const float* pv = f32(v, nk, "attention_fwd", "v");
     const Layout L{d};
-    const int64_t hd = d.hd, shift = d.Tk - d.Tq;
-    const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
-#pragma omp parallel if (tasks > 1 && d.Tq * d.Tk * d.H * d.hd > cpu::kParallelMin)
+    const int64_t hd = d.hd, qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
+    if (tasks == 0) return;
+    const size_t per_thread = static_cast<size_t>(kBlock * L.lds());
+    const ThreadScratch ts{scratch(per_thread * 2 * static_cast<size_t>(omp_get_max_threads())),
+                           per_thread};
+#pragma omp parallel
     {
-        std::vector<float> s(kBlock * kBlock), acc(static_cast<size_t>(kBlock * hd));
-        std::vector<float> m(kBlock), l(kBlock);
+        float* s = ts.mine(0);
+        float* inv = ts.mine(1);  // 1 / row sums (kBlock floats)
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < tasks; ++task) {
-            Tile t = query_tile(d, task);
-            const int64_t keys = t.t0 + t.qb + shift;  // keys seen by the last query of the block
-            std::fill(m.begin(), m.end(), -INFINITY);
-            std::fill(l.begin(), l.end(), 0.0f);
-            std::fill(acc.begin(), acc.end(), 0.0f);
-            for (t.u0 = 0; t.u0 < keys; t.u0 += kBlock) {
-                t.kb = std::min(kBlock, keys - t.u0);
-                tile_scores(d, L, t, pq, pk, scale, s.data());
-                for (int64_t i = 0; i < t.qb; ++i) {
-                    float* sr = s.data() + i * kBlock;
-                    const int64_t n = visible(d, t, i);
-                    const float bm = cpu::lane_max(sr, n);
-                    if (bm > m[i]) {  // rescale what was accumulated under the old maximum
-                        const float r = std::exp(m[i] - bm);
-                        l[i] *= r;
-                        float* ar = acc.data() + i * hd;
-                        for (int64_t c = 0; c < hd; ++c) ar[c] *= r;
-                        m[i] = bm;
-                    }
-                    const float mi = m[i];
-                    const float rowsum = cpu::lane_sum<float>(
-                        n, [&](int64_t c) { return sr[c] = cpu::exp_f32(sr[c] - mi); });
-                    std::fill(sr + n, sr + t.kb, 0.0f);
-                    l[i] += rowsum;
-                }
-                cpu::sgemm(Trans::N, Trans::N, t.qb, hd, t.kb, 1.0f, s.data(), kBlock,
-                           pv + L.krow(t.b, t.u0, t.kvh), L.ldk(), 1.0f, acc.data(), hd);
+            const Block blk = query_block(d, task / (d.H * qblocks), (task / qblocks) % d.H,
+                                          (task % qblocks) * kBlock);
+            block_products(d, L, blk, pq, pk, scale, s);
+            for (int64_t i = 0; i < blk.qb; ++i) {
+                float* row = s + i * L.lds();
+                const int64_t n = visible(d, blk, i);
+                const float m = cpu::lane_max(row, n);
+                const float l =
+                    cpu::lane_sum<float>(n, [&](int64_t c) { return row[c] = cpu::exp_f32(row[c] - m); });
+                std::fill(row + n, row + blk.keys, 0.0f);
+                inv[i] = 1.0f / l;
+                plse[L.lse(blk.b, blk.j, blk.t0 + i)] = m + std::log(l);
             }
-            for (int64_t i = 0; i < t.qb; ++i) {
-                float* orow = po + L.qrow(t.b, t.t0 + i, t.j);
-                const float inv = 1.0f / l[i];
-                for (int64_t c = 0; c < hd; ++c) orow[c] = acc[i * hd + c] * inv;
-                plse[L.lse(t.b, t.j, t.t0 + i)] = m[i] + std::log(l[i]);
+            float* ob = po + L.qrow(blk.b, blk.t0, blk.j);
+            cpu::sgemm(Trans::N, Trans::N, blk.qb, hd, blk.keys, 1.0f, s, L.lds(),
+                       pv + L.krow(blk.b, 0, blk.kvh), L.ldk(), 0.0f, ob, L.ldq());
+            for (int64_t i = 0; i < blk.qb; ++i) {
+                float* orow = ob + i * L.ldq();
+                const float r = inv[i];
+#pragma omp simd
+                for (int64_t c = 0; c < hd; ++c) orow[c] *= r;
             }
         }
     }
@@ -168,72 +148,92 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
     const float* po = f32(o, nq, "attention_bwd", "o");
     const float* plse = f32(lse, d.B * d.H * d.Tq, "attention_bwd", "lse");
     const Layout L{d};
-    const int64_t hd = d.hd, group = d.H / d.K, shift = d.Tk - d.Tq;
+    const int64_t hd = d.hd, group = d.H / d.K, nrows = d.B * d.H * d.Tq;
 
-    // D[b,j,t] = dO . O, laid out like lse.
-    const int64_t nrows = d.B * d.H * d.Tq;
-    std::vector<float> D(static_cast<size_t>(nrows));
-#pragma omp parallel for schedule(static) if (nq > cpu::kParallelMin)
-    for (int64_t i = 0; i < nrows; ++i) {
-        const int64_t t = i % d.Tq, j = (i / d.Tq) % d.H, b = i / (d.Tq * d.H);
-        const float* a = pdo + L.qrow(b, t, j);
-        const float* c = po + L.qrow(b, t, j);
-        D[i] = cpu::lane_sum<float>(hd, [&](int64_t x) { return a[x] * c[x]; });
-    }
+    // Scratch: D [B,H,Tq]; with group > 1 the per-head partials dK_j, dV_j [B,H,Tk,hd]; then
+    // two score-sized blocks per thread.
+    const size_t n_part = group > 1 ? static_cast<size_t>(d.B * d.H * d.Tk * hd) : 0;
+    const size_t per_thread = static_cast<size_t>(kBlock * L.lds());
+    const size_t shared = static_cast<size_t>(nrows) + 2 * n_part;
+    float* base = scratch(shared + per_thread * 2 * static_cast<size_t>(omp_get_max_threads()));
+    float* D = base;
+    float* part_k = base + nrows;
+    float* part_v = part_k + n_part;
+    const ThreadScratch ts{base + shared, per_thread};
 
-    const int64_t qblocks = (d.Tq + kBlock - 1) / kBlock;
-    const bool big = d.Tq * d.Tk * d.H * d.hd > cpu::kParallelMin;  // worth waking the team
-    // dk, dv: one task per (b, kv head, block of cache rows); rows >= Tk stay zero.
-    const int64_t kblocks = (d.S + kBlock - 1) / kBlock, kv_tasks = d.B * d.K * kblocks;
-#pragma omp parallel if (kv_tasks > 1 && big)
+#pragma omp parallel
     {
-        std::vector<float> p(kBlock * kBlock), ds(kBlock * kBlock);
-        std::vector<float> dka(static_cast<size_t>(kBlock * hd)), dva(dka.size());
+        // D[b,j,t] = dO . O, laid out like lse.
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < nrows; ++i) {
+            const int64_t t = i % d.Tq, j = (i / d.Tq) % d.H, b = i / (d.Tq * d.H);
+            const float* a = pdo + L.qrow(b, t, j);
+            const float* c = po + L.qrow(b, t, j);
+            D[i] = cpu::lane_sum<float>(hd, [&](int64_t x) { return a[x] * c[x]; });
+        }
+        float* p = ts.mine(0);
+        float* ds = ts.mine(1);
+        // One task per (b, head): all its query blocks in order.
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < kv_tasks; ++task) {
-            Tile t{};
-            t.b = task / (d.K * kblocks);
-            t.kvh = (task / kblocks) % d.K;
-            t.u0 = (task % kblocks) * kBlock;
-            const int64_t rows = std::min(kBlock, d.S - t.u0);
-            t.kb = std::clamp<int64_t>(d.Tk - t.u0, 0, kBlock);
-            std::fill(dka.begin(), dka.end(), 0.0f);
-            std::fill(dva.begin(), dva.end(), 0.0f);
-            const int64_t first_q = std::max<int64_t>(0, t.u0 - shift);  // first query seeing u0
-            for (t.j = t.kvh * group; t.kb > 0 && t.j < (t.kvh + 1) * group; ++t.j)
-                for (t.t0 = first_q / kBlock * kBlock; t.t0 < d.Tq; t.t0 += kBlock) {
-                    t.qb = std::min(kBlock, d.Tq - t.t0);
-                    tile_grads(d, L, t, pq, pk, pv, pdo, plse, D.data(), scale, p.data(), ds.data());
-                    cpu::sgemm(Trans::T, Trans::N, t.kb, hd, t.qb, 1.0f, p.data(), kBlock,
-                               pdo + L.qrow(t.b, t.t0, t.j), L.ldq(), 1.0f, dva.data(), hd);
-                    cpu::sgemm(Trans::T, Trans::N, t.kb, hd, t.qb, 1.0f, ds.data(), kBlock,
-                               pq + L.qrow(t.b, t.t0, t.j), L.ldq(), 1.0f, dka.data(), hd);
+        for (int64_t task = 0; task < d.B * d.H; ++task) {
+            const int64_t b = task / d.H, j = task % d.H, kvh = j / group;
+            // Where this head's dK / dV rows go: the outputs themselves (group 1, rows >= Tk
+            // zeroed too) or the head's partials.
+            float* dk_dst = group > 1 ? part_k + static_cast<size_t>(task * d.Tk * hd) : pdk + L.krow(b, 0, kvh);
+            float* dv_dst = group > 1 ? part_v + static_cast<size_t>(task * d.Tk * hd) : pdv + L.krow(b, 0, kvh);
+            const int64_t ld_kv = group > 1 ? hd : L.ldk(), zero_rows = group > 1 ? d.Tk : d.S;
+            for (int64_t u = 0; u < zero_rows; ++u) {
+                std::fill_n(dk_dst + u * ld_kv, hd, 0.0f);
+                std::fill_n(dv_dst + u * ld_kv, hd, 0.0f);
+            }
+            for (int64_t t0 = 0; t0 < d.Tq; t0 += kBlock) {
+                const Block blk = query_block(d, b, j, t0);
+                block_products(d, L, blk, pq, pk, scale, p);      // s
+                block_products(d, L, blk, pdo, pv, 1.0f, ds);     // dO V^T
+                const int64_t row0 = L.lse(b, j, t0);
+                for (int64_t i = 0; i < blk.qb; ++i) {
+                    float* pr = p + i * L.lds();
+                    float* dr = ds + i * L.lds();
+                    const int64_t n = visible(d, blk, i);
+                    const float l = plse[row0 + i], Di = D[row0 + i];
+#pragma omp simd
+                    for (int64_t c = 0; c < n; ++c) {
+                        pr[c] = cpu::exp_f32(pr[c] - l);
+                        dr[c] = pr[c] * (dr[c] - Di) * scale;
+                    }
+                    std::fill(pr + n, pr + blk.keys, 0.0f);
+                    std::fill(dr + n, dr + blk.keys, 0.0f);
                 }
-            for (int64_t r = 0; r < rows; ++r) {
-                std::copy_n(dka.data() + r * hd, hd, pdk + L.krow(t.b, t.u0 + r, t.kvh));
-                std::copy_n(dva.data() + r * hd, hd, pdv + L.krow(t.b, t.u0 + r, t.kvh));
+                const float* qb = pq + L.qrow(b, t0, j);
+                const float* dob = pdo + L.qrow(b, t0, j);
+                cpu::sgemm(Trans::N, Trans::N, blk.qb, hd, blk.keys, 1.0f, ds, L.lds(),
+                           pk + L.krow(b, 0, kvh), L.ldk(), 0.0f, pdq + L.qrow(b, t0, j), L.ldq());
+                cpu::sgemm(Trans::T, Trans::N, blk.keys, hd, blk.qb, 1.0f, p, L.lds(), dob, L.ldq(),
+                           1.0f, dv_dst, ld_kv);
+                cpu::sgemm(Trans::T, Trans::N, blk.keys, hd, blk.qb, 1.0f, ds, L.lds(), qb, L.ldq(),
+                           1.0f, dk_dst, ld_kv);
             }
         }
-    }
-
-    // dq: one task per (b, head, query block).
-    const int64_t q_tasks = d.B * d.H * qblocks;
-#pragma omp parallel if (q_tasks > 1 && big)
-    {
-        std::vector<float> p(kBlock * kBlock), ds(kBlock * kBlock), dqa(static_cast<size_t>(kBlock * hd));
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < q_tasks; ++task) {
-            Tile t = query_tile(d, task);
-            const int64_t keys = t.t0 + t.qb + shift;
-            std::fill(dqa.begin(), dqa.end(), 0.0f);
-            for (t.u0 = 0; t.u0 < keys; t.u0 += kBlock) {
-                t.kb = std::min(kBlock, keys - t.u0);
-                tile_grads(d, L, t, pq, pk, pv, pdo, plse, D.data(), scale, p.data(), ds.data());
-                cpu::sgemm(Trans::N, Trans::N, t.qb, hd, t.kb, 1.0f, ds.data(), kBlock,
-                           pk + L.krow(t.b, t.u0, t.kvh), L.ldk(), 1.0f, dqa.data(), hd);
+        if (group > 1) {
+            // dK / dV rows of each kv head: the sum of its query heads' partials, in head
+            // order; rows >= Tk of the cache are zero.
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < d.B * d.K * d.S; ++r) {
+                const int64_t u = r % d.S, kvh = (r / d.S) % d.K, b = r / (d.S * d.K);
+                float* krow = pdk + L.krow(b, u, kvh);
+                float* vrow = pdv + L.krow(b, u, kvh);
+                std::fill_n(krow, hd, 0.0f);
+                std::fill_n(vrow, hd, 0.0f);
+                if (u >= d.Tk) continue;
+                for (int64_t j = kvh * group; j < (kvh + 1) * group; ++j) {
+                    const size_t off = static_cast<size_t>(((b * d.H + j) * d.Tk + u) * hd);
+#pragma omp simd
+                    for (int64_t c = 0; c < hd; ++c) {
+                        krow[c] += part_k[off + c];
+                        vrow[c] += part_v[off + c];
+                    }
+                }
             }
-            for (int64_t i = 0; i < t.qb; ++i)
-                std::copy_n(dqa.data() + i * hd, hd, pdq + L.qrow(t.b, t.t0 + i, t.j));
         }
     }
 }

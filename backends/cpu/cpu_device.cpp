@@ -40,6 +40,15 @@ int32_t* CpuDevice::i32(const Tensor& t, int64_t n, const char* op, const char* 
     return static_cast<int32_t*>(checked(t, DType::i32, n, op, arg));
 }
 
+float* CpuDevice::scratch(size_t floats) {
+    const size_t bytes = floats * sizeof(float);
+    if (!scratch_ || scratch_->bytes() < bytes) {
+        scratch_.reset();  // release the old block before taking the bigger one
+        scratch_ = std::make_unique<CpuBuffer>(this, bytes);
+    }
+    return static_cast<float*>(scratch_->data());
+}
+
 float* CpuDevice::f32_opt(const Tensor& t, int64_t n, const char* op, const char* arg) const {
     return t.buf ? f32(t, n, op, arg) : nullptr;
 }

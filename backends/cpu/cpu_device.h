@@ -8,7 +8,9 @@
 // bit-identical run to run (and, apart from the GEMM library, across thread counts).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "moetrain/device.h"
@@ -141,11 +143,17 @@ public:
     // Raw pointer (any dtype) after the device check.
     void* raw(const Tensor& t, const char* op, const char* arg) const;
 
+    // Temporary memory of an op (at least `floats` floats, 64-byte aligned, contents
+    // undefined), valid until the next call. It only grows, so once the first training step
+    // has run the ops allocate nothing.
+    float* scratch(size_t floats);
+
 private:
     void* checked(const Tensor& t, DType dtype, int64_t n, const char* op, const char* arg) const;
 
     std::string name_;
     int threads_;
+    std::unique_ptr<CpuBuffer> scratch_;
 };
 
 // Non-negative size check shared by the op files: throws naming the op and the size.
