@@ -1,6 +1,7 @@
 // CPU GEMM: every matrix product goes to the GEMM library chosen at configure time
-// (cmake/MoetrainGemmProvider.cmake): oneDNN's row-major dnnl_sgemm when MOETRAIN_GEMM_ONEDNN,
-// else cblas_sgemm. Strided-batched products are a loop of library calls.
+// (cmake/MoetrainGemmProvider.cmake): oneDNN's row-major dnnl_sgemm when MOETRAIN_GEMM_ONEDNN
+// (or its matmul primitive for the shapes of cpu::matmul_preferred), else cblas_sgemm.
+// Strided-batched products are a loop of library calls.
 #include <algorithm>
 
 #include "cpu/cpu_device.h"
@@ -63,9 +64,10 @@ void CpuDevice::gemm(const GemmArgs& g) {
     }
     const float* a = f32(g.a, last * g.stride_a + extent(a_rows, a_cols, g.lda), "gemm", "a");
     const float* b = f32(g.b, last * g.stride_b + extent(b_rows, b_cols, g.ldb), "gemm", "b");
+    const auto product = cpu::matmul_preferred(g.ta, g.tb, g.m, g.n, g.k) ? cpu::matmul : cpu::sgemm;
     for (int64_t i = 0; i < g.batch; ++i)
-        cpu::sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda,
-                   b + i * g.stride_b, g.ldb, g.beta, c + i * g.stride_c, g.ldc);
+        product(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda, b + i * g.stride_b,
+                g.ldb, g.beta, c + i * g.stride_c, g.ldc);
 }
 
 }  // namespace moetrain
