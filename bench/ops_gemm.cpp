@@ -1,0 +1,37 @@
+// Microbenchmarks: Device::gemm at the products of one dense-small training step (N = B*T =
+// 2048 rows, D = 512, F = 2048, V = 8192): forward x W^T (N,T), input gradients dy W (N,N)
+// and weight gradients dy^T x (T,N), which take the matmul-primitive path when tall.
+#include "ops_bench_util.h"
+
+namespace moetrain::bench {
+namespace {
+
+void BM_gemm(benchmark::State& st, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float beta) {
+    GemmArgs g{.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = 1.0f,
+               .a = randn(m * k), .lda = ta == Trans::N ? k : m,
+               .b = randn(k * n), .ldb = tb == Trans::N ? n : k,
+               .beta = beta, .c = randn(m * n), .ldc = n};
+    for (auto _ : st) cpu().gemm(g);
+    rates(st, 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n));
+}
+
+BENCHMARK_CAPTURE(BM_gemm, fwd_qkvo_2048x512x512, Trans::N, Trans::T, 2048, 512, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, fwd_up_2048x2048x512, Trans::N, Trans::T, 2048, 2048, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, fwd_down_2048x512x2048, Trans::N, Trans::T, 2048, 512, 2048, 1.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, fwd_head_2048x8192x512, Trans::N, Trans::T, 2048, 8192, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dx_up_2048x512x2048, Trans::N, Trans::N, 2048, 512, 2048, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dx_down_2048x2048x512, Trans::N, Trans::N, 2048, 2048, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dx_head_2048x512x8192, Trans::N, Trans::N, 2048, 512, 8192, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dw_qkvo_512x512x2048, Trans::T, Trans::N, 512, 512, 2048, 1.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dw_up_2048x512x2048, Trans::T, Trans::N, 2048, 512, 2048, 1.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dw_down_512x2048x2048, Trans::T, Trans::N, 512, 2048, 2048, 1.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, dw_head_8192x512x2048, Trans::T, Trans::N, 8192, 512, 2048, 1.0f)->UseRealTime();
+// moe-mini experts: ~512 rows each (2048 tokens x top-4 / 16 experts), F = 1024.
+BENCHMARK_CAPTURE(BM_gemm, expert_fwd_512x1024x512, Trans::N, Trans::T, 512, 1024, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, expert_dw_1024x512x512, Trans::T, Trans::N, 1024, 512, 512, 1.0f)->UseRealTime();
+// Batch-1 decode: one row against the LM head and an expert projection (bandwidth bound).
+BENCHMARK_CAPTURE(BM_gemm, decode_head_1x8192x512, Trans::N, Trans::T, 1, 8192, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, decode_expert_1x1024x512, Trans::N, Trans::T, 1, 1024, 512, 0.0f)->UseRealTime();
+
+}  // namespace
+}  // namespace moetrain::bench
