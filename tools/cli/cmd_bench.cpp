@@ -1,6 +1,9 @@
 // `moetrain bench`: time training steps on random tokens; last stdout line is JSON with
-// tokens_per_s, ms_per_step (median), gflops (model FLOPs, docs/MODEL_NOTES.md), mfu and
-// peak_rss_mb.
+// tokens_per_s, ms_per_step (median), gflops (model FLOPs, docs/MODEL_NOTES.md), mfu,
+// peak_rss_mb, and the analytic memory need next to it (analytic_mb, rss_ratio).
+// `--generate N` instead times batch-B KV-cache decoding of N tokens after a T-token prompt
+// (median time per decode step) against the memory-bandwidth bound (weight bytes per token /
+// --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,8 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "bench_memory.h"
 #include "commands.h"
 #include "common.h"
+#include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
 #include "moetrain/train.h"
@@ -17,14 +22,33 @@
 namespace moetrain::cli {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct BenchArgs {
     ModelChoice model;
     DeviceChoice dev;
-    int batch = 0, seq = 0, steps = 10, warmup = 2;
-    double peak_gflops = 500.0;
+    int batch = 0, seq = 0, steps = 10, warmup = 2, generate = 0;
+    double peak_gflops = 500.0, bandwidth_gbs = 78.0;
     uint64_t seed = 1337;
     bool profile = false;
 };
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, int vocab, int64_t n) {
+    std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = tok(rng);
+    return v;
+}
 
 // Per-op table: share of step time, calls, time per step, achieved GFLOP/s and GB/s.
 void print_profile(const ProfilingDevice& prof, int steps) {
@@ -43,15 +67,17 @@ void print_profile(const ProfilingDevice& prof, int steps) {
                 "that overhead)\n");
 }
 
-void run_bench(const BenchArgs& a) {
-    ModelConfig cfg = a.model.resolve();
-    MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
-             cfg.max_seq_len);
-    auto opened = a.dev.open();
-    std::unique_ptr<ProfilingDevice> profiler;
-    if (a.profile) profiler = std::make_unique<ProfilingDevice>(*opened);
-    Device* device = profiler ? profiler.get() : opened.get();
-    Model model(*device, cfg);
+void print_memory(const MemoryNeed& m, double rss_mb) {
+    const double mb = 1024.0 * 1024.0;
+    std::printf("memory: analytic %.0f MB (weights %.0f, grads %.0f, AdamW moments %.0f, saved "
+                "activations %.0f), peak RSS %.0f MB = %.2fx analytic\n",
+                m.total() / mb, m.weights / mb, m.grads / mb, m.moments / mb, m.activations / mb,
+                rss_mb, rss_mb / (m.total() / mb));
+}
+
+void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
+                     ProfilingDevice* profiler) {
+    Model model(device, cfg);
     model.init_weights(a.seed);
     TrainOptions opts;
     opts.total_steps = a.warmup + a.steps;
@@ -59,60 +85,136 @@ void run_bench(const BenchArgs& a) {
 
     const int64_t n = static_cast<int64_t>(a.batch) * a.seq;
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
-    std::uniform_int_distribution<int32_t> tok(0, cfg.vocab_size - 1);
-    std::vector<int32_t> x(n), y(n);
-    for (auto& v : x) v = tok(rng);
-    for (auto& v : y) v = tok(rng);
+    const std::vector<int32_t> x = random_tokens(rng, cfg.vocab_size, n);
+    const std::vector<int32_t> y = random_tokens(rng, cfg.vocab_size, n);
 
     ModelCost cost = model_cost(cfg);
     std::printf("bench: %s on %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
-                device->name().c_str(), cost.total_params / 1e6, cost.active_matmul_params / 1e6,
+                device.name().c_str(), cost.total_params / 1e6, cost.active_matmul_params / 1e6,
                 a.batch, a.seq);
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.steps; ++i) {
         if (profiler && i == a.warmup) profiler->reset();
-        auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = Clock::now();
         StepStats st = trainer.step(x.data(), y.data(), a.batch, a.seq);
-        device->synchronize();
-        double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                        .count();
-        bool timed = i >= a.warmup;
+        device.synchronize();
+        const double dt = ms_since(t0);
+        const bool timed = i >= a.warmup;
         if (timed) ms.push_back(dt);
         std::printf("  step %d%s: %.1f ms, loss %.4f\n", i + 1, timed ? "" : " (warm-up)", dt,
                     st.loss.loss);
     }
-    std::sort(ms.begin(), ms.end());
-    double med = ms[ms.size() / 2];
-    if (ms.size() % 2 == 0) med = 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-    double tps = n / (med / 1000.0);
-    double gflops = cost.train_flops_per_token(a.seq) * tps / 1e9;
+    const double med = median(ms);
+    const double tps = n / (med / 1000.0);
+    const double gflops = cost.train_flops_per_token(a.seq) * tps / 1e9;
     if (profiler) print_profile(*profiler, a.steps);
+    const MemoryNeed mem = training_memory(cfg, cost.total_params, a.batch, a.seq);
+    const double rss = peak_rss_mb();
+    print_memory(mem, rss);
+    nlohmann::json j;
+    j["tokens_per_s"] = tps;
+    j["ms_per_step"] = med;
+    j["gflops"] = gflops;
+    j["mfu"] = gflops / a.peak_gflops;
+    j["peak_rss_mb"] = rss;
+    j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
+    j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
+    std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
+                med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
+    std::printf("%s\n", j.dump().c_str());
+}
+
+// Decoding: B prompts of T random tokens, then a.generate greedy tokens with the KV cache;
+// the time of each decode step is the gap between consecutive token callbacks.
+void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
+                        ProfilingDevice* profiler) {
+    MT_CHECK(a.generate >= 2, "--generate needs at least 2 tokens (got ", a.generate, ")");
+    MT_CHECK(a.seq + a.generate <= cfg.max_seq_len, "--seq ", a.seq, " + --generate ", a.generate,
+             " exceeds the model's max_seq_len ", cfg.max_seq_len);
+    Model model(device, cfg);
+    model.init_weights(a.seed);
+    std::mt19937 rng(static_cast<uint32_t>(a.seed));
+    std::vector<std::vector<int32_t>> prompts;
+    for (int b = 0; b < a.batch; ++b) prompts.push_back(random_tokens(rng, cfg.vocab_size, a.seq));
+    GenerateOptions g;
+    g.temperature = 0.0f;  // greedy: the step is the model, not the sampler
+
+    const ModelCost cost = model_cost(cfg);
+    const double bytes = decode_weight_bytes(cfg, cost.active_matmul_params);
+    std::printf("bench: %s on %s, decode B=%d after a %d-token prompt, %d tokens; %.1f MB of "
+                "weights per decode step\n",
+                a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
+                device.name().c_str(), a.batch, a.seq, a.generate, bytes / 1e6);
+    std::vector<double> ms;
+    for (int run = 0; run < a.warmup + 1; ++run) {  // warm-up runs plan buffers and kernels
+        const bool timed = run == a.warmup;
+        if (profiler && timed) profiler->reset();
+        auto last = Clock::now();
+        generate_batch(model, prompts, g, [&](int64_t i, std::span<const int32_t>) {
+            if (timed && i > 0) ms.push_back(ms_since(last));  // i = 0 follows the prefill
+            last = Clock::now();
+            return true;
+        });
+    }
+    const double med = median(ms);
+    const double tps = a.batch / (med / 1000.0);
+    const double bound = a.bandwidth_gbs * 1e9 / bytes;  // batch-1 tokens/s at full bandwidth
+    const double gflops = 2.0 * static_cast<double>(cost.active_matmul_params) * tps / 1e9;
+    if (profiler) print_profile(*profiler, a.generate - 1);
+    std::printf("median %.2f ms per decode step, %.1f tokens/s; bandwidth bound %.1f tokens/s "
+                "(%.1f MB / %.0f GB/s) -> %.1f%% of it\n",
+                med, tps, bound, bytes / 1e6, a.bandwidth_gbs, 100.0 * tps / bound);
     nlohmann::json j;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
     j["mfu"] = gflops / a.peak_gflops;
     j["peak_rss_mb"] = peak_rss_mb();
-    std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
-                med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
+    j["weight_mb_per_token"] = bytes / 1e6;
+    j["bandwidth_bound_tokens_per_s"] = bound;
+    j["bound_fraction"] = tps / bound;
     std::printf("%s\n", j.dump().c_str());
+}
+
+void run_bench(const BenchArgs& a) {
+    ModelConfig cfg = a.model.resolve();
+    MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
+             cfg.max_seq_len);
+    auto opened = a.dev.open();
+    std::unique_ptr<ProfilingDevice> profiler;
+    if (a.profile) profiler = std::make_unique<ProfilingDevice>(*opened);
+    Device& device = profiler ? *profiler : *opened;
+    if (a.generate > 0)
+        run_generate_bench(a, cfg, device, profiler.get());
+    else
+        run_train_bench(a, cfg, device, profiler.get());
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<BenchArgs>();
-    auto* cmd = app.add_subcommand("bench", "time training steps; last line is JSON");
+    auto* cmd = app.add_subcommand("bench", "time training steps (or decoding); last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
+        ->required()
+        ->check(positive());
     cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()
         ->check(positive());
-    cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()
+    cmd->add_option("--warmup", a->warmup, "untimed steps (generate: untimed runs) first")
+        ->capture_default_str()
         ->check(non_negative());
     cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")->capture_default_str()
+        ->check(positive());
+    cmd->add_option("--generate", a->generate,
+                    "time KV-cache decoding of N tokens instead of training steps")
+        ->check(non_negative());
+    cmd->add_option("--bandwidth-gbs", a->bandwidth_gbs,
+                    "memory bandwidth for the decode bound (GB/s)")
+        ->capture_default_str()
         ->check(positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
