@@ -12,71 +12,37 @@
 #define MT_FN inline
 typedef uint mt_u32;
 typedef ulong mt_u64;
-#ifndef mt_expf
-#define mt_expf(x) exp(x)
-#endif
-#ifndef mt_tanhf
-#define mt_tanhf(x) tanh(x)
-#endif
-#ifndef mt_sqrtf
-#define mt_sqrtf(x) sqrt(x)
-#endif
-#ifndef mt_logf
-#define mt_logf(x) log(x)
-#endif
-#ifndef mt_sinf
-#define mt_sinf(x) sin(x)
-#endif
-#ifndef mt_cosf
-#define mt_cosf(x) cos(x)
-#endif
-#elif defined(__CUDACC__)
-#include <stdint.h>
-#define MT_FN __host__ __device__ inline
-typedef uint32_t mt_u32;
-typedef uint64_t mt_u64;
-#ifndef mt_expf
-#define mt_expf(x) expf(x)
-#endif
-#ifndef mt_tanhf
-#define mt_tanhf(x) tanhf(x)
-#endif
-#ifndef mt_sqrtf
-#define mt_sqrtf(x) sqrtf(x)
-#endif
-#ifndef mt_logf
-#define mt_logf(x) logf(x)
-#endif
-#ifndef mt_cosf
-#define mt_cosf(x) cosf(x)
-#endif
-#ifndef mt_sinf
-#define mt_sinf(x) sinf(x)
-#endif
+#define MT_F32(fn) fn /* OpenCL C overloads exp, tanh... for float */
 #else
 #include <math.h>
 #include <stdint.h>
+#if defined(__CUDACC__)
+#define MT_FN __host__ __device__ inline
+#else
 #define MT_FN static inline
+#endif
 typedef uint32_t mt_u32;
 typedef uint64_t mt_u64;
+#define MT_F32(fn) fn##f /* the C float functions: expf, tanhf... */
+#endif
+
 #ifndef mt_expf
-#define mt_expf(x) expf(x)
+#define mt_expf(x) MT_F32(exp)(x)
 #endif
 #ifndef mt_tanhf
-#define mt_tanhf(x) tanhf(x)
+#define mt_tanhf(x) MT_F32(tanh)(x)
 #endif
 #ifndef mt_sqrtf
-#define mt_sqrtf(x) sqrtf(x)
+#define mt_sqrtf(x) MT_F32(sqrt)(x)
 #endif
 #ifndef mt_logf
-#define mt_logf(x) logf(x)
-#endif
-#ifndef mt_cosf
-#define mt_cosf(x) cosf(x)
+#define mt_logf(x) MT_F32(log)(x)
 #endif
 #ifndef mt_sinf
-#define mt_sinf(x) sinf(x)
+#define mt_sinf(x) MT_F32(sin)(x)
 #endif
+#ifndef mt_cosf
+#define mt_cosf(x) MT_F32(cos)(x)
 #endif
 
 /* ---- activations (MODEL.md 2) ---- */
