@@ -1,6 +1,6 @@
 // CPU cross-entropy over rows of logits with ignored targets (-1), optionally overwriting the
 // logits with the scaled gradient softmax - onehot. One row per iteration; the row's
-// log-sum-exp is summed in double, the exponentials are SIMD (cpu_vecmath.h).
+// exponentials are SIMD (cpu_vecmath.h), computed once and summed in double.
 #include <algorithm>
 #include <cmath>
 
@@ -24,16 +24,24 @@ void CpuDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const 
     for (int64_t n = 0; n < N; ++n) {
         float* x = px + n * V;
         const int32_t t = pt[n];
-        const double lse = cpu::row_logsumexp(x, V);
-        pl[n] = t < 0 ? 0.0f : static_cast<float>(lse - x[t]);
-        if (grad_scale == 0.0f) continue;
+        if (grad_scale == 0.0f) {  // loss only: the logits stay as they are
+            pl[n] = t < 0 ? 0.0f : static_cast<float>(cpu::row_logsumexp(x, V) - x[t]);
+            continue;
+        }
         if (t < 0) {
+            pl[n] = 0.0f;
             std::fill(x, x + V, 0.0f);
             continue;
         }
-        const float flse = static_cast<float>(lse);
+        // One exp per logit: e = exp(x - max) overwrites the row, then the gradient is
+        // grad_scale * e / sum(e) - grad_scale * onehot.
+        const float xt = x[t], mx = cpu::lane_max(x, V);
+        const double sum =
+            cpu::lane_sum<double>(V, [&](int64_t c) { return x[c] = cpu::exp_f32(x[c] - mx); });
+        pl[n] = static_cast<float>(mx + std::log(sum) - xt);
+        const float coef = static_cast<float>(grad_scale / sum);
 #pragma omp simd
-        for (int64_t c = 0; c < V; ++c) x[c] = grad_scale * cpu::exp_f32(x[c] - flse);
+        for (int64_t c = 0; c < V; ++c) x[c] *= coef;
         x[t] -= grad_scale;
     }
 }
