@@ -147,6 +147,9 @@ public:
     // undefined), valid until the next call. It only grows, so once the first training step
     // has run the ops allocate nothing.
     float* scratch(size_t floats);
+    double* scratch_f64(int64_t doubles) {
+        return reinterpret_cast<double*>(scratch(2 * static_cast<size_t>(doubles)));
+    }
 
 private:
     void* checked(const Tensor& t, DType dtype, int64_t n, const char* op, const char* arg) const;

@@ -1,6 +1,7 @@
 // CPU rmsnorm / layernorm forward and backward (MODEL.md 2). Row statistics are accumulated in
-// double, one row per iteration; the gain / bias gradients are column sums over rows done one
-// column block per thread (cpu_parallel.h), so everything is deterministic.
+// double over the fixed lanes of cpu_simd.h, one row per iteration. The backward makes one
+// sweep over x and dy: each fixed chunk of rows writes its dx rows and its partial gain /
+// bias gradients, summed over the chunks in order (cpu_parallel.h): deterministic.
 #include <cmath>
 
 #include "cpu/cpu_device.h"
@@ -40,32 +41,29 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
     const float* px = f32(x, rows * dim, "rmsnorm_bwd", "x");
     const float* pg = f32(g, dim, "rmsnorm_bwd", "g");
     const float* prs = f32(rstd, rows, "rmsnorm_bwd", "rstd");
-#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* xr = px + r * dim;
-        const float* dyr = pdy + r * dim;
-        const double dot = cpu::lane_sum<double>(  // sum_c dy_c g_c x_c
-            dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c] * xr[c]; });
-        const float rs = prs[r];
-        const float coef = static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
-        float* dxr = pdx + r * dim;
-        if (accumulate_dx) {
+    double* partials = scratch_f64(cpu::row_chunks(rows) * dim);
+    cpu::rows_with_column_sums(
+        rows, dim, partials,
+        [&](int64_t r0, int64_t r1, double* acc) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* xr = px + r * dim;
+                const float* dyr = pdy + r * dim;
+                const float rs = prs[r];
+                const double dot = cpu::lane_sum<double>(  // sum_c dy_c g_c x_c
+                    dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c] * xr[c]; });
+                const float coef = static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
+                for (int64_t c = 0; c < dim; ++c) acc[c] += static_cast<double>(dyr[c]) * xr[c] * rs;
+                float* dxr = pdx + r * dim;
+                if (accumulate_dx) {
 #pragma omp simd
-            for (int64_t c = 0; c < dim; ++c) dxr[c] += rs * pg[c] * dyr[c] - xr[c] * coef;
-        } else {
+                    for (int64_t c = 0; c < dim; ++c) dxr[c] += rs * pg[c] * dyr[c] - xr[c] * coef;
+                } else {
 #pragma omp simd
-            for (int64_t c = 0; c < dim; ++c) dxr[c] = rs * pg[c] * dyr[c] - xr[c] * coef;
-        }
-    }
-    cpu::for_column_blocks(rows, dim, [&](int64_t c0, int64_t c1) {
-        double acc[cpu::kColBlock] = {};
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* xr = px + r * dim;
-            const float* dyr = pdy + r * dim;
-            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += static_cast<double>(dyr[c]) * xr[c] * prs[r];
-        }
-        for (int64_t c = c0; c < c1; ++c) pdg[c] += static_cast<float>(acc[c - c0]);
-    });
+                    for (int64_t c = 0; c < dim; ++c) dxr[c] = rs * pg[c] * dyr[c] - xr[c] * coef;
+                }
+            }
+        },
+        [&](int64_t c, double total) { pdg[c] += static_cast<float>(total); });
 }
 
 void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
@@ -118,44 +116,44 @@ void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& 
     const float* pmu = f32(mean, rows, "layernorm_bwd", "mean");
     const float* prs = f32(rstd, rows, "layernorm_bwd", "rstd");
     const double nd = static_cast<double>(dim);
-#pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* xr = px + r * dim;
-        const float* dyr = pdy + r * dim;
-        const float m = pmu[r], rs = prs[r];
-        // Sums of dxhat and dxhat * xhat.
-        const double s1 =
-            cpu::lane_sum<double>(dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c]; });
-        const double s2 = cpu::lane_sum<double>(dim, [&](int64_t c) {
-            return static_cast<double>(dyr[c]) * pg[c] * ((xr[c] - m) * rs);
-        });
-        const float mean_dxh = static_cast<float>(s1 / nd), mean_dxh_xh = static_cast<float>(s2 / nd);
-        float* dxr = pdx + r * dim;
-        if (accumulate_dx) {
+    double* partials = scratch_f64(cpu::row_chunks(rows) * 2 * dim);  // per chunk: dg, then db
+    cpu::rows_with_column_sums(
+        rows, 2 * dim, partials,
+        [&](int64_t r0, int64_t r1, double* acc) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* xr = px + r * dim;
+                const float* dyr = pdy + r * dim;
+                const float m = pmu[r], rs = prs[r];
+                // Sums of dxhat and dxhat * xhat.
+                const double s1 = cpu::lane_sum<double>(
+                    dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c]; });
+                const double s2 = cpu::lane_sum<double>(dim, [&](int64_t c) {
+                    return static_cast<double>(dyr[c]) * pg[c] * ((xr[c] - m) * rs);
+                });
+                const float mean_dxh = static_cast<float>(s1 / nd);
+                const float mean_dxh_xh = static_cast<float>(s2 / nd);
+                for (int64_t c = 0; c < dim; ++c) {
+                    acc[c] += static_cast<double>(dyr[c]) * ((xr[c] - m) * rs);
+                    acc[dim + c] += dyr[c];
+                }
+                float* dxr = pdx + r * dim;
+                if (accumulate_dx) {
 #pragma omp simd
-            for (int64_t c = 0; c < dim; ++c)
-                dxr[c] += rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
-        } else {
+                    for (int64_t c = 0; c < dim; ++c)
+                        dxr[c] += rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
+                } else {
 #pragma omp simd
-            for (int64_t c = 0; c < dim; ++c)
-                dxr[c] = rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
-        }
-    }
-    cpu::for_column_blocks(rows, dim, [&](int64_t c0, int64_t c1) {
-        double ag[cpu::kColBlock] = {}, ab[cpu::kColBlock] = {};
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* xr = px + r * dim;
-            const float* dyr = pdy + r * dim;
-            for (int64_t c = c0; c < c1; ++c) {
-                ag[c - c0] += static_cast<double>(dyr[c]) * ((xr[c] - pmu[r]) * prs[r]);
-                ab[c - c0] += dyr[c];
+                    for (int64_t c = 0; c < dim; ++c)
+                        dxr[c] = rs * (dyr[c] * pg[c] - mean_dxh - (xr[c] - m) * rs * mean_dxh_xh);
+                }
             }
-        }
-        for (int64_t c = c0; c < c1; ++c) {
-            pdg[c] += static_cast<float>(ag[c - c0]);
-            if (pdb) pdb[c] += static_cast<float>(ab[c - c0]);
-        }
-    });
+        },
+        [&](int64_t c, double total) {
+            if (c < dim)
+                pdg[c] += static_cast<float>(total);
+            else if (pdb)
+                pdb[c - dim] += static_cast<float>(total);
+        });
 }
 
 }  // namespace moetrain

@@ -16,6 +16,35 @@ constexpr int64_t kParallelMin = 16384;
 constexpr int64_t kColBlock = 64;
 // Length of the chunks of whole-vector reductions (sum, sum_squares).
 constexpr int64_t kSumChunk = 8192;
+// Rows per chunk of the row passes that also sum over rows (norm backward).
+constexpr int64_t kRowChunk = 64;
+
+inline int64_t row_chunks(int64_t rows) { return (rows + kRowChunk - 1) / kRowChunk; }
+
+// A row pass that also produces `width` column sums in one sweep over the data: rows are cut
+// into fixed chunks of kRowChunk; body(r0, r1, acc) handles rows [r0, r1) and adds their
+// per-column values into acc[0, width) (zeroed doubles of that chunk, in `partials`, which
+// holds chunks * width doubles). out(c, total) then gets each column's total over the chunks
+// in chunk order: deterministic for any thread count.
+template <typename Body, typename Out>
+void rows_with_column_sums(int64_t rows, int64_t width, double* partials, Body&& body, Out&& out) {
+    const int64_t chunks = row_chunks(rows);
+#pragma omp parallel if (rows * width > kParallelMin)
+    {
+#pragma omp for schedule(static)
+        for (int64_t ch = 0; ch < chunks; ++ch) {
+            double* acc = partials + ch * width;
+            std::fill(acc, acc + width, 0.0);
+            body(ch * kRowChunk, std::min(rows, (ch + 1) * kRowChunk), acc);
+        }
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < width; ++c) {
+            double total = 0;
+            for (int64_t ch = 0; ch < chunks; ++ch) total += partials[ch * width + c];
+            out(c, total);
+        }
+    }
+}
 
 // body(c0, c1) for the column blocks [c0, c1) of a rows x cols matrix, in parallel (each block owned by one
 // thread, so per-column sums over rows keep their row order).
