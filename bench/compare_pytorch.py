@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The MODEL.md transformer written the way a PyTorch user would (nn.Module, torch.optim.AdamW,
-a Python loop over experts for MoE), for side-by-side timing with `moetrain bench`.
+a Python loop over an nn.ModuleList of experts for MoE), for side-by-side timing with
+`moetrain bench`.
 
     /usr/bin/python3 bench/compare_pytorch.py --config <(moetrain config --preset moe-mini) \
         --batch 8 --seq 256 --steps 5 --threads 2
@@ -98,15 +99,17 @@ class FFN(nn.Module):
 
 
 class MoE(nn.Module):
+    """Experts as an nn.ModuleList of bias-free FFNs, looped over in Python (the Hugging Face
+    Mixtral layout). Indexing one stacked [E, F, D] Parameter per expert instead makes every
+    expert's backward materialise a zero gradient of the whole stack (~10x slower steps)."""
+
     def __init__(self, c, layer):
         super().__init__()
         m = c["moe"]
         D, E, Fd = c["d_model"], m["n_experts"], c["d_ff"]
         self.m, self.E, self.layer, self.kind = m, E, layer, c["ffn"]
         self.router = nn.Linear(D, E, bias=False) if m["router"] == "softmax_topk" else None
-        self.w_gate = nn.Parameter(torch.randn(E, Fd, D) * 0.02) if self.kind == "swiglu" else None
-        self.w_up = nn.Parameter(torch.randn(E, Fd, D) * 0.02)
-        self.w_down = nn.Parameter(torch.randn(E, D, Fd) * 0.02)
+        self.experts = nn.ModuleList(FFN(c, Fd, False) for _ in range(E))
         S = m["n_shared_experts"]
         self.shared = FFN(c, S * Fd, False) if S > 0 else None
 
@@ -136,14 +139,11 @@ class MoE(nn.Module):
             idx = (zz % self.E).view(N, 1)
             w = xf.new_ones(N, 1)
         y = torch.zeros_like(xf)
-        for e in range(self.E):  # the usual Python loop over experts
+        for e, expert in enumerate(self.experts):  # the usual Python loop over experts
             tok, slot = (idx == e).nonzero(as_tuple=True)
             if tok.numel() == 0:
                 continue
-            xe = xf[tok]
-            g = xe @ self.w_gate[e].t() if self.w_gate is not None else None
-            he = act(self.kind, g, xe @ self.w_up[e].t())
-            y.index_add_(0, tok, (he @ self.w_down[e].t()) * w[tok, slot, None])
+            y.index_add_(0, tok, expert(xf[tok]) * w[tok, slot, None])
         if self.shared is not None:
             y = y + self.shared(xf)
         return y.view(B, T, D), aux, z
@@ -211,19 +211,21 @@ def read_safetensors(path):
 
 
 def load_checkpoint(model, tensors):
-    """Maps MODEL.md section 6 names onto this module's parameters."""
+    """Maps MODEL.md section 6 names onto this module's parameters; the stacked expert
+    tensors [E, ...] are split over the experts' ModuleList."""
     own = dict(model.named_parameters())
-    rename = {".attn_norm.weight": ".attn_norm.weight"}
     loaded = 0
     for name, t in tensors.items():
-        key = name.replace(".moe.experts.", ".ffn.").replace(".moe.router.", ".ffn.router.")
-        key = key.replace(".moe.shared.", ".ffn.shared.")
-        key = rename.get(key, key)
-        if key.endswith(("w_gate", "w_up", "w_down")) and key not in own:
-            key = key + ".weight"
-        assert key in own, f"no parameter for {name} ({key})"
-        with torch.no_grad():
-            own[key].copy_(t.view(own[key].shape))
+        key = name.replace(".moe.router.", ".ffn.router.").replace(".moe.shared.", ".ffn.shared.")
+        if ".moe.experts." in key:  # layers.{l}.moe.experts.w_up [E, F, D] -> experts.{e}.w_up
+            prefix, proj = key.split(".moe.experts.")
+            parts = [(f"{prefix}.ffn.experts.{e}.{proj}.weight", t[e]) for e in range(t.shape[0])]
+        else:
+            parts = [(key, t)]
+        for k, v in parts:
+            assert k in own, f"no parameter for {name} ({k})"
+            with torch.no_grad():
+                own[k].copy_(v.reshape(own[k].shape))
         loaded += 1
     return loaded
 
