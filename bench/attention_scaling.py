@@ -36,20 +36,25 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     rows = []
-    print("| T | B | tokens/s | MFU | peak RSS MB | analytic MB | RSS / analytic |")
-    print("|---|---|---|---|---|---|---|")
+    print("| T | B | tokens/s | MFU | peak RSS MB | analytic MB | RSS / analytic | load |")
+    print("|---|---|---|---|---|---|---|---|")
     for seq in (int(s) for s in a.seqs.split(",")):
         batch = max(1, a.tokens // seq)
-        runs = [bench(a, batch, seq) for _ in range(a.runs)]
+        runs, loads = [], []
+        for _ in range(a.runs):
+            loads.append(os.getloadavg()[0])
+            runs.append(bench(a, batch, seq))
         row = {"seq": seq, "batch": batch, "runs": a.runs,
                "tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
                "mfu": statistics.median(r["mfu"] for r in runs),
                "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
-               "analytic_mb": runs[0]["analytic_mb"]}
+               "analytic_mb": runs[0]["analytic_mb"], "load_min": min(loads),
+               "load_max": max(loads)}
         rows.append(row)
         print(f"| {seq} | {batch} | {row['tokens_per_s']:.0f} | {100 * row['mfu']:.1f}% | "
               f"{row['peak_rss_mb']:.0f} | {row['analytic_mb']:.0f} | "
-              f"{row['peak_rss_mb'] / row['analytic_mb']:.2f} |", flush=True)
+              f"{row['peak_rss_mb'] / row['analytic_mb']:.2f} | "
+              f"{row['load_min']:.1f}-{row['load_max']:.1f} |", flush=True)
     print(json.dumps({"preset": a.preset, "threads": a.threads, "rows": rows}))
 
 
