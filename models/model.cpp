@@ -1,8 +1,24 @@
-// moetrain::Model: the public face of ModelImpl (parameters by name, init, forward/backward).
+// moetrain::Model: the public face of ModelImpl (parameters by name, init, forward/backward,
+// the recompute mode and workspace size).
 
 #include "model_impl.h"
 
 namespace moetrain {
+
+std::string to_string(Recompute r) {
+    switch (r) {
+        case Recompute::none: return "none";
+        case Recompute::block: return "block";
+        case Recompute::ffn: return "ffn";
+    }
+    return "?";
+}
+
+Recompute parse_recompute(const std::string& s) {
+    for (Recompute r : {Recompute::none, Recompute::block, Recompute::ffn})
+        if (s == to_string(r)) return r;
+    throw Error("unknown recompute mode '" + s + "' (none, block, ffn)");
+}
 
 Model::Model(Device& device, const ModelConfig& config)
     : impl_(std::make_unique<ModelImpl>(device, config)) {}
@@ -92,6 +108,18 @@ std::vector<float> Model::forward_logits(const int32_t* x, int B, int T) {
 
 const std::vector<ExpertLoad>& Model::expert_load() const {
     return impl_->load;
+}
+
+void Model::set_recompute(Recompute r) {
+    impl_->set_recompute(r);
+}
+Recompute Model::recompute() const {
+    return impl_->recompute();
+}
+
+int64_t Model::training_workspace_bytes(int B, int T) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    return impl_->workspace(B, T, true).bytes;
 }
 
 }  // namespace moetrain

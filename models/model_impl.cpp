@@ -1,6 +1,7 @@
 // The passes of the MODEL.md transformer over its layers: batch upload and validation,
-// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order. The
-// layer math lives in the per-layer files (layers.h).
+// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order, which
+// first re-runs the part of a layer's forward its workspace dropped (Recompute block / ffn).
+// The layer math lives in the per-layer files (layers.h).
 #include "model_impl.h"
 
 #include <algorithm>
@@ -54,8 +55,14 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
             std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
     }
     auto& slot = workspaces_[key];
-    slot = plan_workspace(dev, cfg, B, T, training, logit_budget);
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_);
     return *slot;
+}
+
+void ModelImpl::set_recompute(Recompute r) {
+    if (r == recompute_) return;
+    recompute_ = r;
+    std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
 }
 
 std::array<float, 4> ModelImpl::read_stats() {
@@ -91,32 +98,50 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
 }
 
 void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
-    const int64_t N = ws.N;
     const int L = cfg.n_layers;
     embedding_fwd(dev, w, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
     for (int l = 0; l < L; ++l) {
-        LayerActs& a = ws.layers[static_cast<size_t>(l)];
-        const LayerW& lw = w.layers[static_cast<size_t>(l)];
-        norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, N);
-        if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
-        attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T,
-                      cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
-        norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, N);
+        const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        attention_part(ws, l, cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
         const Tensor& x_out = l + 1 < L ? ws.layers[static_cast<size_t>(l) + 1].x_in : ws.x_final;
         if (!same_view(x_out, a.x_mid)) dev.copy(x_out, a.x_mid);
-        if (lw.moe)
-            moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, micro.view(1, {2}), N,
-                    record_routing);
-        else
-            ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn, x_out, 1.0f);
+        ffn_part(ws, l, x_out, micro.view(1, {2}), record_routing);
     }
     record_load(ws);
+}
+
+void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
+    const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = w.layers[static_cast<size_t>(l)];
+    norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, ws.N);
+    if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
+    attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache);
+    norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, ws.N);
+}
+
+void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                         std::vector<int32_t>* routing) {
+    LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = w.layers[static_cast<size_t>(l)];
+    if (lw.moe)
+        moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+    else
+        ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(ws.N)}, a.n2.y, a.ffn, x_out, 1.0f);
+}
+
+void ModelImpl::recompute_layer(Workspace& ws, int l) {
+    // The same deterministic ops on the same inputs as the forward: bit-identical activations.
+    // The residual stream, the loss terms, the routing record and the expert loads (recorded
+    // by the forward) are left alone.
+    if (ws.recompute == Recompute::block) attention_part(ws, l, nullptr);
+    ffn_part(ws, l, Tensor{}, Tensor{}, nullptr);
 }
 
 void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
     const int64_t N = ws.N;
     const GradScratch& g = ws.g;  // g.dres holds d loss / d x_final (from the head)
     for (int l = cfg.n_layers - 1; l >= 0; --l) {
+        if (ws.recomputes(l, cfg.n_layers)) recompute_layer(ws, l);
         const LayerActs& a = ws.layers[static_cast<size_t>(l)];
         const LayerW& lw = w.layers[static_cast<size_t>(l)];
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];

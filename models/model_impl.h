@@ -43,6 +43,11 @@ class ModelImpl {
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
 
+    // Gradient checkpointing of the training workspaces planned from now on (set_recompute
+    // drops the training workspaces planned with another mode).
+    Recompute recompute() const { return recompute_; }
+    void set_recompute(Recompute r);
+
     // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
 
@@ -67,12 +72,21 @@ class ModelImpl {
     // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
     int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
     void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);
+    // Layer l's forward up to the FFN input: norm, attention into x_mid, norm.
+    void attention_part(Workspace& ws, int l, const KvSlot* cache);
+    // Layer l's FFN / MoE: x_out += FFN(n2.y), aux / z terms into aux_stats. With x_out and
+    // aux_stats empty (recompute) only the activations the backward reads are produced.
+    void ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                  std::vector<int32_t>* routing);
+    // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
+    void recompute_layer(Workspace& ws, int l);
     void backward_layers(Workspace& ws, float grad_scale);
     void record_load(const Workspace& ws);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
     static constexpr int kMaxInferenceWorkspaces = 4;
+    Recompute recompute_ = Recompute::none;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
 };
 

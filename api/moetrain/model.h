@@ -33,6 +33,19 @@ struct ExpertLoad {
     std::vector<int32_t> counts;
 };
 
+// Gradient checkpointing of training passes: which activations the forward keeps for the
+// backward and which the backward recomputes (a run option: not part of the ModelConfig or
+// of checkpoints; gradients are bit-identical in every mode on a given device).
+//  none:  every layer keeps all its activations.
+//  block: every layer keeps only its input (the residual stream); the backward re-runs the
+//         layer's forward into one set of layer buffers shared by all layers.
+//  ffn:   every layer keeps its attention activations; the FFN / MoE internals (router,
+//         sort, expert rows, hidden activations, shared experts) live in one shared set and
+//         the backward re-runs that part of the layer.
+enum class Recompute { none, block, ffn };
+std::string to_string(Recompute r);
+Recompute parse_recompute(const std::string& s);  // "none" | "block" | "ffn"; throws otherwise
+
 class ModelImpl;
 
 class Model {
@@ -72,6 +85,14 @@ public:
     std::vector<float> forward_logits(const int32_t* x, int B, int T);
     // Expert loads of the last forward (empty for dense models).
     const std::vector<ExpertLoad>& expert_load() const;
+
+    // ---- memory ----
+    // Gradient checkpointing mode of the training passes from now on (default none).
+    void set_recompute(Recompute r);
+    Recompute recompute() const;
+    // Device bytes of the workspace (activations and backward scratch) that training passes
+    // of shape (B, T) use in the current recompute mode, planning it if needed.
+    int64_t training_workspace_bytes(int B, int T);
 
     ModelImpl& impl() { return *impl_; }
 

@@ -1,6 +1,9 @@
 // `moetrain bench`: time training steps on random tokens; last stdout line is JSON with
 // tokens_per_s, ms_per_step (median), gflops (model FLOPs, docs/MODEL_NOTES.md), mfu,
 // peak_rss_mb, and the analytic memory need next to it (analytic_mb, rss_ratio).
+// `--recompute none|block|ffn` trains with gradient checkpointing; the activation memory of
+// that plan (analytic, and the device bytes of the planned training workspace) is printed
+// next to that of `none` (activation_mb, workspace_mb in the JSON).
 // `--generate N` instead times batch-B KV-cache decoding of N tokens after a T-token prompt
 // (median time per decode step) against the memory-bandwidth bound (weight bytes per token /
 // --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s).
@@ -31,6 +34,7 @@ struct BenchArgs {
     double peak_gflops = 500.0, bandwidth_gbs = 78.0;
     uint64_t seed = 1337;
     bool profile = false;
+    std::string recompute = "none";
 };
 
 double ms_since(Clock::time_point t0) {
@@ -75,10 +79,22 @@ void print_memory(const MemoryNeed& m, double rss_mb) {
                 rss_mb, rss_mb / (m.total() / mb));
 }
 
+// The activations a training step keeps in this recompute mode against keeping all of them.
+void print_activations(Recompute mode, const MemoryNeed& m, const MemoryNeed& all,
+                       double workspace_bytes) {
+    const double mb = 1024.0 * 1024.0;
+    std::printf("activations: recompute %s keeps %.1f MB (none: %.1f MB, %.2fx); planned "
+                "training workspace %.1f MB (activations + backward scratch)\n",
+                to_string(mode).c_str(), m.activations / mb, all.activations / mb,
+                m.activations / all.activations, workspace_bytes / mb);
+}
+
 void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                      ProfilingDevice* profiler) {
+    const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
     model.init_weights(a.seed);
+    model.set_recompute(mode);
     TrainOptions opts;
     opts.total_steps = a.warmup + a.steps;
     Trainer trainer(model, opts);
@@ -109,8 +125,11 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const double tps = n / (med / 1000.0);
     const double gflops = cost.train_flops_per_token(a.seq) * tps / 1e9;
     if (profiler) print_profile(*profiler, a.steps);
-    const MemoryNeed mem = training_memory(cfg, cost.total_params, a.batch, a.seq);
+    const MemoryNeed mem = training_memory(cfg, cost.total_params, a.batch, a.seq, mode);
+    const MemoryNeed all = training_memory(cfg, cost.total_params, a.batch, a.seq);
+    const double ws_bytes = static_cast<double>(model.training_workspace_bytes(a.batch, a.seq));
     const double rss = peak_rss_mb();
+    print_activations(mode, mem, all, ws_bytes);
     print_memory(mem, rss);
     nlohmann::json j;
     j["tokens_per_s"] = tps;
@@ -120,6 +139,9 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["peak_rss_mb"] = rss;
     j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
+    j["recompute"] = to_string(mode);
+    j["activation_mb"] = mem.activations / (1024.0 * 1024.0);
+    j["workspace_mb"] = ws_bytes / (1024.0 * 1024.0);
     std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
                 med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
     std::printf("%s\n", j.dump().c_str());
@@ -218,6 +240,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
         ->check(positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
+    cmd->add_option("--recompute", a->recompute,
+                    "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
+                    "FFN / MoE internals)")
+        ->capture_default_str();
     cmd->callback([a, &exit_code] {
         run_bench(*a);
         exit_code = 0;

@@ -37,6 +37,7 @@ struct TrainArgs {
     int64_t save_every = 0, eval_every = 0;
     int eval_batches = 10;
     std::string log_json;
+    std::string recompute = "none";
     bool quiet = false;
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
@@ -105,6 +106,7 @@ TrainOptions train_options(const TrainArgs& a) {
 }
 
 void run_train(TrainArgs& a) {
+    const Recompute recompute = parse_recompute(a.recompute);  // a run option, not saved
     // ---- model config: from the checkpoint we continue from, else --preset / --config ----
     std::string ckpt_dir;
     std::optional<CheckpointInfo> ckpt;
@@ -148,6 +150,7 @@ void run_train(TrainArgs& a) {
     // ---- device, model, optimizer ----
     auto device = a.dev.open();
     Model model(*device, cfg);
+    model.set_recompute(recompute);
     TrainOptions opts = train_options(a);
     if (ckpt) load_weights(ckpt_dir, model);
     else model.init_weights(a.seed);
@@ -184,10 +187,11 @@ void run_train(TrainArgs& a) {
         return dir;
     };
 
-    std::printf("train: %s, %.2fM params, device %s, B=%d T=%d accum=%d, steps %lld..%lld\n",
+    std::printf("train: %s, %.2fM params, device %s, B=%d T=%d accum=%d, steps %lld..%lld%s\n",
                 cfg.moe ? "MoE" : "dense", model.num_params() / 1e6, device->name().c_str(),
                 a.batch, a.seq, a.accum, static_cast<long long>(start),
-                static_cast<long long>(a.steps));
+                static_cast<long long>(a.steps),
+                recompute == Recompute::none ? "" : (", recompute " + a.recompute).c_str());
     std::fflush(stdout);
     if (start > 0 && start >= a.steps) {
         std::printf("nothing to do: the checkpoint is at step %lld, --steps is %lld\n",
@@ -276,6 +280,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
+    cmd->add_option("--recompute", a->recompute,
+                    "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
+                    "FFN / MoE internals); same gradients, less activation memory")
+        ->capture_default_str();
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         run_train(*a);
