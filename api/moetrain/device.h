@@ -37,6 +37,7 @@ struct GemmArgs {
     Tensor c;
     int64_t ldc = 0;
     int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+    DType compute = DType::f32;
 };
 
 // Attention sizes. q/o: [B,Tq,H,hd]; k/v: [B,S,K,hd] (S = capacity >= Tk, batch stride S*K*hd);

@@ -35,6 +35,7 @@ struct BenchArgs {
     uint64_t seed = 1337;
     bool profile = false;
     std::string recompute = "none";
+    std::string precision = "fp32";
 };
 
 double ms_since(Clock::time_point t0) {
@@ -93,6 +94,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                      ProfilingDevice* profiler) {
     const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
     model.set_recompute(mode);
     TrainOptions opts;
@@ -105,10 +107,10 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const std::vector<int32_t> y = random_tokens(rng, cfg.vocab_size, n);
 
     ModelCost cost = model_cost(cfg);
-    std::printf("bench: %s on %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
+    std::printf("bench: %s on %s, %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
-                device.name().c_str(), cost.total_params / 1e6, cost.active_matmul_params / 1e6,
-                a.batch, a.seq);
+                device.name().c_str(), a.precision.c_str(), cost.total_params / 1e6,
+                cost.active_matmul_params / 1e6, a.batch, a.seq);
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.steps; ++i) {
         if (profiler && i == a.warmup) profiler->reset();
@@ -118,8 +120,8 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
         const double dt = ms_since(t0);
         const bool timed = i >= a.warmup;
         if (timed) ms.push_back(dt);
-        std::printf("  step %d%s: %.1f ms, loss %.4f\n", i + 1, timed ? "" : " (warm-up)", dt,
-                    st.loss.loss);
+        std::printf("  step %d%s: %.1f ms, loss %.4f%s\n", i + 1, timed ? "" : " (warm-up)", dt,
+                    st.loss.loss, st.skipped ? " (fp16 overflow: skipped)" : "");
     }
     const double med = median(ms);
     const double tps = n / (med / 1000.0);
@@ -132,6 +134,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     print_activations(mode, mem, all, ws_bytes);
     print_memory(mem, rss);
     nlohmann::json j;
+    j["precision"] = a.precision;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
@@ -155,6 +158,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     MT_CHECK(a.seq + a.generate <= cfg.max_seq_len, "--seq ", a.seq, " + --generate ", a.generate,
              " exceeds the model's max_seq_len ", cfg.max_seq_len);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
     std::vector<std::vector<int32_t>> prompts;
@@ -220,6 +224,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("bench", "time training steps (or decoding); last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
