@@ -20,6 +20,7 @@
 #include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
+#include "moetrain/memory_plan.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
@@ -133,6 +134,19 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const double rss = peak_rss_mb();
     print_activations(mode, mem, all, ws_bytes);
     print_memory(mem, rss);
+    PlanOptions po;
+    po.batch = a.batch;
+    po.seq = a.seq;
+    po.precision = model.precision();
+    po.optimizer = opts.optimizer;
+    po.recompute = mode;
+    const MemoryPlan plan = plan_training_memory(cfg, po);
+    const double mb = 1024.0 * 1024.0;
+    std::printf("plan (moetrain plan): %.0f MB (weights %.0f, master %.0f, grads %.0f, optimizer "
+                "%.0f, activations %.0f, workspace %.0f); peak RSS = %.2fx plan\n",
+                plan.total() / mb, plan.weights / mb, plan.master_weights / mb, plan.grads / mb,
+                plan.optimizer / mb, plan.activations / mb, plan.workspace / mb,
+                rss / (plan.total() / mb));
     nlohmann::json j;
     j["precision"] = a.precision;
     j["tokens_per_s"] = tps;
@@ -142,6 +156,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["peak_rss_mb"] = rss;
     j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
+    j["plan_mb"] = plan.total() / mb;
     j["recompute"] = to_string(mode);
     j["activation_mb"] = mem.activations / (1024.0 * 1024.0);
     j["workspace_mb"] = ws_bytes / (1024.0 * 1024.0);
