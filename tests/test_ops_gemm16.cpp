@@ -125,13 +125,22 @@ TEST_CASE("ops: gemm16 f16 compute, f32 / f16 operands, every transpose, ld, alp
 }
 
 // The long-reduction weight-gradient shape (Trans::T x Trans::N, k >= 1024, which the CPU runs
-// through oneDNN's matmul primitive) and beta = 0 over a C full of NaN (C must not be read).
-TEST_CASE("ops: gemm16 long reduction and beta = 0 over NaN") {
+// through oneDNN's matmul primitive), many rows (the CPU's bf16 path cuts m = 600 into 512 +
+// 64 + 16 + 8 rows and pads k = 70 to 128 when it packs both operands), and beta = 0 over a C
+// full of NaN (C must not be read).
+TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         for (DType compute : {DType::bf16, DType::f16}) {
             run_case(*d.dev, {compute, DType::f32, compute, Trans::T, Trans::N},
                      {40, 8, 1100, 1, 1, 1.0f, 0.5f}, 7);
+            for (Trans ta : {Trans::N, Trans::T})
+                for (Trans tb : {Trans::N, Trans::T}) {
+                    run_case(*d.dev, {compute, DType::f32, DType::f32, ta, tb},
+                             {600, 9, 70, 2, 3, 0.5f, 0.25f}, 11);
+                    run_case(*d.dev, {compute, compute, DType::f32, ta, tb},
+                             {600, 5, 33, 1, 0, 1.0f, 0.0f}, 12);
+                }
             GemmArgs g;
             g.compute = compute;
             g.m = 13;

@@ -4,6 +4,7 @@
 // Strided-batched products are a loop of library calls. GemmArgs::compute = bf16 / f16: see
 // gemm16 below.
 #include <algorithm>
+#include <bit>
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_gemm.h"
@@ -37,31 +38,55 @@ void run_f32(const GemmArgs& g, const cpu::StoredMatrix& a, const cpu::StoredMat
                 b.ld, g.beta, c + i * g.stride_c, g.ldc);
 }
 
-// The 16-bit products: with oneDNN, compute = bf16 runs the bf16 matmul primitive on bf16
-// operands (an f32 operand is first packed to bf16 in the device scratch); compute = f16 (no
-// f16 matmul in oneDNN 2.6 on CPUs) and bf16 with the BLAS provider pack both operands as f32
-// values rounded through `compute` and run the f32 product, which is exact for the rounded
-// operands (a product of two 16-bit values fits an f32 mantissa).
-void gemm16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::StoredMatrix b,
-            float* c) {
 #if defined(MOETRAIN_GEMM_ONEDNN)
-    if (g.compute == DType::bf16) {
-        const bool pack_a = a.dtype != DType::bf16, pack_b = b.dtype != DType::bf16;
-        const size_t fa = pack_a ? scratch_floats(cpu::packed_elements(a), 2) : 0;
-        const size_t fb = pack_b ? scratch_floats(cpu::packed_elements(b), 2) : 0;
-        float* base = fa + fb ? dev.scratch(fa + fb) : nullptr;
-        if (pack_a) a = cpu::pack_bf16(a, reinterpret_cast<uint16_t*>(base));
-        if (pack_b) b = cpu::pack_bf16(b, reinterpret_cast<uint16_t*>(base + fa));
-        const auto* pa = static_cast<const uint16_t*>(a.data);
-        const auto* pb = static_cast<const uint16_t*>(b.data);
-        for (int64_t i = 0; i < g.batch; ++i)
-            cpu::matmul_bf16(g.ta, g.tb, g.m, g.n, g.k, g.alpha, pa + i * a.stride, a.ld,
-                             pb + i * b.stride, b.ld, g.beta, c + i * g.stride_c, g.ldc);
-        return;
-    }
+// Rows of C per bf16 matmul call, and the reduction padding of the bf16 products. oneDNN
+// JIT-compiles a bf16 primitive per exact shape (~0.5-1 ms, cached by shape), and the MoE
+// expert products change m (their token count) and, for the weight gradients, k every step.
+// So m is cut into kBf16RowChunk-row calls plus a binary split of the rest (512 + 64 + 4 rows
+// for m = 580: at most 9 row counts per (n, k)), and when both operands are packed anyway k is
+// padded with zeros to a multiple of kBf16KPad (exact: the padding adds 0 * 0 products).
+constexpr int64_t kBf16RowChunk = 512;
+constexpr int64_t kBf16KPad = 64;
+
+void gemm_bf16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::StoredMatrix b,
+               float* c) {
+    const bool pack_a = a.dtype != DType::bf16, pack_b = b.dtype != DType::bf16;
+    const int64_t k = pack_a && pack_b ? (g.k + kBf16KPad - 1) / kBf16KPad * kBf16KPad : g.k;
+    // Stored shapes with k padded: A [m,k] (N) / [k,m] (T), B [k,n] (N) / [n,k] (T).
+    const int64_t a_rows = g.ta == Trans::N ? g.m : k, a_cols = g.ta == Trans::N ? k : g.m;
+    const int64_t b_rows = g.tb == Trans::N ? k : g.n, b_cols = g.tb == Trans::N ? g.n : k;
+    const size_t fa = pack_a ? scratch_floats(cpu::packed_elements(a, a_rows, a_cols), 2) : 0;
+    const size_t fb = pack_b ? scratch_floats(cpu::packed_elements(b, b_rows, b_cols), 2) : 0;
+    float* base = fa + fb ? dev.scratch(fa + fb) : nullptr;
+    if (pack_a) a = cpu::pack_bf16(a, reinterpret_cast<uint16_t*>(base), a_rows, a_cols);
+    if (pack_b) b = cpu::pack_bf16(b, reinterpret_cast<uint16_t*>(base + fa), b_rows, b_cols);
+    const auto* pa = static_cast<const uint16_t*>(a.data);
+    const auto* pb = static_cast<const uint16_t*>(b.data);
+    const int64_t a_row_step = g.ta == Trans::N ? a.ld : 1;  // next row of op(A)
+    for (int64_t i = 0; i < g.batch; ++i)
+        for (int64_t r0 = 0; r0 < g.m;) {
+            const int64_t left = g.m - r0;
+            const int64_t rows = left >= kBf16RowChunk ? kBf16RowChunk : std::bit_floor(static_cast<uint64_t>(left));
+            cpu::matmul_bf16(g.ta, g.tb, rows, g.n, k, g.alpha, pa + i * a.stride + r0 * a_row_step,
+                             a.ld, pb + i * b.stride, b.ld, g.beta, c + i * g.stride_c + r0 * g.ldc,
+                             g.ldc);
+            r0 += rows;
+        }
+}
 #endif
-    const size_t fa = scratch_floats(cpu::packed_elements(a), 4);
-    float* base = dev.scratch(fa + scratch_floats(cpu::packed_elements(b), 4));
+
+// The 16-bit products: with oneDNN, compute = bf16 runs the bf16 matmul primitive on bf16
+// operands (an f32 operand is first packed to bf16 in the device scratch; gemm_bf16); compute
+// = f16 (no f16 matmul in oneDNN 2.6 on CPUs) and bf16 with the BLAS provider pack both
+// operands as f32 values rounded through `compute` and run the f32 product, which is exact for
+// the rounded operands (a product of two 16-bit values fits an f32 mantissa).
+void gemm16(CpuDevice& dev, const GemmArgs& g, const cpu::StoredMatrix& a,
+            const cpu::StoredMatrix& b, float* c) {
+#if defined(MOETRAIN_GEMM_ONEDNN)
+    if (g.compute == DType::bf16) return gemm_bf16(dev, g, a, b, c);
+#endif
+    const size_t fa = scratch_floats(cpu::packed_elements(a, a.rows, a.cols), 4);
+    float* base = dev.scratch(fa + scratch_floats(cpu::packed_elements(b, b.rows, b.cols), 4));
     run_f32(g, cpu::pack_rounded_f32(a, g.compute, base),
             cpu::pack_rounded_f32(b, g.compute, base + fa), c);
 }

@@ -38,11 +38,13 @@ struct StoredMatrix {
     DType dtype = DType::f32;
     int64_t rows = 0, cols = 0, ld = 0, batch = 1, stride = 0;
 };
-// Elements of the packed copy of m: [batch, rows, cols] compact (one matrix when stride is 0).
-int64_t packed_elements(const StoredMatrix& m);
-// Packs m into dst as bf16 bit patterns (f32 rounded to nearest even, bf16 copied); m is f32
-// or bf16. Returns the packed operand (ld = cols, stride = rows * cols or 0). OpenMP-parallel.
-StoredMatrix pack_bf16(const StoredMatrix& m, uint16_t* dst);
+// Elements of the packed copy of m padded to rows_to x cols_to (>= m.rows x m.cols): one
+// matrix when m.stride is 0, else m.batch.
+int64_t packed_elements(const StoredMatrix& m, int64_t rows_to, int64_t cols_to);
+// Packs m into dst as bf16 bit patterns (f32 rounded to nearest even, bf16 copied), compact
+// [rows_to, cols_to] matrices with the padding zeroed; m is f32 or bf16. Returns the packed
+// operand (rows_to x cols_to, ld = cols_to, stride = rows_to * cols_to or 0). OpenMP-parallel.
+StoredMatrix pack_bf16(const StoredMatrix& m, uint16_t* dst, int64_t rows_to, int64_t cols_to);
 // Packs m into dst as f32 values rounded through `compute` (bf16 or f16): a 16-bit m is widened
 // exactly, an f32 m is rounded to the nearest `compute` value. OpenMP-parallel.
 StoredMatrix pack_rounded_f32(const StoredMatrix& m, DType compute, float* dst);

@@ -58,7 +58,7 @@ public:
     }
 
 private:
-    static constexpr size_t kCapacity = 64;  // shapes kept; the oldest is dropped first
+    static constexpr size_t kCapacity = 256;  // shapes kept; the oldest is dropped first
 
     MatmulCache() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 

@@ -9,6 +9,13 @@
 
 namespace moetrain::cpu {
 
+// c ? x : y as mask arithmetic (a ternary between values computed with floating-point ops
+// may be turned back into a branch, which stops GCC from vectorising the loop).
+inline uint32_t select_u32(bool c, uint32_t x, uint32_t y) {
+    const uint32_t mask = 0u - static_cast<uint32_t>(c);
+    return (x & mask) | (y & ~mask);
+}
+
 // f32 -> bf16 bits, as f32_to_bf16.
 inline uint16_t bf16_bits(float f) {
     const uint32_t u = std::bit_cast<uint32_t>(f);
@@ -30,9 +37,9 @@ inline float round_f16(float f) {
     const uint32_t sign = u & 0x80000000u, a = u & 0x7fffffffu;
     const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
     const uint32_t subnormal = std::bit_cast<uint32_t>((std::bit_cast<float>(a) + 0.5f) - 0.5f);
-    uint32_t r = a < 0x38800000u ? subnormal : normal;
-    r = a >= 0x477ff000u ? 0x7f800000u : r;
-    r = a > 0x7f800000u ? 0x7fc00000u : r;
+    uint32_t r = select_u32(a < 0x38800000u, subnormal, normal);
+    r = select_u32(a >= 0x477ff000u, 0x7f800000u, r);
+    r = select_u32(a > 0x7f800000u, 0x7fc00000u, r);
     return std::bit_cast<float>(sign | r);
 }
 
@@ -43,7 +50,7 @@ inline float f16_value(uint16_t h) {
     const uint32_t normal = ((exp + 112u) << 23) | (mant << 13);
     const uint32_t special = 0x7f800000u | (mant << 13);
     const uint32_t subnormal = std::bit_cast<uint32_t>(static_cast<float>(mant) * 0x1p-24f);
-    const uint32_t r = exp == 0 ? subnormal : exp == 31 ? special : normal;
+    const uint32_t r = select_u32(exp == 0, subnormal, select_u32(exp == 31, special, normal));
     return std::bit_cast<float>(sign | r);
 }
 
