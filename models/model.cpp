@@ -53,6 +53,7 @@ Tensor Model::grads_flat() const {
 void Model::init_weights(uint64_t seed) {
     const std::vector<float> v = init_values(impl_->cfg, impl_->layout, seed);
     impl_->dev.upload(impl_->params, v.data());
+    impl_->params_changed();
 }
 
 std::vector<float> Model::get_param(const std::string& name) const {
@@ -67,6 +68,7 @@ void Model::set_param(const std::string& name, const std::vector<float>& values)
     MT_CHECK(static_cast<int64_t>(values.size()) == p.numel(), "parameter '", name, "' has ",
              p.numel(), " elements, got ", values.size());
     impl_->dev.upload(impl_->params.view(p.offset, p.shape), values.data());
+    impl_->params_changed();
 }
 
 std::vector<float> Model::get_flat(const Tensor& flat) const {
@@ -83,6 +85,19 @@ void Model::set_flat(const Tensor& flat, const std::vector<float>& values) {
     MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ", values.size(),
              " values for ", impl_->n_params, " parameters");
     impl_->dev.upload(flat, values.data());
+    impl_->params_changed();
+}
+
+void Model::params_changed() {
+    impl_->params_changed();
+}
+
+void Model::set_precision(Precision p) {
+    impl_->set_precision(p);
+}
+
+Precision Model::precision() const {
+    return impl_->precision;
 }
 
 void Model::zero_grads() {

@@ -36,8 +36,27 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
     grads = dev.alloc(DType::f32, {n_params});
     w = bind_params(cfg, layout, params);
     gw = bind_params(cfg, layout, grads);
+    wf = w;
     stats = dev.alloc(DType::f32, {4});
     micro = dev.alloc(DType::f32, {3});
+}
+
+void ModelImpl::set_precision(Precision p) {
+    precision = p;
+    if (p == Precision::fp32) {
+        params_lo = Tensor{};
+        wf = w;
+        return;
+    }
+    params_lo = dev.alloc(compute_dtype(p), {std::max<int64_t>(n_decay, 1)});
+    wf = with_compute_matrices(w, params_lo);
+    lo_version = params_version - 1;  // stale: converted before the next forward
+}
+
+void ModelImpl::refresh_compute_weights() {
+    if (precision == Precision::fp32 || lo_version == params_version) return;
+    if (n_decay > 0) dev.convert(params_lo.view(0, {n_decay}), params.view(0, {n_decay}));
+    lo_version = params_version;
 }
 
 Workspace& ModelImpl::workspace(int B, int T, bool training) {
@@ -98,8 +117,9 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
 }
 
 void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
+    refresh_compute_weights();
     const int L = cfg.n_layers;
-    embedding_fwd(dev, w, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
+    embedding_fwd(dev, wf, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
     for (int l = 0; l < L; ++l) {
         const LayerActs& a = ws.layers[static_cast<size_t>(l)];
         attention_part(ws, l, cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
@@ -112,7 +132,7 @@ void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) 
 
 void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
     const LayerActs& a = ws.layers[static_cast<size_t>(l)];
-    const LayerW& lw = w.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
     norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, ws.N);
     if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
     attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache);
@@ -122,7 +142,7 @@ void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
 void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
                          std::vector<int32_t>* routing) {
     LayerActs& a = ws.layers[static_cast<size_t>(l)];
-    const LayerW& lw = w.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
     if (lw.moe)
         moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
     else
@@ -143,7 +163,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
     for (int l = cfg.n_layers - 1; l >= 0; --l) {
         if (ws.recomputes(l, cfg.n_layers)) recompute_layer(ws, l);
         const LayerActs& a = ws.layers[static_cast<size_t>(l)];
-        const LayerW& lw = w.layers[static_cast<size_t>(l)];
+        const LayerW& lw = wf.layers[static_cast<size_t>(l)];
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
@@ -176,7 +196,7 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
     const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
-    head_fwd(dev, cfg, w, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
+    head_fwd(dev, cfg, wf, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
              micro.view(0, {1}));
     if (backward) backward_layers(ws, grad_scale);
     dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
@@ -191,7 +211,7 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
     Workspace& ws = workspace(B, T, false);
     load_batch(ws, x, nullptr, pos0);
     forward_layers(ws, &cache);
-    head_last_logits(dev, cfg, w, ws, logits);
+    head_last_logits(dev, cfg, wf, ws, logits);
 }
 
 std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {
@@ -202,7 +222,7 @@ std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T)
     load_batch(ws, x, nullptr, 0);
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
-    return head_logits(dev, cfg, w, ws);
+    return head_logits(dev, cfg, wf, ws);
 }
 
 LossStats ModelImpl::loss_f64(const int32_t* x, const int32_t* y, int B, int T) {

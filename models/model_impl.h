@@ -11,6 +11,7 @@
 
 #include "layers.h"
 #include "moetrain/model.h"
+#include "moetrain/precision.h"
 
 namespace moetrain {
 
@@ -32,6 +33,17 @@ class ModelImpl {
     int64_t n_params = 0, n_decay = 0;    // all elements; leading decayed elements
     Tensor params, grads;
     ModelW w, gw;  // views of params / grads
+    // Mixed precision: `params_lo` is the 16-bit working copy of the decayed (matrix) range
+    // of `params`, refreshed from the fp32 master values before a forward pass whenever they
+    // changed (params_version); `wf` are the weights the passes multiply with (= w in fp32,
+    // w with the matrices replaced by params_lo views otherwise, see with_compute_matrices).
+    Precision precision = Precision::fp32;
+    Tensor params_lo;
+    ModelW wf;
+    uint64_t params_version = 0, lo_version = 0;
+    void set_precision(Precision p);
+    void params_changed() { ++params_version; }
+    void refresh_compute_weights();
     // Device stats: [0] ce, [1] aux, [2] z accumulated over micro-batches (each weighted),
     // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
     Tensor stats;

@@ -9,6 +9,7 @@
 
 #include "moetrain/config.h"
 #include "moetrain/device.h"
+#include "moetrain/precision.h"
 
 namespace moetrain {
 
@@ -71,6 +72,16 @@ public:
     void set_param(const std::string& name, const std::vector<float>& values);  // upload one
     std::vector<float> get_flat(const Tensor& flat) const;  // download a whole flat buffer
     void set_flat(const Tensor& flat, const std::vector<float>& values);
+    // Call after writing params_flat() by other means than the functions above, so that the
+    // 16-bit working copy of mixed precision is refreshed before the next forward pass.
+    void params_changed();
+
+    // ---- precision (issue 7; a run option, not part of the config or the checkpoint) ----
+    // fp32 (default), or bf16 / fp16: matrix products on a 16-bit copy of the weight
+    // matrices with fp32 accumulation; master weights, gradients, norms, softmax, router and
+    // losses stay fp32. fp16 training needs loss scaling (Trainer does it).
+    void set_precision(Precision p);
+    Precision precision() const;
 
     // ---- training ----
     void zero_grads();

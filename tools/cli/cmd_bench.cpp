@@ -20,6 +20,7 @@
 #include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
+#include "moetrain/memory_plan.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
@@ -35,6 +36,7 @@ struct BenchArgs {
     uint64_t seed = 1337;
     bool profile = false;
     std::string recompute = "none";
+    std::string precision = "fp32";
 };
 
 double ms_since(Clock::time_point t0) {
@@ -93,6 +95,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                      ProfilingDevice* profiler) {
     const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
     model.set_recompute(mode);
     TrainOptions opts;
@@ -105,10 +108,10 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const std::vector<int32_t> y = random_tokens(rng, cfg.vocab_size, n);
 
     ModelCost cost = model_cost(cfg);
-    std::printf("bench: %s on %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
+    std::printf("bench: %s on %s, %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
-                device.name().c_str(), cost.total_params / 1e6, cost.active_matmul_params / 1e6,
-                a.batch, a.seq);
+                device.name().c_str(), a.precision.c_str(), cost.total_params / 1e6,
+                cost.active_matmul_params / 1e6, a.batch, a.seq);
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.steps; ++i) {
         if (profiler && i == a.warmup) profiler->reset();
@@ -118,8 +121,8 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
         const double dt = ms_since(t0);
         const bool timed = i >= a.warmup;
         if (timed) ms.push_back(dt);
-        std::printf("  step %d%s: %.1f ms, loss %.4f\n", i + 1, timed ? "" : " (warm-up)", dt,
-                    st.loss.loss);
+        std::printf("  step %d%s: %.1f ms, loss %.4f%s\n", i + 1, timed ? "" : " (warm-up)", dt,
+                    st.loss.loss, st.skipped ? " (fp16 overflow: skipped)" : "");
     }
     const double med = median(ms);
     const double tps = n / (med / 1000.0);
@@ -131,7 +134,21 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const double rss = peak_rss_mb();
     print_activations(mode, mem, all, ws_bytes);
     print_memory(mem, rss);
+    PlanOptions po;
+    po.batch = a.batch;
+    po.seq = a.seq;
+    po.precision = model.precision();
+    po.optimizer = opts.optimizer;
+    po.recompute = mode;
+    const MemoryPlan plan = plan_training_memory(cfg, po);
+    const double mb = 1024.0 * 1024.0;
+    std::printf("plan (moetrain plan): %.0f MB (weights %.0f, master %.0f, grads %.0f, optimizer "
+                "%.0f, activations %.0f, workspace %.0f); peak RSS = %.2fx plan\n",
+                plan.total() / mb, plan.weights / mb, plan.master_weights / mb, plan.grads / mb,
+                plan.optimizer / mb, plan.activations / mb, plan.workspace / mb,
+                rss / (plan.total() / mb));
     nlohmann::json j;
+    j["precision"] = a.precision;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
@@ -139,6 +156,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["peak_rss_mb"] = rss;
     j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
+    j["plan_mb"] = plan.total() / mb;
     j["recompute"] = to_string(mode);
     j["activation_mb"] = mem.activations / (1024.0 * 1024.0);
     j["workspace_mb"] = ws_bytes / (1024.0 * 1024.0);
@@ -155,6 +173,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     MT_CHECK(a.seq + a.generate <= cfg.max_seq_len, "--seq ", a.seq, " + --generate ", a.generate,
              " exceeds the model's max_seq_len ", cfg.max_seq_len);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
     std::vector<std::vector<int32_t>> prompts;
@@ -220,6 +239,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("bench", "time training steps (or decoding); last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
