@@ -1,6 +1,7 @@
 /* f32 <-> bf16 <-> f16 conversions, bit-exact ports of api/moetrain/dtype.h (round to nearest
  * even, NaN preserved, f16 subnormals and overflow to Inf). No cl_khr_fp16 needed: 16-bit
- * values travel as ushort. kind: 1 = bf16, 2 = f16. */
+ * values travel as ushort. kind: 1 = bf16, 2 = f16. Also the operand rounding of the 16-bit
+ * GEMMs (mt_gemm_round_f32 / mt_gemm_widen_f32). */
 
 inline ushort mt_f32_to_bf16(float f) {
     uint u = as_uint(f);
@@ -81,4 +82,25 @@ __kernel void mt_half_to_half(__global ushort* dst, long dst_off, __global const
     long i = get_global_id(0);
     if (i >= n) return;
     dst[dst_off + i] = mt_half_store(mt_half_load(src[src_off + i], from), to);
+}
+
+/* GEMM operands of the 16-bit products (cl_gemm.cpp): matrices of rows x cols stored with row
+ * stride ld and matrix stride `stride` are written compact (row q = matrix * rows + row of
+ * dst holds cols f32 values) for CLBlast's sgemm. work-item (j, q) = column j of packed row q. */
+__kernel void mt_gemm_round_f32(__global float* dst, long dst_off, __global const float* src,
+                                long src_off, long rows, long cols, long ld, long stride,
+                                int compute) {
+    long j = get_global_id(0), q = get_global_id(1);
+    if (j >= cols) return;
+    float v = src[src_off + (q / rows) * stride + (q % rows) * ld + j];
+    dst[dst_off + q * cols + j] = mt_half_load(mt_half_store(v, compute), compute);
+}
+
+__kernel void mt_gemm_widen_f32(__global float* dst, long dst_off, __global const ushort* src,
+                                long src_off, long rows, long cols, long ld, long stride,
+                                int kind) {
+    long j = get_global_id(0), q = get_global_id(1);
+    if (j >= cols) return;
+    dst[dst_off + q * cols + j] =
+        mt_half_load(src[src_off + (q / rows) * stride + (q % rows) * ld + j], kind);
 }

@@ -25,6 +25,11 @@ enum class Act : uint8_t { gelu, relu, silu };  // gelu = tanh approximation (MO
 // C = alpha * op(A) @ op(B) + beta * C, row-major; op(A) is [m,k], op(B) is [k,n], C is [m,n].
 // lda/ldb/ldc are the row strides of A, B, C as stored. batch > 1: strided-batched, the i-th
 // product uses A + i*stride_a, B + i*stride_b, C + i*stride_c (element strides).
+// compute (f32, bf16 or f16): every element of op(A) and op(B) is rounded to `compute` (round
+// to nearest even, the dtype.h conversions) before it is multiplied; the products are summed
+// in fp32 or wider and alpha / beta are applied in fp32. A and B may each be stored as f32 or
+// as the 16-bit type of `compute` (a bf16 A with compute f16 is an error; compute f32 needs
+// f32 A and B). C is always f32. Sizes, strides and ld are in elements of each operand's dtype.
 struct GemmArgs {
     Trans ta = Trans::N, tb = Trans::N;
     int64_t m = 0, n = 0, k = 0;
@@ -37,6 +42,7 @@ struct GemmArgs {
     Tensor c;
     int64_t ldc = 0;
     int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+    DType compute = DType::f32;
 };
 
 // Attention sizes. q/o: [B,Tq,H,hd]; k/v: [B,S,K,hd] (S = capacity >= Tk, batch stride S*K*hd);

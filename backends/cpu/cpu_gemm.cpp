@@ -1,11 +1,14 @@
 // CPU GEMM: every matrix product goes to the GEMM library chosen at configure time
 // (cmake/MoetrainGemmProvider.cmake): oneDNN's row-major dnnl_sgemm when MOETRAIN_GEMM_ONEDNN
 // (or its matmul primitive for the shapes of cpu::matmul_preferred), else cblas_sgemm.
-// Strided-batched products are a loop of library calls.
+// Strided-batched products are a loop of library calls. GemmArgs::compute = bf16 / f16: see
+// gemm16 below.
 #include <algorithm>
+#include <bit>
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_gemm.h"
+#include "shared/gemm_dtypes.h"
 
 #if defined(MOETRAIN_GEMM_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
@@ -18,9 +21,74 @@
 namespace moetrain {
 namespace {
 
-// Elements spanned by one stored operand of `rows` x `cols` (as stored) with row stride ld.
-int64_t extent(int64_t rows, int64_t cols, int64_t ld) {
-    return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+// 64-byte aligned float count of a scratch part holding `elements` values of `bytes` each.
+size_t scratch_floats(int64_t elements, size_t bytes) {
+    return (static_cast<size_t>(elements) * bytes + 63) / 64 * 16;
+}
+
+// batch products through the f32 library (dnnl_sgemm / cblas_sgemm, or oneDNN's matmul for
+// the shapes of matmul_preferred).
+void run_f32(const GemmArgs& g, const cpu::StoredMatrix& a, const cpu::StoredMatrix& b,
+             float* c) {
+    const auto product = cpu::matmul_preferred(g.ta, g.tb, g.m, g.n, g.k) ? cpu::matmul : cpu::sgemm;
+    const auto* pa = static_cast<const float*>(a.data);
+    const auto* pb = static_cast<const float*>(b.data);
+    for (int64_t i = 0; i < g.batch; ++i)
+        product(g.ta, g.tb, g.m, g.n, g.k, g.alpha, pa + i * a.stride, a.ld, pb + i * b.stride,
+                b.ld, g.beta, c + i * g.stride_c, g.ldc);
+}
+
+#if defined(MOETRAIN_GEMM_ONEDNN)
+// Rows of C per bf16 matmul call, and the reduction padding of the bf16 products. oneDNN
+// JIT-compiles a bf16 primitive per exact shape (~0.5-1 ms, cached by shape), and the MoE
+// expert products change m (their token count) and, for the weight gradients, k every step.
+// So m is cut into kBf16RowChunk-row calls plus a binary split of the rest (512 + 64 + 4 rows
+// for m = 580: at most 9 row counts per (n, k)), and when both operands are packed anyway k is
+// padded with zeros to a multiple of kBf16KPad (exact: the padding adds 0 * 0 products).
+constexpr int64_t kBf16RowChunk = 512;
+constexpr int64_t kBf16KPad = 64;
+
+void gemm_bf16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::StoredMatrix b,
+               float* c) {
+    const bool pack_a = a.dtype != DType::bf16, pack_b = b.dtype != DType::bf16;
+    const int64_t k = pack_a && pack_b ? (g.k + kBf16KPad - 1) / kBf16KPad * kBf16KPad : g.k;
+    // Stored shapes with k padded: A [m,k] (N) / [k,m] (T), B [k,n] (N) / [n,k] (T).
+    const int64_t a_rows = g.ta == Trans::N ? g.m : k, a_cols = g.ta == Trans::N ? k : g.m;
+    const int64_t b_rows = g.tb == Trans::N ? k : g.n, b_cols = g.tb == Trans::N ? g.n : k;
+    const size_t fa = pack_a ? scratch_floats(cpu::packed_elements(a, a_rows, a_cols), 2) : 0;
+    const size_t fb = pack_b ? scratch_floats(cpu::packed_elements(b, b_rows, b_cols), 2) : 0;
+    float* base = fa + fb ? dev.scratch(fa + fb) : nullptr;
+    if (pack_a) a = cpu::pack_bf16(a, reinterpret_cast<uint16_t*>(base), a_rows, a_cols);
+    if (pack_b) b = cpu::pack_bf16(b, reinterpret_cast<uint16_t*>(base + fa), b_rows, b_cols);
+    const auto* pa = static_cast<const uint16_t*>(a.data);
+    const auto* pb = static_cast<const uint16_t*>(b.data);
+    const int64_t a_row_step = g.ta == Trans::N ? a.ld : 1;  // next row of op(A)
+    for (int64_t i = 0; i < g.batch; ++i)
+        for (int64_t r0 = 0; r0 < g.m;) {
+            const int64_t left = g.m - r0;
+            const int64_t rows = left >= kBf16RowChunk ? kBf16RowChunk : std::bit_floor(static_cast<uint64_t>(left));
+            cpu::matmul_bf16(g.ta, g.tb, rows, g.n, k, g.alpha, pa + i * a.stride + r0 * a_row_step,
+                             a.ld, pb + i * b.stride, b.ld, g.beta, c + i * g.stride_c + r0 * g.ldc,
+                             g.ldc);
+            r0 += rows;
+        }
+}
+#endif
+
+// The 16-bit products: with oneDNN, compute = bf16 runs the bf16 matmul primitive on bf16
+// operands (an f32 operand is first packed to bf16 in the device scratch; gemm_bf16); compute
+// = f16 (no f16 matmul in oneDNN 2.6 on CPUs) and bf16 with the BLAS provider pack both
+// operands as f32 values rounded through `compute` and run the f32 product, which is exact for
+// the rounded operands (a product of two 16-bit values fits an f32 mantissa).
+void gemm16(CpuDevice& dev, const GemmArgs& g, const cpu::StoredMatrix& a,
+            const cpu::StoredMatrix& b, float* c) {
+#if defined(MOETRAIN_GEMM_ONEDNN)
+    if (g.compute == DType::bf16) return gemm_bf16(dev, g, a, b, c);
+#endif
+    const size_t fa = scratch_floats(cpu::packed_elements(a, a.rows, a.cols), 4);
+    float* base = dev.scratch(fa + scratch_floats(cpu::packed_elements(b, b.rows, b.cols), 4));
+    run_f32(g, cpu::pack_rounded_f32(a, g.compute, base),
+            cpu::pack_rounded_f32(b, g.compute, base + fa), c);
 }
 
 }  // namespace
@@ -43,6 +111,7 @@ void sgemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, con
 }  // namespace cpu
 
 void CpuDevice::gemm(const GemmArgs& g) {
+    check_gemm_dtypes(g);
     check_sizes("gemm", {g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c});
     MT_CHECK(g.batch >= 1, "gemm: batch ", g.batch, " < 1");
     // Stored shapes: A is [m,k] (N) or [k,m] (T); B is [k,n] (N) or [n,k] (T); C is [m,n].
@@ -52,8 +121,7 @@ void CpuDevice::gemm(const GemmArgs& g) {
     MT_CHECK(g.ldb >= std::max<int64_t>(1, b_cols), "gemm: ldb ", g.ldb, " < ", b_cols);
     MT_CHECK(g.ldc >= std::max<int64_t>(1, g.n), "gemm: ldc ", g.ldc, " < ", g.n);
     if (g.m == 0 || g.n == 0) return;
-    const int64_t last = g.batch - 1;
-    float* c = f32(g.c, last * g.stride_c + extent(g.m, g.n, g.ldc), "gemm", "c");
+    float* c = f32(g.c, gemm_span(g.batch, g.stride_c, g.m, g.n, g.ldc), "gemm", "c");
     if (g.k == 0) {  // C = beta * C (alpha * empty product)
         for (int64_t i = 0; i < g.batch; ++i)
             for (int64_t r = 0; r < g.m; ++r) {
@@ -62,12 +130,20 @@ void CpuDevice::gemm(const GemmArgs& g) {
             }
         return;
     }
-    const float* a = f32(g.a, last * g.stride_a + extent(a_rows, a_cols, g.lda), "gemm", "a");
-    const float* b = f32(g.b, last * g.stride_b + extent(b_rows, b_cols, g.ldb), "gemm", "b");
-    const auto product = cpu::matmul_preferred(g.ta, g.tb, g.m, g.n, g.k) ? cpu::matmul : cpu::sgemm;
-    for (int64_t i = 0; i < g.batch; ++i)
-        product(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda, b + i * g.stride_b,
-                g.ldb, g.beta, c + i * g.stride_c, g.ldc);
+    auto stored = [&](const Tensor& t, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
+                      const char* arg) {
+        const int64_t need = gemm_span(g.batch, stride, rows, cols, ld);
+        const void* p = raw(t, "gemm", arg);
+        MT_CHECK(t.numel() >= need, "gemm: tensor '", arg, "' has ", t.numel(),
+                 " elements, the op needs ", need);
+        return cpu::StoredMatrix{p, t.dtype, rows, cols, ld, g.batch, stride};
+    };
+    const cpu::StoredMatrix a = stored(g.a, a_rows, a_cols, g.lda, g.stride_a, "a");
+    const cpu::StoredMatrix b = stored(g.b, b_rows, b_cols, g.ldb, g.stride_b, "b");
+    if (g.compute == DType::f32)
+        run_f32(g, a, b, c);
+    else
+        gemm16(*this, g, a, b, c);
 }
 
 }  // namespace moetrain

@@ -1,7 +1,8 @@
-// One row-major single-precision matrix product through the configured GEMM library
-// (oneDNN dnnl_sgemm or cblas_sgemm). Used by CpuDevice::gemm and by ops that work on tiles
-// (attention). Safe to call from inside an OpenMP parallel region: oneDNN then runs the
-// product on the calling thread.
+// The CPU matrix products: one row-major single-precision product through the configured GEMM
+// library (oneDNN dnnl_sgemm or cblas_sgemm), used by CpuDevice::gemm and by ops that work on
+// tiles (attention; safe inside an OpenMP parallel region, oneDNN then runs the product on the
+// calling thread); oneDNN's matmul primitive in f32 and bf16; and the operand packing of the
+// 16-bit products (cpu_gemm_pack.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,5 +21,32 @@ void sgemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, con
 bool matmul_preferred(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k);
 void matmul(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+#if defined(MOETRAIN_GEMM_ONEDNN)
+// The product of bf16 operands (bit patterns) with an f32 C, fp32 accumulation, through
+// oneDNN's matmul primitive (AMX / AVX512-BF16 brgemm kernels where the CPU has them).
+void matmul_bf16(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc);
+#endif
+
+// One stored GEMM operand: `batch` matrices of rows x cols (as stored, before op()) with row
+// stride ld and batch stride `stride` (0: one matrix shared by every batch entry), in elements
+// of dtype (f32, bf16 or f16).
+struct StoredMatrix {
+    const void* data = nullptr;
+    DType dtype = DType::f32;
+    int64_t rows = 0, cols = 0, ld = 0, batch = 1, stride = 0;
+};
+// Elements of the packed copy of m padded to rows_to x cols_to (>= m.rows x m.cols): one
+// matrix when m.stride is 0, else m.batch.
+int64_t packed_elements(const StoredMatrix& m, int64_t rows_to, int64_t cols_to);
+// Packs m into dst as bf16 bit patterns (f32 rounded to nearest even, bf16 copied), compact
+// [rows_to, cols_to] matrices with the padding zeroed; m is f32 or bf16. Returns the packed
+// operand (rows_to x cols_to, ld = cols_to, stride = rows_to * cols_to or 0). OpenMP-parallel.
+StoredMatrix pack_bf16(const StoredMatrix& m, uint16_t* dst, int64_t rows_to, int64_t cols_to);
+// Packs m into dst as f32 values rounded through `compute` (bf16 or f16): a 16-bit m is widened
+// exactly, an f32 m is rounded to the nearest `compute` value. OpenMP-parallel.
+StoredMatrix pack_rounded_f32(const StoredMatrix& m, DType compute, float* dst);
 
 }  // namespace moetrain::cpu

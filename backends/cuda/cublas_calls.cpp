@@ -31,13 +31,28 @@ ColumnMajorGemm to_column_major(const GemmArgs& g) {
     return c;
 }
 
-void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c) {
+namespace {
+void gemm_ex(cublasHandle_t handle, const GemmArgs& g, cudaDataType ab, const void* a,
+             const void* b, float* c, const char* what) {
     ColumnMajorGemm cm = to_column_major(g);
     check_cublas(cublasGemmStridedBatchedEx(handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha,
-                                            b, CUDA_R_32F, cm.lda, cm.stride_a, a, CUDA_R_32F, cm.ldb,
+                                            b, ab, cm.lda, cm.stride_a, a, ab, cm.ldb,
                                             cm.stride_b, &g.beta, c, CUDA_R_32F, cm.ldc, cm.stride_c,
                                             cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmStridedBatchedEx (f32 gemm)");
+                 what);
+}
+}  // namespace
+
+void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c) {
+    gemm_ex(handle, g, CUDA_R_32F, a, b, c, "cublasGemmStridedBatchedEx (f32 gemm)");
+}
+
+void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c) {
+    MT_CHECK(g.compute == DType::bf16 || g.compute == DType::f16, "gemm: compute ",
+             dtype_name(g.compute), " is not a 16-bit type");
+    const bool bf16 = g.compute == DType::bf16;
+    gemm_ex(handle, g, bf16 ? CUDA_R_16BF : CUDA_R_16F, a, b, c,
+            bf16 ? "cublasGemmStridedBatchedEx (bf16 gemm)" : "cublasGemmStridedBatchedEx (f16 gemm)");
 }
 
 }  // namespace moetrain::cuda

@@ -26,4 +26,8 @@ ColumnMajorGemm to_column_major(const GemmArgs& g);
 // C = alpha op(A) op(B) + beta C for f32 device pointers, strict fp32 (no TF32) accumulation.
 void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c);
 
+// The same for A and B stored as g.compute (bf16 or f16; CUDA_R_16BF / CUDA_R_16F) with an f32
+// C: CUBLAS_COMPUTE_32F (fp32 accumulation, tensor cores where the GPU has them).
+void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c);
+
 }  // namespace moetrain::cuda

@@ -6,6 +6,7 @@
 #include "cuda/cublas_calls.h"
 #include "cuda/cuda_device.h"
 #include "launch.h"
+#include "shared/gemm_dtypes.h"
 
 namespace moetrain::cuda {
 
@@ -17,12 +18,15 @@ static_assert(static_cast<int>(Act::gelu) == static_cast<int>(mtk::ActKind::gelu
 namespace {
 // Elements a strided-batched row-major operand spans: (batch-1)*stride + (rows-1)*ld + cols.
 int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
-    if (rows == 0 || cols == 0) return 0;
-    return (batch - 1) * stride + (rows - 1) * ld + cols;
+    return gemm_span(batch, stride, rows, cols, ld);
 }
 }  // namespace
 
+// compute = bf16 / f16: cuBLAS multiplies 16-bit A and B directly; an f32 operand is first
+// converted to `compute` (mtk::convert) over its whole span into the context scratch, so its
+// ld and batch stride stay as they are.
 void CudaDevice::gemm(const GemmArgs& g) {
+    check_gemm_dtypes(g);
     check_sizes("gemm", {g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c});
     MT_CHECK(g.batch >= 1, "gemm: batch ", g.batch, " < 1");
     const int64_t a_rows = g.ta == Trans::N ? g.m : g.k, a_cols = g.ta == Trans::N ? g.k : g.m;
@@ -31,11 +35,34 @@ void CudaDevice::gemm(const GemmArgs& g) {
     MT_CHECK(g.ldb >= std::max<int64_t>(1, b_cols), "gemm: ldb ", g.ldb, " < ", b_cols);
     MT_CHECK(g.ldc >= std::max<int64_t>(1, g.n), "gemm: ldc ", g.ldc, " < ", g.n);
     if (g.m == 0 || g.n == 0) return;
-    const float* a = f32(g.a, span(g.batch, g.stride_a, a_rows, a_cols, g.lda), "gemm", "a");
-    const float* b = f32(g.b, span(g.batch, g.stride_b, b_rows, b_cols, g.ldb), "gemm", "b");
+    const int64_t na = span(g.batch, g.stride_a, a_rows, a_cols, g.lda);
+    const int64_t nb = span(g.batch, g.stride_b, b_rows, b_cols, g.ldb);
     float* c = f32(g.c, span(g.batch, g.stride_c, g.m, g.n, g.ldc), "gemm", "c");
-    stream("gemm");
-    gemm_f32(context().cublas(), g, a, b, c);
+    if (g.compute == DType::f32) {
+        const float* a = f32(g.a, na, "gemm", "a");
+        const float* b = f32(g.b, nb, "gemm", "b");
+        stream("gemm");
+        gemm_f32(context().cublas(), g, a, b, c);
+        return;
+    }
+    const void* a = checked(g.a, g.a.dtype, na, "gemm", "a");
+    const void* b = checked(g.b, g.b.dtype, nb, "gemm", "b");
+    const auto kind = static_cast<mtk::FloatKind>(g.compute);
+    // 256-byte aligned parts of the scratch for the operands that need converting.
+    auto part = [](bool f32, int64_t n) { return f32 ? (static_cast<size_t>(n) * 2 + 255) / 256 * 256 : 0; };
+    const size_t pa = part(g.a.dtype == DType::f32, na), pb = part(g.b.dtype == DType::f32, nb);
+    auto* scratch = pa + pb ? static_cast<char*>(context().scratch(pa + pb)) : nullptr;
+    mtk::Stream s = stream("gemm");
+    if (pa) {
+        mtk::convert(s, scratch, kind, a, mtk::FloatKind::f32, na);
+        a = scratch;
+    }
+    if (pb) {
+        mtk::convert(s, scratch + pa, kind, b, mtk::FloatKind::f32, nb);
+        b = scratch + pa;
+    }
+    launched("gemm");
+    gemm_16bit(context().cublas(), g, a, b, c);
 }
 
 void CudaDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {

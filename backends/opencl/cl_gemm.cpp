@@ -1,9 +1,14 @@
 // Every matrix product goes through CLBlast: Gemm for one product, GemmStridedBatched when
 // batch > 1, row-major layout, buffer offsets in elements. Only the degenerate k == 0 case
-// (C = beta * C) uses a kernel of our own (kernels_cl/elementwise.cl).
+// (C = beta * C) uses a kernel of our own (kernels_cl/elementwise.cl). CLBlast has no bf16
+// (and PoCL no cl_khr_fp16), so the 16-bit products (GemmArgs::compute bf16 / f16) first
+// write each operand compact into device scratch as f32 values rounded through `compute`
+// (kernels_cl/convert.cl; a 16-bit operand is widened exactly) and run sgemm on those: exact
+// products of the rounded values, summed in fp32.
 #include <clblast.h>
 
 #include "cl_device.h"
+#include "shared/gemm_dtypes.h"
 
 namespace moetrain::opencl {
 namespace {
@@ -36,20 +41,35 @@ clblast::Transpose trans(Trans t) {
     return t == Trans::N ? clblast::Transpose::kNo : clblast::Transpose::kYes;
 }
 
-// Elements spanned by a stored rows x cols matrix with row stride ld, repeated batch times.
-int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
-    return (batch - 1) * stride + (rows - 1) * ld + cols;
+// A stored operand on the device: where it starts, its row stride and its batch stride.
+struct Operand {
+    DevPtr p;
+    int64_t ld, stride;
+};
+
+// The operand of `batch` stored rows x cols matrices written compact as f32 rounded through
+// `compute` into scratch slot `slot` (one matrix when stride is 0, as the product reads it).
+Operand round_operand(ClDevice& dev, int slot, const Tensor& t, const Operand& in, int64_t rows,
+                      int64_t cols, int64_t batch, DType compute) {
+    const int64_t count = in.stride == 0 ? 1 : batch, packed_rows = count * rows;
+    DevPtr dst = dev.scratch(slot, static_cast<size_t>(packed_rows * cols) * sizeof(float));
+    const cl_int kind = compute == DType::bf16 ? 1 : 2;
+    const char* kernel = t.dtype == DType::f32 ? "mt_gemm_round_f32" : "mt_gemm_widen_f32";
+    dev.launch("convert", kernel, items2(cols, packed_rows), dst, in.p, cl_long{rows},
+               cl_long{cols}, cl_long{in.ld}, cl_long{in.stride}, kind);
+    return {dst, cols, in.stride == 0 ? 0 : rows * cols};
 }
 
 }  // namespace
 
 void ClDevice::gemm(const GemmArgs& g) {
+    check_gemm_dtypes(g);
     MT_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 1, "gemm: bad sizes m=", g.m,
              " n=", g.n, " k=", g.k, " batch=", g.batch);
     if (g.m == 0 || g.n == 0) return;
     MT_CHECK(g.ldc >= g.n, "gemm: ldc ", g.ldc, " < n ", g.n);
     MT_CHECK(g.stride_a >= 0 && g.stride_b >= 0 && g.stride_c >= 0, "gemm: negative stride");
-    DevPtr c = arg(g.c, extent(g.m, g.n, g.ldc, g.batch, g.stride_c), "gemm: C");
+    DevPtr c = arg(g.c, gemm_span(g.batch, g.stride_c, g.m, g.n, g.ldc), "gemm: C");
     if (g.k == 0) {  // C = beta * C
         for (int64_t i = 0; i < g.batch; ++i)
             launch("elementwise", "mt_scale_matrix", items2(g.n, g.m),
@@ -61,20 +81,28 @@ void ClDevice::gemm(const GemmArgs& g) {
     int64_t br = g.tb == Trans::N ? g.k : g.n, bc = g.tb == Trans::N ? g.n : g.k;
     MT_CHECK(g.lda >= ac, "gemm: lda ", g.lda, " < ", ac);
     MT_CHECK(g.ldb >= bc, "gemm: ldb ", g.ldb, " < ", bc);
-    DevPtr a = arg(g.a, extent(ar, ac, g.lda, g.batch, g.stride_a), "gemm: A");
-    DevPtr b = arg(g.b, extent(br, bc, g.ldb, g.batch, g.stride_b), "gemm: B");
+    Operand a{arg(g.a, gemm_span(g.batch, g.stride_a, ar, ac, g.lda), "gemm: A", g.a.dtype),
+              g.lda, g.stride_a};
+    Operand b{arg(g.b, gemm_span(g.batch, g.stride_b, br, bc, g.ldb), "gemm: B", g.b.dtype),
+              g.ldb, g.stride_b};
+    if (g.compute != DType::f32) {
+        a = round_operand(*this, 0, g.a, a, ar, ac, g.batch, g.compute);
+        b = round_operand(*this, 1, g.b, b, br, bc, g.batch, g.compute);
+    }
     auto sz = [](int64_t v) { return static_cast<size_t>(v); };
     cl_command_queue q = queue();
     clblast::StatusCode s;
     if (g.batch == 1) {
         s = clblast::Gemm<float>(clblast::Layout::kRowMajor, trans(g.ta), trans(g.tb), sz(g.m),
-                                 sz(g.n), sz(g.k), g.alpha, a.mem, sz(a.off), sz(g.lda), b.mem,
-                                 sz(b.off), sz(g.ldb), g.beta, c.mem, sz(c.off), sz(g.ldc), &q);
+                                 sz(g.n), sz(g.k), g.alpha, a.p.mem, sz(a.p.off), sz(a.ld),
+                                 b.p.mem, sz(b.p.off), sz(b.ld), g.beta, c.mem, sz(c.off),
+                                 sz(g.ldc), &q);
     } else {
         s = clblast::GemmStridedBatched<float>(
             clblast::Layout::kRowMajor, trans(g.ta), trans(g.tb), sz(g.m), sz(g.n), sz(g.k),
-            g.alpha, a.mem, sz(a.off), sz(g.lda), sz(g.stride_a), b.mem, sz(b.off), sz(g.ldb),
-            sz(g.stride_b), g.beta, c.mem, sz(c.off), sz(g.ldc), sz(g.stride_c), sz(g.batch), &q);
+            g.alpha, a.p.mem, sz(a.p.off), sz(a.ld), sz(a.stride), b.p.mem, sz(b.p.off),
+            sz(b.ld), sz(b.stride), g.beta, c.mem, sz(c.off), sz(g.ldc), sz(g.stride_c),
+            sz(g.batch), &q);
     }
     MT_CHECK(s == clblast::StatusCode::kSuccess, "gemm: CLBlast failed with ", status_name(s),
              " (", static_cast<int>(s), ") for m=", g.m, " n=", g.n, " k=", g.k,

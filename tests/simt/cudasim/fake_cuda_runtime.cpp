@@ -3,15 +3,27 @@
 // allocator, argument checks, launchers) built with the kernels running under the SIMT harness,
 // so the whole op test suite can drive the CUDA Device on a machine without a GPU.
 // Declarations come from the real CUDA headers; only the definitions are ours. The GEMM is
-// cuBLAS's column-major strided-batched contract written as plain loops (double accumulation).
+// cuBLAS's column-major strided-batched contract written as plain loops (double accumulation),
+// for f32, bf16 and f16 A / B (both the same type) with an f32 C.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+#include "moetrain/dtype.h"
+
 namespace {
 char g_stream_token, g_cublas_token;
+
+// Element i of a cuBLAS operand of type t as a double.
+double load(const void* p, cudaDataType t, long long i) {
+    if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
+    const uint16_t h = static_cast<const uint16_t*>(p)[i];
+    return t == CUDA_R_16BF ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
+}
+size_t elem_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
 }  // namespace
 
 extern "C" {
@@ -102,20 +114,20 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t tran
                                           const void* beta, void* C, cudaDataType Ctype, int ldc,
                                           long long strideC, int batch,
                                           cublasComputeType_t compute, cublasGemmAlgo_t) {
-    if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F ||
-        compute != CUBLAS_COMPUTE_32F)
+    auto supported = [](cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F; };
+    if (!supported(Atype) || Btype != Atype || Ctype != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     for (int bt = 0; bt < batch; ++bt) {
-        const float* a = static_cast<const float*>(A) + bt * strideA;
-        const float* b = static_cast<const float*>(B) + bt * strideB;
+        const void* a = static_cast<const char*>(A) + bt * strideA * elem_bytes(Atype);
+        const void* b = static_cast<const char*>(B) + bt * strideB * elem_bytes(Btype);
         float* c = static_cast<float*>(C) + bt * strideC;
         for (int j = 0; j < n; ++j)
             for (int i = 0; i < m; ++i) {
                 double acc = 0;
                 for (int p = 0; p < k; ++p) {
-                    double av = transa == CUBLAS_OP_N ? a[i + static_cast<long long>(p) * lda] : a[p + static_cast<long long>(i) * lda];
-                    double bv = transb == CUBLAS_OP_N ? b[p + static_cast<long long>(j) * ldb] : b[j + static_cast<long long>(p) * ldb];
+                    double av = load(a, Atype, transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda : p + static_cast<long long>(i) * lda);
+                    double bv = load(b, Btype, transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb : j + static_cast<long long>(p) * ldb);
                     acc += av * bv;
                 }
                 float& cv = c[i + static_cast<long long>(j) * ldc];
