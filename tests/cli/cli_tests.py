@@ -218,6 +218,13 @@ def adamw8bit_trains_saves_resumes():
     expect_error(["train", *common, "--resume", ck, "--optimizer", "adamw"],
                  ["trained with adamw8bit", "uses adamw"])
     expect_error(["train", *common, "--optimizer", "adam8"], ["--optimizer", "adamw8bit"])
+    # The memory planner counts the 8-bit state: a quarter of AdamW's plus the block scales.
+    plans = {}
+    for opt in ("adamw", "adamw8bit"):
+        p = run("plan", "--preset", "tiny", "--batch", 4, "--seq", 32, "--memory-gb", 1,
+                "--optimizer", opt)
+        plans[opt] = json.loads(p.stdout.strip().splitlines()[-1])["optimizer"]
+    assert plans["adamw"] / 4 <= plans["adamw8bit"] <= plans["adamw"] / 4 * 1.02, plans
 
 
 @test
