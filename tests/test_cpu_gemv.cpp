@@ -1,11 +1,11 @@
-// CPU gemm one-row path (backends/cpu/cpu_gemv.cpp: m = 1, ta = N, tb = T, batch 1, compute
-// f32 / bf16, the decode-time linear layers): n and k awkward (k below, at and not a multiple
-// of the 16 SIMD lanes; n not a multiple of the 4 rows per step; long enough to run on every
+// CPU gemm one-row bf16 path (backends/cpu/cpu_gemv.cpp: m = 1, ta = N, tb = T, batch 1,
+// compute bf16, a bf16 model's linear layers at decoding): A and W stored f32 or bf16, n and k
+// awkward (k below, at and not a multiple of the 16 SIMD lanes; long enough to run on every
 // thread), alpha / beta, padded leading dimensions, beta = 0 over a C full of NaN (C must not
-// be read), bf16 compute with A and W stored f32 or bf16, and the same bits for 1 and 3
-// threads. The neighbours that keep the library path get the same checks: m = 2..5, f16
-// compute, tb = N, ta = T, batch 2. Against the float64 reference: f32 tolerance as in
-// test_ops_dense.cpp, 16-bit as in test_ops_gemm16.cpp.
+// be read), and the same bits for 1 and 3 threads. The neighbours that keep the library path
+// get the same checks: f32 and f16 compute, m = 2..5, tb = N, ta = T, batch 2. Against the
+// float64 reference of the rounded operands: f32 tolerance as in test_ops_dense.cpp, 16-bit as
+// in test_ops_gemm16.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -119,32 +119,35 @@ int default_threads() {
 
 }  // namespace
 
-TEST_CASE("cpu: gemm one-row path (m = 1, W^T) f32, awkward n / k, ld, alpha beta") {
+TEST_CASE("cpu: gemm one-row path (m = 1, W^T, bf16), A and W f32 or bf16, awkward n / k, ld, alpha beta") {
     auto dev = open_device("cpu");
     uint64_t seed = 700;
-    for (const Shape2& c : kShapes) {
-        check(*dev, {}, c, seed++);
-        if (c.beta == 0.0f) check(*dev, {}, c, seed++, true);  // C is not read
-    }
+    for (DType a : {DType::f32, DType::bf16})
+        for (DType w : {DType::f32, DType::bf16})
+            for (const Shape2& c : kShapes) {
+                check(*dev, {DType::bf16, a, w}, c, seed++);
+                if (c.beta == 0.0f) check(*dev, {DType::bf16, a, w}, c, seed++, true);  // C is not read
+            }
 }
 
-TEST_CASE("cpu: gemm one-row path with bf16 compute (and f16, library), A and W f32 or 16-bit") {
+TEST_CASE("cpu: gemm at the one-row shapes in f32 and f16 (library path)") {
     auto dev = open_device("cpu");
     uint64_t seed = 800;
-    for (DType compute : {DType::bf16, DType::f16})
-        for (DType a : {DType::f32, compute})
-            for (DType w : {DType::f32, compute})
-                for (const Shape2& c : kShapes) check(*dev, {compute, a, w}, c, seed++, c.beta == 0.0f);
+    for (const Shape2& c : kShapes) check(*dev, {}, c, seed++, c.beta == 0.0f);
+    for (DType a : {DType::f32, DType::f16})
+        for (DType w : {DType::f32, DType::f16})
+            for (const Shape2& c : kShapes) check(*dev, {DType::f16, a, w}, c, seed++, c.beta == 0.0f);
 }
 
 TEST_CASE("cpu: gemm next to the one-row path (m = 5, tb = N, ta = T, batch 2) stays exact") {
     auto dev = open_device("cpu");
     const Shape2 c{1, 70, 33, 2, 0.5f, 0.25f};
-    check(*dev, {}, {5, 70, 33, 2, 0.5f, 0.25f}, 900);
-    check(*dev, {DType::f32, DType::f32, DType::f32, Trans::N, Trans::N}, c, 901);
-    check(*dev, {DType::f32, DType::f32, DType::f32, Trans::T, Trans::T}, c, 902);
-    check(*dev, {DType::f32, DType::f32, DType::f32, Trans::N, Trans::T, 2}, c, 903);
-    check(*dev, {DType::bf16, DType::f32, DType::bf16, Trans::N, Trans::T, 2}, c, 904);
+    for (DType compute : {DType::f32, DType::bf16}) {
+        check(*dev, {compute}, {5, 70, 33, 2, 0.5f, 0.25f}, 900);
+        check(*dev, {compute, DType::f32, DType::f32, Trans::N, Trans::N}, c, 901);
+        check(*dev, {compute, DType::f32, DType::f32, Trans::T, Trans::T}, c, 902);
+        check(*dev, {compute, DType::f32, DType::f32, Trans::N, Trans::T, 2}, c, 903);
+    }
 }
 
 TEST_CASE("cpu: gemm one-row path gives the same bits with 1 and 3 threads") {
@@ -155,7 +158,7 @@ TEST_CASE("cpu: gemm one-row path gives the same bits with 1 and 3 threads") {
         opts.threads = threads;
         auto dev = open_device("cpu", opts);
         for (const Shape2& c : kShapes) {
-            auto got = run(*dev, {}, c, 1000 + static_cast<uint64_t>(c.n), false, want);
+            auto got = run(*dev, {DType::bf16, DType::f32, DType::bf16}, c, 1000 + static_cast<uint64_t>(c.n), false, want);
             results[i].insert(results[i].end(), got.begin(), got.end());
         }
         ++i;
