@@ -70,10 +70,15 @@ std::string step_dir_name(int64_t step) {
 void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
                      const TrainState& state) {
     TrainState st = state;
+    st.precision = precision_name(model.precision());
     OptimizerState opt = OptimizerState::none;
     if (trainer) {
         st.step = trainer->steps_done();
         st.options = trainer->options();
+        const bool fp16 = model.precision() == Precision::fp16;
+        st.loss_scale = fp16 ? trainer->loss_scale() : 1.0;
+        st.loss_scale_clean = fp16 ? trainer->clean_steps() : 0;
+        st.skipped_steps = trainer->skipped_steps();
         opt = st.options.optimizer == OptimizerKind::adamw ? OptimizerState::adamw
                                                            : OptimizerState::sgd;
     }
@@ -188,6 +193,13 @@ void load_optimizer(const std::string& dir, Trainer& trainer) {
         model.set_flat(trainer.moment2(), v);
     }
     trainer.set_steps_done(info.state.step);
+    // The fp16 loss scale continues where it was; any other saved precision has scale 1,
+    // and a run switching to fp16 starts from the trainer's initial scale.
+    const TrainState& s = info.state;
+    if (s.precision == "fp16")
+        trainer.set_loss_scale_state(s.loss_scale, s.loss_scale_clean, s.skipped_steps);
+    else
+        trainer.set_loss_scale_state(trainer.loss_scale(), 0, s.skipped_steps);
 }
 
 }  // namespace moetrain

@@ -53,6 +53,7 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const std::vector<int32_t
         dev.swiglu_fwd(a.h, a.gate, a.up, R * F);
     else
         dev.act_fwd(act_of(kind), a.h, a.up, R * F);
+    if (!y) return;  // recompute for the backward: only the hidden activations are read
     for_each_group(rows_per_group, [&](int64_t g, int64_t r0, int64_t rows) {
         linear_fwd(dev, y.view(r0 * D, {rows, D}), a.h.view(r0 * F, {rows, F}), down_of(w, g), rows,
                    beta_y);

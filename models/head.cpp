@@ -70,6 +70,7 @@ void head_last_logits(Device& dev, const ModelConfig& c, const ModelW& w, const 
     g.ldb = D;
     g.c = logits;
     g.ldc = c.vocab_size;
+    g.compute = w.lm_head.dtype;
     dev.gemm(g);
 }
 

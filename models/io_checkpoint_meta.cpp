@@ -12,6 +12,7 @@ namespace {
 
 const std::vector<std::string> kOptStates = {"weights_only", "sgd_no_moments", "adamw_moments"};
 const std::vector<std::string> kOptimizers = {"adamw", "sgd"};
+const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16"};
 
 // First path at which a and b differ ("" if equal); `prefix` is the dotted path so far.
 std::string first_difference(const json& a, const json& b, const std::string& prefix) {
@@ -45,7 +46,10 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
     j["format"] = kCheckpointFormat;
     j["step"] = s.step;
     j["optimizer_state"] = optimizer_state_name(opt);
+    j["precision"] = s.precision;
     j["loss_scale"] = s.loss_scale;
+    j["loss_scale_clean_steps"] = s.loss_scale_clean;
+    j["skipped_steps"] = s.skipped_steps;
     j["rng"] = {{"seed", s.seed}, {"counter", s.rng_counter}};
     j["data"] = {{"tokenizer", s.tokenizer},
                  {"path", s.data_path},
@@ -71,14 +75,21 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
 TrainState parse_state(const std::string& text, const std::string& where, OptimizerState* opt) {
     json j = parse_json_strict(text, where);
     JsonFields top(j, where, "",
-                   {"format", "step", "optimizer_state", "loss_scale", "rng", "data", "train"});
+                   {"format", "step", "optimizer_state", "precision", "loss_scale",
+                    "loss_scale_clean_steps", "skipped_steps", "rng", "data", "train"});
     std::string format = top.string("format");
     MT_CHECK(format == kCheckpointFormat, where, ": \"format\" = \"", format, "\", expected \"",
              kCheckpointFormat, "\"");
     TrainState s;
     s.step = top.integer("step", 0, INT64_MAX);
     *opt = static_cast<OptimizerState>(top.choice("optimizer_state", kOptStates));
+    // precision and the fp16 counters are optional (checkpoints written before they existed
+    // were all fp32).
+    s.precision = kPrecisions.at(top.choice("precision", kPrecisions, 0));
     s.loss_scale = top.number("loss_scale");
+    MT_CHECK(s.loss_scale > 0, where, ": \"loss_scale\" must be > 0 (got ", s.loss_scale, ")");
+    s.loss_scale_clean = top.integer("loss_scale_clean_steps", 0, 0, INT64_MAX);
+    s.skipped_steps = top.integer("skipped_steps", 0, 0, INT64_MAX);
 
     JsonFields rng(top.object("rng"), where, "rng.", {"seed", "counter"});
     s.seed = rng.unsigned_integer("seed");

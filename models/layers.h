@@ -47,7 +47,8 @@ void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const Attn
                    const Tensor& dxn, int B, int T);
 
 // ---- ffn.cpp: a dense FFN (one group) or G experts over contiguous row groups ----
-// y (=|+=) FFN(x); group g owns rows_per_group[g] consecutive rows of x, acts and y.
+// y (=|+=) FFN(x); group g owns rows_per_group[g] consecutive rows of x, acts and y. With y
+// empty only the activations the backward reads are computed (recompute, no down projection).
 void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const std::vector<int32_t>& rows_per_group,
              const Tensor& x, const FfnActs& a, const Tensor& y, float beta_y);
 void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw,
@@ -56,7 +57,9 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw,
 
 // ---- moe.cpp: router, sort by expert, one GEMM per expert, combine (+ shared experts) ----
 // x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
-// is given, the chosen experts are appended to it (gradient checks watch for flips).
+// is given, the chosen experts are appended to it (gradient checks watch for flips). The
+// backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is
+// produced (expert output rows included), nothing is combined and no loss term is added.
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
              std::vector<int32_t>* routing);

@@ -1,5 +1,8 @@
 // Linear layer y = x @ W^T (+ b) with W stored [out, in] (MODEL.md), forward and backward,
-// as GEMMs on the device.
+// as GEMMs on the device. The products run at the precision of the weight tensor: an f32 W
+// means fp32 products, a bf16 / f16 W (the 16-bit working copy of mixed precision) means
+// every product of this layer, the weight gradient included, rounds its operands to that
+// type and accumulates in fp32 (GemmArgs::compute).
 #include "layers.h"
 
 namespace moetrain {
@@ -20,6 +23,7 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
     g.beta = beta;
     g.c = y;
     g.ldc = w.out;
+    g.compute = w.w.dtype;
     dev.gemm(g);
     if (w.b) dev.add_bias(y, w.b, rows, w.out);
 }
@@ -39,6 +43,7 @@ void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& 
         g.beta = accumulate_dx ? 1.0f : 0.0f;
         g.c = dx;
         g.ldc = w.in;
+        g.compute = w.w.dtype;
         dev.gemm(g);
     }
     {  // dW [out, in] += dy^T [out, rows] @ x [rows, in]
@@ -54,6 +59,7 @@ void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& 
         g.beta = 1.0f;
         g.c = gw.w;
         g.ldc = w.in;
+        g.compute = w.w.dtype;
         dev.gemm(g);
     }
     if (gw.b) dev.bias_grad(gw.b, dy, rows, w.out);

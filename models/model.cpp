@@ -1,8 +1,24 @@
-// moetrain::Model: the public face of ModelImpl (parameters by name, init, forward/backward).
+// moetrain::Model: the public face of ModelImpl (parameters by name, init, forward/backward,
+// the recompute mode and workspace size).
 
 #include "model_impl.h"
 
 namespace moetrain {
+
+std::string to_string(Recompute r) {
+    switch (r) {
+        case Recompute::none: return "none";
+        case Recompute::block: return "block";
+        case Recompute::ffn: return "ffn";
+    }
+    return "?";
+}
+
+Recompute parse_recompute(const std::string& s) {
+    for (Recompute r : {Recompute::none, Recompute::block, Recompute::ffn})
+        if (s == to_string(r)) return r;
+    throw Error("unknown recompute mode '" + s + "' (none, block, ffn)");
+}
 
 Model::Model(Device& device, const ModelConfig& config)
     : impl_(std::make_unique<ModelImpl>(device, config)) {}
@@ -37,6 +53,7 @@ Tensor Model::grads_flat() const {
 void Model::init_weights(uint64_t seed) {
     const std::vector<float> v = init_values(impl_->cfg, impl_->layout, seed);
     impl_->dev.upload(impl_->params, v.data());
+    impl_->params_changed();
 }
 
 std::vector<float> Model::get_param(const std::string& name) const {
@@ -51,6 +68,7 @@ void Model::set_param(const std::string& name, const std::vector<float>& values)
     MT_CHECK(static_cast<int64_t>(values.size()) == p.numel(), "parameter '", name, "' has ",
              p.numel(), " elements, got ", values.size());
     impl_->dev.upload(impl_->params.view(p.offset, p.shape), values.data());
+    impl_->params_changed();
 }
 
 std::vector<float> Model::get_flat(const Tensor& flat) const {
@@ -67,6 +85,19 @@ void Model::set_flat(const Tensor& flat, const std::vector<float>& values) {
     MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ", values.size(),
              " values for ", impl_->n_params, " parameters");
     impl_->dev.upload(flat, values.data());
+    impl_->params_changed();
+}
+
+void Model::params_changed() {
+    impl_->params_changed();
+}
+
+void Model::set_precision(Precision p) {
+    impl_->set_precision(p);
+}
+
+Precision Model::precision() const {
+    return impl_->precision;
 }
 
 void Model::zero_grads() {
@@ -92,6 +123,18 @@ std::vector<float> Model::forward_logits(const int32_t* x, int B, int T) {
 
 const std::vector<ExpertLoad>& Model::expert_load() const {
     return impl_->load;
+}
+
+void Model::set_recompute(Recompute r) {
+    impl_->set_recompute(r);
+}
+Recompute Model::recompute() const {
+    return impl_->recompute();
+}
+
+int64_t Model::training_workspace_bytes(int B, int T) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    return impl_->workspace(B, T, true).bytes;
 }
 
 }  // namespace moetrain

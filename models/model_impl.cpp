@@ -1,6 +1,7 @@
 // The passes of the MODEL.md transformer over its layers: batch upload and validation,
-// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order. The
-// layer math lives in the per-layer files (layers.h).
+// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order, which
+// first re-runs the part of a layer's forward its workspace dropped (Recompute block / ffn).
+// The layer math lives in the per-layer files (layers.h).
 #include "model_impl.h"
 
 #include <algorithm>
@@ -35,8 +36,27 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
     grads = dev.alloc(DType::f32, {n_params});
     w = bind_params(cfg, layout, params);
     gw = bind_params(cfg, layout, grads);
+    wf = w;
     stats = dev.alloc(DType::f32, {4});
     micro = dev.alloc(DType::f32, {3});
+}
+
+void ModelImpl::set_precision(Precision p) {
+    precision = p;
+    if (p == Precision::fp32) {
+        params_lo = Tensor{};
+        wf = w;
+        return;
+    }
+    params_lo = dev.alloc(compute_dtype(p), {std::max<int64_t>(n_decay, 1)});
+    wf = with_compute_matrices(w, params_lo);
+    lo_version = params_version - 1;  // stale: converted before the next forward
+}
+
+void ModelImpl::refresh_compute_weights() {
+    if (precision == Precision::fp32 || lo_version == params_version) return;
+    if (n_decay > 0) dev.convert(params_lo.view(0, {n_decay}), params.view(0, {n_decay}));
+    lo_version = params_version;
 }
 
 Workspace& ModelImpl::workspace(int B, int T, bool training) {
@@ -54,8 +74,14 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
             std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
     }
     auto& slot = workspaces_[key];
-    slot = plan_workspace(dev, cfg, B, T, training, logit_budget);
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_);
     return *slot;
+}
+
+void ModelImpl::set_recompute(Recompute r) {
+    if (r == recompute_) return;
+    recompute_ = r;
+    std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
 }
 
 std::array<float, 4> ModelImpl::read_stats() {
@@ -91,34 +117,53 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
 }
 
 void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
-    const int64_t N = ws.N;
+    refresh_compute_weights();
     const int L = cfg.n_layers;
-    embedding_fwd(dev, w, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
+    embedding_fwd(dev, wf, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
     for (int l = 0; l < L; ++l) {
-        LayerActs& a = ws.layers[static_cast<size_t>(l)];
-        const LayerW& lw = w.layers[static_cast<size_t>(l)];
-        norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, N);
-        if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
-        attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T,
-                      cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
-        norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, N);
+        const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        attention_part(ws, l, cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
         const Tensor& x_out = l + 1 < L ? ws.layers[static_cast<size_t>(l) + 1].x_in : ws.x_final;
         if (!same_view(x_out, a.x_mid)) dev.copy(x_out, a.x_mid);
-        if (lw.moe)
-            moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, micro.view(1, {2}), N,
-                    record_routing);
-        else
-            ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn, x_out, 1.0f);
+        ffn_part(ws, l, x_out, micro.view(1, {2}), record_routing);
     }
     record_load(ws);
+}
+
+void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
+    const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
+    norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, ws.N);
+    if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
+    attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache);
+    norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, ws.N);
+}
+
+void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                         std::vector<int32_t>* routing) {
+    LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
+    if (lw.moe)
+        moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+    else
+        ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(ws.N)}, a.n2.y, a.ffn, x_out, 1.0f);
+}
+
+void ModelImpl::recompute_layer(Workspace& ws, int l) {
+    // The same deterministic ops on the same inputs as the forward: bit-identical activations.
+    // The residual stream, the loss terms, the routing record and the expert loads (recorded
+    // by the forward) are left alone.
+    if (ws.recompute == Recompute::block) attention_part(ws, l, nullptr);
+    ffn_part(ws, l, Tensor{}, Tensor{}, nullptr);
 }
 
 void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
     const int64_t N = ws.N;
     const GradScratch& g = ws.g;  // g.dres holds d loss / d x_final (from the head)
     for (int l = cfg.n_layers - 1; l >= 0; --l) {
+        if (ws.recomputes(l, cfg.n_layers)) recompute_layer(ws, l);
         const LayerActs& a = ws.layers[static_cast<size_t>(l)];
-        const LayerW& lw = w.layers[static_cast<size_t>(l)];
+        const LayerW& lw = wf.layers[static_cast<size_t>(l)];
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
@@ -151,7 +196,7 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
     const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
-    head_fwd(dev, cfg, w, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
+    head_fwd(dev, cfg, wf, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
              micro.view(0, {1}));
     if (backward) backward_layers(ws, grad_scale);
     dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
@@ -166,7 +211,7 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
     Workspace& ws = workspace(B, T, false);
     load_batch(ws, x, nullptr, pos0);
     forward_layers(ws, &cache);
-    head_last_logits(dev, cfg, w, ws, logits);
+    head_last_logits(dev, cfg, wf, ws, logits);
 }
 
 std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {
@@ -177,7 +222,7 @@ std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T)
     load_batch(ws, x, nullptr, 0);
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
-    return head_logits(dev, cfg, w, ws);
+    return head_logits(dev, cfg, wf, ws);
 }
 
 LossStats ModelImpl::loss_f64(const int32_t* x, const int32_t* y, int B, int T) {

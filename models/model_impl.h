@@ -11,6 +11,7 @@
 
 #include "layers.h"
 #include "moetrain/model.h"
+#include "moetrain/precision.h"
 
 namespace moetrain {
 
@@ -32,6 +33,17 @@ class ModelImpl {
     int64_t n_params = 0, n_decay = 0;    // all elements; leading decayed elements
     Tensor params, grads;
     ModelW w, gw;  // views of params / grads
+    // Mixed precision: `params_lo` is the 16-bit working copy of the decayed (matrix) range
+    // of `params`, refreshed from the fp32 master values before a forward pass whenever they
+    // changed (params_version); `wf` are the weights the passes multiply with (= w in fp32,
+    // w with the matrices replaced by params_lo views otherwise, see with_compute_matrices).
+    Precision precision = Precision::fp32;
+    Tensor params_lo;
+    ModelW wf;
+    uint64_t params_version = 0, lo_version = 0;
+    void set_precision(Precision p);
+    void params_changed() { ++params_version; }
+    void refresh_compute_weights();
     // Device stats: [0] ce, [1] aux, [2] z accumulated over micro-batches (each weighted),
     // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
     Tensor stats;
@@ -42,6 +54,11 @@ class ModelImpl {
     int64_t logit_budget = kLogitBudget;
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
+
+    // Gradient checkpointing of the training workspaces planned from now on (set_recompute
+    // drops the training workspaces planned with another mode).
+    Recompute recompute() const { return recompute_; }
+    void set_recompute(Recompute r);
 
     // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
@@ -67,12 +84,21 @@ class ModelImpl {
     // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
     int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
     void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);
+    // Layer l's forward up to the FFN input: norm, attention into x_mid, norm.
+    void attention_part(Workspace& ws, int l, const KvSlot* cache);
+    // Layer l's FFN / MoE: x_out += FFN(n2.y), aux / z terms into aux_stats. With x_out and
+    // aux_stats empty (recompute) only the activations the backward reads are produced.
+    void ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                  std::vector<int32_t>* routing);
+    // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
+    void recompute_layer(Workspace& ws, int l);
     void backward_layers(Workspace& ws, float grad_scale);
     void record_load(const Workspace& ws);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
     static constexpr int kMaxInferenceWorkspaces = 4;
+    Recompute recompute_ = Recompute::none;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
 };
 

@@ -34,14 +34,15 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.download(chosen.data(), a.topk_idx.view(0, {N * k}));
         routing->insert(routing->end(), chosen.begin(), chosen.end());
     }
-    if (softmax)
+    if (softmax && aux_stats)
         dev.router_aux_loss(aux_stats, a.probs, a.lse, a.counts, N, E, k,
                             static_cast<float>(m.aux_loss_alpha),
                             static_cast<float>(m.z_loss_alpha));
 
     dev.gather_rows(a.xg, xn, a.row_token, N * k, D);
     ffn_fwd(dev, c.ffn, w.experts, a.host_counts, a.xg, a.experts, a.yrows, 0.0f);
-    dev.moe_combine(x_res, a.yrows, a.slot_row, softmax ? a.topk_w : Tensor{}, N, k, D, true);
+    if (x_res)
+        dev.moe_combine(x_res, a.yrows, a.slot_row, softmax ? a.topk_w : Tensor{}, N, k, D, true);
     if (w.shared.present())
         ffn_fwd(dev, c.ffn, w.shared, {static_cast<int32_t>(N)}, xn, a.shared, x_res, 1.0f);
 }

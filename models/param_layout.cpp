@@ -147,4 +147,33 @@ ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, c
     return w;
 }
 
+ModelW with_compute_matrices(const ModelW& w, const Tensor& lo) {
+    auto swap = [&](Tensor& t) {
+        if (!t) return;
+        MT_CHECK(t.offset + t.numel() <= lo.numel(), "compute copy of ", t.numel(),
+                 " elements at ", t.offset, " exceeds the 16-bit buffer of ", lo.numel());
+        Tensor r = lo;
+        r.offset = lo.offset + t.offset;
+        r.shape = t.shape;
+        t = r;
+    };
+    auto swap_ffn = [&](FfnW& f) {
+        swap(f.w_gate);
+        swap(f.w_up);
+        swap(f.w_down);
+    };
+    ModelW out = w;
+    for (LayerW& l : out.layers) {
+        swap(l.attn.wq.w);
+        swap(l.attn.wk.w);
+        swap(l.attn.wv.w);
+        swap(l.attn.wo.w);
+        swap_ffn(l.ffn);
+        swap_ffn(l.experts);
+        swap_ffn(l.shared);
+    }
+    swap(out.lm_head);
+    return out;
+}
+
 }  // namespace moetrain

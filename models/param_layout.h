@@ -61,5 +61,11 @@ std::vector<ParamInfo> build_param_layout(const ModelConfig& c);
 int64_t decayed_numel(const std::vector<ParamInfo>& layout);
 // Views of `flat` (laid out by `layout`) for the layer code.
 ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, const Tensor& flat);
+// `w` with every matrix that feeds a matrix product through linear layers or the head
+// (attention, dense FFN, experts, shared experts, lm_head) replaced by the view at the same
+// element offset of `lo`, a 16-bit copy of the leading decayed range of the flat buffer
+// `w` was bound to. The embedding tables (looked up, not multiplied), the router (kept in
+// fp32, MODEL.md) and all gains and biases stay `w`'s fp32 views.
+ModelW with_compute_matrices(const ModelW& w, const Tensor& lo);
 
 }  // namespace moetrain

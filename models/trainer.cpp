@@ -3,7 +3,9 @@
 // and the AdamW / SGD update applied by the device ops (one AdamW call for the decayed
 // tensors, one without weight decay for gains and biases). Loss terms and the squared norm
 // share one small device buffer, downloaded once per step; a non-finite loss or norm stops
-// the step before any parameter changes.
+// the step before any parameter changes. In fp16 the loss gradient is scaled (dynamic loss
+// scaling): overflowing gradients skip the step and halve the scale instead.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -35,7 +37,21 @@ Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(
         m_ = model.device().alloc(DType::f32, {model.num_params()});
         v_ = model.device().alloc(DType::f32, {model.num_params()});
     }
+    MT_CHECK(opts.loss_scale_init >= 1 && std::isfinite(opts.loss_scale_init),
+             "loss_scale_init must be finite and >= 1 (got ", opts.loss_scale_init, ")");
+    MT_CHECK(opts.loss_scale_window >= 1, "loss_scale_window must be >= 1 (got ",
+             opts.loss_scale_window, ")");
+    loss_scale_ = opts.loss_scale_init;
     stats_ = model.impl().stats.view(3, {1});
+}
+
+void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
+    MT_CHECK(scale > 0 && std::isfinite(scale), "loss scale must be finite and > 0 (got ", scale,
+             ")");
+    MT_CHECK(clean >= 0 && skipped >= 0, "loss scale step counts must be >= 0");
+    loss_scale_ = scale;
+    clean_steps_ = clean;
+    skipped_steps_ = skipped;
 }
 
 StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
@@ -45,21 +61,38 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     const int A = opts_.accum;
     const int64_t per = int64_t{B} * T, n = im.n_params, nd = im.n_decay;
 
+    const bool dynamic = model_.precision() == Precision::fp16;
+    const double scale = dynamic ? loss_scale_ : 1.0;
+    const float inv_scale = static_cast<float>(1.0 / scale);
+
     im.reset_stats();
     model_.zero_grads();
     int64_t tokens = 0;
     for (int a = 0; a < A; ++a)
-        tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T, 1.0f / A, 1.0f / A, true);
+        tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T,
+                                       static_cast<float>(scale / A), 1.0f / A, true);
     dev.sum_squares(stats_, im.grads, n, false);
     const std::array<float, 4> s = im.read_stats();
 
     StepStats st;
     st.loss = loss_from_stats(s, tokens);
-    st.grad_norm = std::sqrt(static_cast<double>(s[3]));
+    st.grad_norm = std::sqrt(static_cast<double>(s[3])) / scale;
     st.lr = lr_at(opts_, step_);
-    MT_CHECK(std::isfinite(st.loss.loss) && std::isfinite(st.grad_norm), "non-finite loss at step ",
-             step_ + 1, " (loss ", st.loss.loss, ", grad norm ", st.grad_norm,
-             "): update not applied");
+    st.loss_scale = scale;
+    st.step = step_;
+    MT_CHECK(std::isfinite(st.loss.loss), "non-finite loss at step ", step_ + 1, " (loss ",
+             st.loss.loss, ", grad norm ", st.grad_norm, "): update not applied");
+    if (dynamic && !std::isfinite(st.grad_norm)) {  // fp16 overflow: skip, halve the scale
+        MT_CHECK(loss_scale_ > 1.0, "fp16 gradients overflow at step ", step_ + 1,
+                 " even with loss scale 1: update not applied");
+        loss_scale_ = std::max(1.0, loss_scale_ / 2);
+        clean_steps_ = 0;
+        ++skipped_steps_;
+        st.skipped = true;
+        return st;
+    }
+    MT_CHECK(std::isfinite(st.grad_norm), "non-finite loss at step ", step_ + 1, " (loss ",
+             st.loss.loss, ", grad norm ", st.grad_norm, "): update not applied");
 
     const float clip = opts_.clip > 0 ? static_cast<float>(opts_.clip) : 0.0f;
     const float lr = static_cast<float>(st.lr);
@@ -75,16 +108,22 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = static_cast<float>(opts_.wd);
         if (nd > 0)
             dev.adamw(im.params.view(0, {nd}), im.grads.view(0, {nd}), m_.view(0, {nd}),
-                      v_.view(0, {nd}), nd, a, stats_, clip, 1.0f);
+                      v_.view(0, {nd}), nd, a, stats_, clip, inv_scale);
         a.wd = 0.0f;
         if (n > nd)
             dev.adamw(im.params.view(nd, {n - nd}), im.grads.view(nd, {n - nd}),
-                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip, 1.0f);
+                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip,
+                      inv_scale);
     } else {
-        dev.sgd(im.params, im.grads, n, lr, stats_, clip, 1.0f);
+        dev.sgd(im.params, im.grads, n, lr, stats_, clip, inv_scale);
     }
+    im.params_changed();
     ++step_;
     st.step = step_;
+    if (dynamic && ++clean_steps_ >= opts_.loss_scale_window) {
+        loss_scale_ = std::min(loss_scale_ * 2, 16777216.0);  // 2^24
+        clean_steps_ = 0;
+    }
     return st;
 }
 

@@ -10,9 +10,14 @@ struct Planner {
     Device& dev;
     const ModelConfig& c;
     int64_t N;
+    int64_t& bytes;  // running total of what was allocated
 
-    Tensor f32(Shape s) const { return dev.alloc(DType::f32, s); }
-    Tensor i32(Shape s) const { return dev.alloc(DType::i32, s); }
+    Tensor alloc(DType t, Shape s) const {
+        bytes += s.numel() * static_cast<int64_t>(dtype_size(t));
+        return dev.alloc(t, s);
+    }
+    Tensor f32(Shape s) const { return alloc(DType::f32, s); }
+    Tensor i32(Shape s) const { return alloc(DType::i32, s); }
 
     NormActs norm() const {
         NormActs a;
@@ -48,10 +53,10 @@ struct Planner {
         if (m.n_shared_experts > 0) a.shared = ffn(N, int64_t{m.n_shared_experts} * c.d_ff);
         return a;
     }
-    // The buffers of one layer (dense and/or MoE parts as asked).
-    LayerActs layer(int B, int T, bool dense, bool moe_part) const {
+    // The attention half of a layer: x_mid, both norms, q/k/v/o/lse.
+    void attention_part(LayerActs& a, int B, int T) const {
         const int64_t h = c.head_dim, H = c.n_heads, K = c.n_kv_heads;
-        LayerActs a;
+        a.x_mid = f32({N, c.d_model});
         a.n1 = norm();
         a.n2 = norm();
         a.attn.q = f32({N, H * h});
@@ -59,9 +64,11 @@ struct Planner {
         a.attn.v = f32({N, K * h});
         a.attn.o = f32({N, H * h});
         a.attn.lse = f32({int64_t{B} * H * T});
+    }
+    // The FFN half: dense and/or MoE buffers as asked.
+    void ffn_part(LayerActs& a, bool dense, bool moe_part) const {
         if (dense) a.ffn = ffn(N, c.d_ff);
         if (moe_part) a.moe = moe();
-        return a;
     }
 };
 
@@ -82,14 +89,16 @@ int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget) {
 }
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training, int64_t logit_budget) {
+                                          bool training, int64_t logit_budget,
+                                          Recompute recompute) {
     auto ws = std::make_unique<Workspace>();
     ws->B = B;
     ws->T = T;
     ws->N = int64_t{B} * T;
     ws->training = training;
+    ws->recompute = training ? recompute : Recompute::none;
     const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
-    Planner p{dev, c, N};
+    Planner p{dev, c, N, ws->bytes};
     ws->ids = p.i32({N});
     ws->targets = p.i32({N});
     ws->pos_ids = p.i32({N});
@@ -97,20 +106,28 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     bool any_dense = false, any_moe = false;
     for (int l = 0; l < c.n_layers; ++l) (c.is_moe_layer(l) ? any_moe : any_dense) = true;
     if (training) {
-        for (int l = 0; l < c.n_layers; ++l) {
-            ws->layers.push_back(p.layer(B, T, !c.is_moe_layer(l), c.is_moe_layer(l)));
-        }
-        // Residual stream: 2L + 1 distinct buffers, x_in(l+1) = output of layer l.
+        // Buffers every layer shares: the whole layer but its input (block) or the FFN / MoE
+        // part (ffn); the backward re-runs the layer's forward into them.
+        LayerActs shared;
+        if (recompute == Recompute::block) p.attention_part(shared, B, T);
+        if (recompute != Recompute::none) p.ffn_part(shared, any_dense, any_moe);
+        // Residual stream: L + 1 distinct layer inputs, x_in(l+1) = output of layer l.
         Tensor x = p.f32({N, D});
-        for (auto& a : ws->layers) {
+        for (int l = 0; l < c.n_layers; ++l) {
+            LayerActs a = shared;
+            if (recompute != Recompute::block) p.attention_part(a, B, T);
+            if (recompute == Recompute::none)
+                p.ffn_part(a, !c.is_moe_layer(l), c.is_moe_layer(l));
             a.x_in = x;
-            a.x_mid = p.f32({N, D});
             x = p.f32({N, D});
+            ws->layers.push_back(a);
         }
         ws->x_final = x;
     } else {
-        LayerActs shared = p.layer(B, T, any_dense, any_moe);
-        shared.x_in = shared.x_mid = p.f32({N, D});
+        LayerActs shared;
+        p.attention_part(shared, B, T);
+        p.ffn_part(shared, any_dense, any_moe);
+        shared.x_in = shared.x_mid;  // the residual stream is updated in place
         ws->layers.assign(static_cast<size_t>(c.n_layers), shared);
         ws->x_final = shared.x_in;
     }

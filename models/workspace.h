@@ -1,6 +1,8 @@
 // Activation and scratch buffers of one forward(/backward) shape (B, T), planned once and
 // reused by every step of that shape: nothing is allocated inside a step after the first.
-// Training workspaces keep every layer's activations for the backward pass; inference
+// Training workspaces keep the activations the backward pass reads: every layer's (Recompute
+// none), only every layer's input plus one shared set of layer buffers (block), or every
+// layer's attention part plus one shared set of FFN / MoE buffers (ffn). Inference
 // workspaces share one set of layer buffers between all layers and update the residual
 // stream in place.
 #pragma once
@@ -10,6 +12,7 @@
 
 #include "moetrain/config.h"
 #include "moetrain/device.h"
+#include "moetrain/model.h"
 
 namespace moetrain {
 
@@ -59,6 +62,8 @@ struct Workspace {
     int B = 0, T = 0;
     int64_t N = 0;  // B*T rows
     bool training = false;
+    Recompute recompute = Recompute::none;  // what the backward recomputes (training only)
+    int64_t bytes = 0;                      // device bytes of every buffer planned below
     Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
@@ -67,6 +72,11 @@ struct Workspace {
     int64_t logit_rows = 0;
     Tensor losses;  // per-token cross-entropy [N]
     GradScratch g;
+    // Layers whose dropped activations the backward must recompute: all but the last (the
+    // shared buffers still hold the last layer's forward), none without recompute.
+    bool recomputes(int layer, int n_layers) const {
+        return training && recompute != Recompute::none && layer + 1 < n_layers;
+    }
 };
 
 // Default bound on the logits buffer (elements): 16M floats.
@@ -76,6 +86,7 @@ constexpr int64_t kLogitBudget = int64_t{1} << 24;
 int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training, int64_t logit_budget);
+                                          bool training, int64_t logit_budget,
+                                          Recompute recompute);
 
 }  // namespace moetrain

@@ -150,7 +150,8 @@ def check_state(path):
     with open(path) as f:
         s = json.load(f, object_pairs_hook=no_duplicates)
     ints, nums, strs = int, (int, float), str
-    spec = {"format": strs, "step": ints, "optimizer_state": strs, "loss_scale": nums,
+    spec = {"format": strs, "step": ints, "optimizer_state": strs, "precision": strs,
+            "loss_scale": nums, "loss_scale_clean_steps": ints, "skipped_steps": ints,
             "rng": {"seed": ints, "counter": ints},
             "data": {"tokenizer": strs, "path": strs, "tokens": ints, "train_pos": ints,
                      "eval_pos": ints},
@@ -171,7 +172,11 @@ def check_state(path):
     check(s["format"] == "moetrain-1", f"{path}: format {s['format']}")
     check(s["optimizer_state"] in ("adamw_moments", "sgd_no_moments", "weights_only"),
           f"{path}: optimizer_state {s['optimizer_state']}")
-    check(s["loss_scale"] == 1.0, f"{path}: loss_scale {s['loss_scale']}")
+    check(s["precision"] in ("fp32", "bf16", "fp16"), f"{path}: precision {s['precision']}")
+    # fp32 / bf16 runs have no loss scaling (the fixtures are fp32).
+    check(s["loss_scale"] == 1.0 or s["precision"] == "fp16", f"{path}: loss_scale {s['loss_scale']}")
+    check(s["loss_scale_clean_steps"] >= 0 and s["skipped_steps"] >= 0,
+          f"{path}: negative loss-scale counters")
     check(s["step"] >= 0 and s["data"]["train_pos"] >= 0, f"{path}: negative step/position")
     return s
 

@@ -26,7 +26,10 @@ struct TrainState {
     TrainOptions options;      // optimizer, lr schedule, wd, betas, eps, clip, accum
     int batch = 0;             // B
     int seq = 0;               // T
-    double loss_scale = 1.0;   // fp32 training: always 1
+    std::string precision = "fp32";  // fp32 | bf16 | fp16 (Model::set_precision)
+    double loss_scale = 1.0;   // fp16 dynamic loss scale; 1 for fp32 / bf16
+    int64_t loss_scale_clean = 0;  // clean fp16 steps since the scale last changed
+    int64_t skipped_steps = 0;     // fp16 steps skipped for overflowing gradients
     std::string tokenizer = "bytes";
     std::string data_path;     // informational
     int64_t data_tokens = 0;   // tokens in the whole data file (resume checks the same data)

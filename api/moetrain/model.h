@@ -9,6 +9,7 @@
 
 #include "moetrain/config.h"
 #include "moetrain/device.h"
+#include "moetrain/precision.h"
 
 namespace moetrain {
 
@@ -32,6 +33,19 @@ struct ExpertLoad {
     int layer = 0;
     std::vector<int32_t> counts;
 };
+
+// Gradient checkpointing of training passes: which activations the forward keeps for the
+// backward and which the backward recomputes (a run option: not part of the ModelConfig or
+// of checkpoints; gradients are bit-identical in every mode on a given device).
+//  none:  every layer keeps all its activations.
+//  block: every layer keeps only its input (the residual stream); the backward re-runs the
+//         layer's forward into one set of layer buffers shared by all layers.
+//  ffn:   every layer keeps its attention activations; the FFN / MoE internals (router,
+//         sort, expert rows, hidden activations, shared experts) live in one shared set and
+//         the backward re-runs that part of the layer.
+enum class Recompute { none, block, ffn };
+std::string to_string(Recompute r);
+Recompute parse_recompute(const std::string& s);  // "none" | "block" | "ffn"; throws otherwise
 
 class ModelImpl;
 
@@ -58,6 +72,16 @@ public:
     void set_param(const std::string& name, const std::vector<float>& values);  // upload one
     std::vector<float> get_flat(const Tensor& flat) const;  // download a whole flat buffer
     void set_flat(const Tensor& flat, const std::vector<float>& values);
+    // Call after writing params_flat() by other means than the functions above, so that the
+    // 16-bit working copy of mixed precision is refreshed before the next forward pass.
+    void params_changed();
+
+    // ---- precision (issue 7; a run option, not part of the config or the checkpoint) ----
+    // fp32 (default), or bf16 / fp16: matrix products on a 16-bit copy of the weight
+    // matrices with fp32 accumulation; master weights, gradients, norms, softmax, router and
+    // losses stay fp32. fp16 training needs loss scaling (Trainer does it).
+    void set_precision(Precision p);
+    Precision precision() const;
 
     // ---- training ----
     void zero_grads();
@@ -72,6 +96,14 @@ public:
     std::vector<float> forward_logits(const int32_t* x, int B, int T);
     // Expert loads of the last forward (empty for dense models).
     const std::vector<ExpertLoad>& expert_load() const;
+
+    // ---- memory ----
+    // Gradient checkpointing mode of the training passes from now on (default none).
+    void set_recompute(Recompute r);
+    Recompute recompute() const;
+    // Device bytes of the workspace (activations and backward scratch) that training passes
+    // of shape (B, T) use in the current recompute mode, planning it if needed.
+    int64_t training_workspace_bytes(int B, int T);
 
     ModelImpl& impl() { return *impl_; }
 

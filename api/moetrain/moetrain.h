@@ -9,6 +9,7 @@
 #include "moetrain/generate.h"
 #include "moetrain/gradcheck.h"
 #include "moetrain/model.h"
+#include "moetrain/precision.h"
 #include "moetrain/profiling.h"
 #include "moetrain/safetensors.h"
 #include "moetrain/train.h"

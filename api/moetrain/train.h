@@ -21,6 +21,11 @@ struct TrainOptions {
     double wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8;
     double clip = 1.0;  // <= 0 disables clipping
     int accum = 1;      // micro-batches per optimizer step
+    // Dynamic loss scaling, active when the model trains in fp16 (Model::set_precision): the
+    // loss gradient is multiplied by the scale; a step whose gradients overflow (Inf/NaN) is
+    // skipped and the scale halved; after `loss_scale_window` clean steps it doubles.
+    double loss_scale_init = 65536.0;
+    int64_t loss_scale_window = 2000;
 };
 
 // lr for the optimizer step with 0-based index i (MODEL.md 4, nanoGPT convention).
@@ -30,7 +35,9 @@ struct StepStats {
     int64_t step = 0;  // optimizer steps completed after this one (from 1)
     LossStats loss;    // means over the A micro-batches
     double lr = 0;
-    double grad_norm = 0;  // global norm before clipping
+    double grad_norm = 0;  // global norm before clipping (unscaled)
+    double loss_scale = 1;  // the scale this step ran with (1 unless fp16)
+    bool skipped = false;   // fp16 overflow: no update, step not counted, scale halved
 };
 
 class Trainer {
@@ -45,11 +52,18 @@ public:
     // Optimizer moments (AdamW m, v; empty tensors for SGD), flat like Model::params_flat().
     Tensor moment1() const { return m_; }
     Tensor moment2() const { return v_; }
+    // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
+    double loss_scale() const { return loss_scale_; }
+    int64_t clean_steps() const { return clean_steps_; }      // since the last change
+    int64_t skipped_steps() const { return skipped_steps_; }  // in the whole run
+    void set_loss_scale_state(double scale, int64_t clean, int64_t skipped);
 
 private:
     Model& model_;
     TrainOptions opts_;
     int64_t step_ = 0;
+    double loss_scale_ = 1;
+    int64_t clean_steps_ = 0, skipped_steps_ = 0;
     Tensor m_, v_;
     Tensor stats_;  // small device buffer: grad norm^2 etc.
 };

@@ -444,6 +444,43 @@ def bench_and_gradcheck():
     assert "passed" in g.stdout, g.stdout
 
 
+@test
+def recompute_modes():
+    """--recompute block / ffn: the same training run (losses, aux/z, gradient norms and expert
+    loads bit-identical in the JSON log), less activation memory reported by bench."""
+    d = work("recompute_modes")
+    data = corpus(d)
+    # tiny with a third layer: a dense layer 0 and two MoE layers (ffn mode shares one set).
+    cfg = {"vocab_size": 256, "d_model": 64, "n_layers": 3, "n_heads": 4, "n_kv_heads": 2,
+           "max_seq_len": 128, "d_ff": 128,
+           "moe": {"n_experts": 4, "top_k": 2, "n_shared_experts": 1, "z_loss_alpha": 0.001,
+                   "first_layer": 1}}
+    model = ["--device", "cpu", "--threads", 1, "--config", write(f"{d}/cfg.json", json.dumps(cfg))]
+    keys = ("step", "loss", "ce", "aux", "z", "grad_norm", "expert_load")
+    logs = {}
+    for mode in ["none", "block", "ffn"]:
+        log = f"{d}/{mode}.jsonl"
+        p = run("train", *model, "--data", data, "--batch", 4, "--seq", 32, "--steps", 3,
+                "--accum", 2, "--lr", "3e-3", "--log-json", log, "--recompute", mode)
+        assert (f"recompute {mode}" in p.stdout) == (mode != "none"), p.stdout
+        logs[mode] = [{k: r.get(k) for k in keys} for r in read_log(log) if "eval" not in r]
+    assert logs["none"] and logs["none"][0]["aux"] > 0 and logs["none"][0]["expert_load"]
+    for mode in ["block", "ffn"]:
+        assert logs[mode] == logs["none"], f"{mode} differs:\n{logs[mode]}\n{logs['none']}"
+    act = {}
+    for mode in ["none", "ffn", "block"]:
+        p = run("bench", *model, "--batch", 2, "--seq", 32, "--steps", 1, "--warmup", 0,
+                "--recompute", mode)
+        j = json.loads(p.stdout.strip().splitlines()[-1])
+        assert j["recompute"] == mode and f"activations: recompute {mode}" in p.stdout, p.stdout
+        act[mode] = (j["activation_mb"], j["workspace_mb"])
+    print("activation MB, workspace MB:", act)
+    assert act["block"][0] < act["ffn"][0] < act["none"][0], act
+    assert act["block"][1] < act["ffn"][1] < act["none"][1], act
+    expect_error(["train", *TINY, "--data", data, "--steps", 1, "--recompute", "layer"],
+                 ["recompute", "layer"])
+
+
 class Skip(Exception):
     pass
 

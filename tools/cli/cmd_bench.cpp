@@ -1,6 +1,9 @@
 // `moetrain bench`: time training steps on random tokens; last stdout line is JSON with
 // tokens_per_s, ms_per_step (median), gflops (model FLOPs, docs/MODEL_NOTES.md), mfu,
 // peak_rss_mb, and the analytic memory need next to it (analytic_mb, rss_ratio).
+// `--recompute none|block|ffn` trains with gradient checkpointing; the activation memory of
+// that plan (analytic, and the device bytes of the planned training workspace) is printed
+// next to that of `none` (activation_mb, workspace_mb in the JSON).
 // `--generate N` instead times batch-B KV-cache decoding of N tokens after a T-token prompt
 // (median time per decode step) against the memory-bandwidth bound (weight bytes per token /
 // --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s).
@@ -17,6 +20,7 @@
 #include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
+#include "moetrain/memory_plan.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
@@ -31,6 +35,8 @@ struct BenchArgs {
     double peak_gflops = 500.0, bandwidth_gbs = 78.0;
     uint64_t seed = 1337;
     bool profile = false;
+    std::string recompute = "none";
+    std::string precision = "fp32";
 };
 
 double ms_since(Clock::time_point t0) {
@@ -75,10 +81,23 @@ void print_memory(const MemoryNeed& m, double rss_mb) {
                 rss_mb, rss_mb / (m.total() / mb));
 }
 
+// The activations a training step keeps in this recompute mode against keeping all of them.
+void print_activations(Recompute mode, const MemoryNeed& m, const MemoryNeed& all,
+                       double workspace_bytes) {
+    const double mb = 1024.0 * 1024.0;
+    std::printf("activations: recompute %s keeps %.1f MB (none: %.1f MB, %.2fx); planned "
+                "training workspace %.1f MB (activations + backward scratch)\n",
+                to_string(mode).c_str(), m.activations / mb, all.activations / mb,
+                m.activations / all.activations, workspace_bytes / mb);
+}
+
 void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                      ProfilingDevice* profiler) {
+    const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
+    model.set_recompute(mode);
     TrainOptions opts;
     opts.total_steps = a.warmup + a.steps;
     Trainer trainer(model, opts);
@@ -89,10 +108,10 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const std::vector<int32_t> y = random_tokens(rng, cfg.vocab_size, n);
 
     ModelCost cost = model_cost(cfg);
-    std::printf("bench: %s on %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
+    std::printf("bench: %s on %s, %s, %.1fM params (%.1fM active matmul/token), B=%d T=%d\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
-                device.name().c_str(), cost.total_params / 1e6, cost.active_matmul_params / 1e6,
-                a.batch, a.seq);
+                device.name().c_str(), a.precision.c_str(), cost.total_params / 1e6,
+                cost.active_matmul_params / 1e6, a.batch, a.seq);
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.steps; ++i) {
         if (profiler && i == a.warmup) profiler->reset();
@@ -102,17 +121,34 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
         const double dt = ms_since(t0);
         const bool timed = i >= a.warmup;
         if (timed) ms.push_back(dt);
-        std::printf("  step %d%s: %.1f ms, loss %.4f\n", i + 1, timed ? "" : " (warm-up)", dt,
-                    st.loss.loss);
+        std::printf("  step %d%s: %.1f ms, loss %.4f%s\n", i + 1, timed ? "" : " (warm-up)", dt,
+                    st.loss.loss, st.skipped ? " (fp16 overflow: skipped)" : "");
     }
     const double med = median(ms);
     const double tps = n / (med / 1000.0);
     const double gflops = cost.train_flops_per_token(a.seq) * tps / 1e9;
     if (profiler) print_profile(*profiler, a.steps);
-    const MemoryNeed mem = training_memory(cfg, cost.total_params, a.batch, a.seq);
+    const MemoryNeed mem = training_memory(cfg, cost.total_params, a.batch, a.seq, mode);
+    const MemoryNeed all = training_memory(cfg, cost.total_params, a.batch, a.seq);
+    const double ws_bytes = static_cast<double>(model.training_workspace_bytes(a.batch, a.seq));
     const double rss = peak_rss_mb();
+    print_activations(mode, mem, all, ws_bytes);
     print_memory(mem, rss);
+    PlanOptions po;
+    po.batch = a.batch;
+    po.seq = a.seq;
+    po.precision = model.precision();
+    po.optimizer = opts.optimizer;
+    po.recompute = mode;
+    const MemoryPlan plan = plan_training_memory(cfg, po);
+    const double mb = 1024.0 * 1024.0;
+    std::printf("plan (moetrain plan): %.0f MB (weights %.0f, master %.0f, grads %.0f, optimizer "
+                "%.0f, activations %.0f, workspace %.0f); peak RSS = %.2fx plan\n",
+                plan.total() / mb, plan.weights / mb, plan.master_weights / mb, plan.grads / mb,
+                plan.optimizer / mb, plan.activations / mb, plan.workspace / mb,
+                rss / (plan.total() / mb));
     nlohmann::json j;
+    j["precision"] = a.precision;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
@@ -120,6 +156,10 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["peak_rss_mb"] = rss;
     j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
+    j["plan_mb"] = plan.total() / mb;
+    j["recompute"] = to_string(mode);
+    j["activation_mb"] = mem.activations / (1024.0 * 1024.0);
+    j["workspace_mb"] = ws_bytes / (1024.0 * 1024.0);
     std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
                 med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
     std::printf("%s\n", j.dump().c_str());
@@ -133,6 +173,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     MT_CHECK(a.seq + a.generate <= cfg.max_seq_len, "--seq ", a.seq, " + --generate ", a.generate,
              " exceeds the model's max_seq_len ", cfg.max_seq_len);
     Model model(device, cfg);
+    model.set_precision(parse_precision(a.precision));
     model.init_weights(a.seed);
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
     std::vector<std::vector<int32_t>> prompts;
@@ -198,6 +239,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("bench", "time training steps (or decoding); last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
@@ -218,6 +260,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
         ->check(positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
+    cmd->add_option("--recompute", a->recompute,
+                    "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
+                    "FFN / MoE internals)")
+        ->capture_default_str();
     cmd->callback([a, &exit_code] {
         run_bench(*a);
         exit_code = 0;

@@ -13,6 +13,7 @@ namespace moetrain::cli {
 namespace {
 
 struct EvalArgs {
+    std::string precision = "fp32";
     DeviceChoice dev;
     std::string checkpoint, data, split = "val", tokenizer = "bytes";
     int batch = 0, seq = 0, batches = 10;
@@ -29,6 +30,7 @@ void run_eval(const EvalArgs& a) {
     TokenData data = load_token_data(a.data, a.tokenizer, cfg);
     auto device = a.dev.open();
     Model model(*device, cfg);
+    model.set_precision(parse_precision(a.precision));
     load_weights(dir, model);
     const auto& tokens = a.split == "train" ? data.train : data.val;
     BatchLoader probe(tokens, a.batch, a.seq, a.split);  // validates the split is long enough
@@ -46,6 +48,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<EvalArgs>();
     auto* cmd = app.add_subcommand("eval", "evaluate a checkpoint; last line is JSON");
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
         ->required();
     cmd->add_option("--data", a->data, "text file")->required();

@@ -14,6 +14,7 @@ namespace moetrain::cli {
 namespace {
 
 struct GenerateArgs {
+    std::string precision = "fp32";
     DeviceChoice dev;
     std::string checkpoint, prompt;
     int max_new = 0;
@@ -30,6 +31,7 @@ void run_generate(const GenerateArgs& a) {
              info.config.vocab_size, " is too small for the bytes tokenizer (needs >= 256)");
     auto device = a.dev.open();
     Model model(*device, info.config);
+    model.set_precision(parse_precision(a.precision));
     load_weights(dir, model);
 
     // Bytes tokenizer; an empty prompt starts from a newline.
@@ -83,6 +85,7 @@ void run_generate(const GenerateArgs& a) {
 void add_generate_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<GenerateArgs>();
     auto* cmd = app.add_subcommand("generate", "sample text from a checkpoint");
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
         ->required();
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");

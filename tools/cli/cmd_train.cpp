@@ -29,7 +29,7 @@ struct TrainArgs {
     std::string data, tokenizer = "bytes";
     int64_t steps = 0, stop_at = -1;
     int batch = 0, seq = 0, accum = 1;
-    std::string optimizer = "adamw";
+    std::string optimizer = "adamw", precision = "fp32";
     double lr = 3e-4, min_lr = -1, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0;
     int64_t warmup = 0;
     uint64_t seed = 1337;
@@ -37,6 +37,7 @@ struct TrainArgs {
     int64_t save_every = 0, eval_every = 0;
     int eval_batches = 10;
     std::string log_json;
+    std::string recompute = "none";
     bool quiet = false;
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
@@ -71,6 +72,7 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     const TrainOptions& o = s.options;
     std::string opt = o.optimizer == OptimizerKind::sgd ? "sgd" : "adamw";
     same("--optimizer", a.optimizer, opt);
+    same("--precision", a.precision, s.precision);
     same("--lr", a.lr, o.lr);
     same("--min-lr", a.min_lr, o.min_lr);
     same("--warmup", a.warmup, o.warmup);
@@ -105,6 +107,7 @@ TrainOptions train_options(const TrainArgs& a) {
 }
 
 void run_train(TrainArgs& a) {
+    const Recompute recompute = parse_recompute(a.recompute);  // a run option, not saved
     // ---- model config: from the checkpoint we continue from, else --preset / --config ----
     std::string ckpt_dir;
     std::optional<CheckpointInfo> ckpt;
@@ -148,6 +151,8 @@ void run_train(TrainArgs& a) {
     // ---- device, model, optimizer ----
     auto device = a.dev.open();
     Model model(*device, cfg);
+    model.set_recompute(recompute);
+    model.set_precision(parse_precision(a.precision));
     TrainOptions opts = train_options(a);
     if (ckpt) load_weights(ckpt_dir, model);
     else model.init_weights(a.seed);
@@ -184,10 +189,11 @@ void run_train(TrainArgs& a) {
         return dir;
     };
 
-    std::printf("train: %s, %.2fM params, device %s, B=%d T=%d accum=%d, steps %lld..%lld\n",
+    std::printf("train: %s, %.2fM params, device %s, %s, B=%d T=%d accum=%d, steps %lld..%lld%s\n",
                 cfg.moe ? "MoE" : "dense", model.num_params() / 1e6, device->name().c_str(),
-                a.batch, a.seq, a.accum, static_cast<long long>(start),
-                static_cast<long long>(a.steps));
+                a.precision.c_str(), a.batch, a.seq, a.accum, static_cast<long long>(start),
+                static_cast<long long>(a.steps),
+                recompute == Recompute::none ? "" : (", recompute " + a.recompute).c_str());
     std::fflush(stdout);
     if (start > 0 && start >= a.steps) {
         std::printf("nothing to do: the checkpoint is at step %lld, --steps is %lld\n",
@@ -214,7 +220,7 @@ void run_train(TrainArgs& a) {
     const int64_t per_micro = static_cast<int64_t>(a.batch) * a.seq;
     std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum);
     const int64_t end = a.stop_at >= 0 ? std::min(a.steps, a.stop_at) : a.steps;
-    for (int64_t s = start; s < end; ++s) {
+    while (trainer.steps_done() < end) {  // fp16 steps skipped on overflow are retried
         for (int m = 0; m < a.accum; ++m)
             train_loader.next(xs.data() + m * per_micro, ys.data() + m * per_micro);
         StepStats st;
@@ -239,6 +245,10 @@ void run_train(TrainArgs& a) {
         std::fflush(stdout);
     }
     progress.finish();
+    if (trainer.skipped_steps() > 0)
+        std::printf("fp16: %lld steps skipped for overflowing gradients in this run so far; loss "
+                    "scale now %g\n",
+                    static_cast<long long>(trainer.skipped_steps()), trainer.loss_scale());
 }
 
 }  // namespace
@@ -257,6 +267,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
         ->check(positive());
     cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")->capture_default_str();
+    add_precision_option(cmd, a->precision);
     cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(non_negative());
     cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(non_negative());
     cmd->add_option("--warmup", a->warmup, "warmup steps")->capture_default_str()->check(non_negative());
@@ -276,6 +287,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
+    cmd->add_option("--recompute", a->recompute,
+                    "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
+                    "FFN / MoE internals); same gradients, less activation memory")
+        ->capture_default_str();
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         run_train(*a);

@@ -61,6 +61,14 @@ CLI::Validator number_check(bool strict) {
 CLI::Validator positive() { return number_check(true); }
 CLI::Validator non_negative() { return number_check(false); }
 
+void add_precision_option(CLI::App* cmd, std::string& precision) {
+    cmd->add_option("--precision", precision,
+                    "fp32 | bf16 | fp16: 16-bit matrix products with fp32 accumulation and fp32 "
+                    "master weights (fp16 training with dynamic loss scaling)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+}
+
 double peak_rss_mb() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

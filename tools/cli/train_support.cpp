@@ -75,6 +75,14 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
     j["tokens_per_s"] = tps;
     j["elapsed_s"] = elapsed;
     j["eta_s"] = eta;
+    j["loss_scale"] = s.loss_scale;
+    if (s.skipped) {  // fp16 overflow: logged always, even with --quiet
+        j["skipped"] = true;
+        std::printf("step %lld skipped: fp16 gradients overflowed at loss scale %g (now %g); "
+                    "no update applied\n",
+                    static_cast<long long>(s.step + 1), s.loss_scale, s.loss_scale / 2);
+        return j;
+    }
     std::string load_text;
     if (!load.empty()) {
         nlohmann::json layers = nlohmann::json::array();

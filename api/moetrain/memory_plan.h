@@ -1,0 +1,42 @@
+// The memory planner behind `moetrain plan` and `moetrain bench`: what one training
+// configuration needs on a device, part by part — computed by running the real allocation
+// code (Model, Trainer, the workspace planner) against a device that allocates nothing and
+// counts bytes, so the plan is exact for every buffer moetrain itself allocates, and can be
+// made for models far larger than this machine's memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "moetrain/config.h"
+#include "moetrain/model.h"
+#include "moetrain/precision.h"
+#include "moetrain/train.h"
+
+namespace moetrain {
+
+struct PlanOptions {
+    int batch = 1, seq = 1;
+    Precision precision = Precision::fp32;
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    Recompute recompute = Recompute::none;
+};
+
+// Bytes of device memory, by part.
+struct MemoryPlan {
+    double weights = 0;         // what the products read: the fp32 parameters (fp32), or the
+                                // 16-bit copy of the weight matrices (bf16 / fp16)
+    double master_weights = 0;  // bf16 / fp16: the fp32 parameters the optimizer updates
+    double grads = 0;           // fp32 gradients of every parameter
+    double optimizer = 0;       // AdamW moments (fp32 or 8-bit + block scales); SGD: 0
+    double activations = 0;     // what the forward keeps for the backward (recompute mode)
+    double workspace = 0;       // backward scratch, a logits chunk, batch ids, loss buffers,
+                                // and (16-bit) the backend's GEMM operand conversion buffers
+    double total() const {
+        return weights + master_weights + grads + optimizer + activations + workspace;
+    }
+};
+
+MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o);
+
+}  // namespace moetrain

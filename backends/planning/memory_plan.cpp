@@ -1,0 +1,82 @@
+// plan_training_memory (memory_plan.h): a Model, its Trainer and the training workspace of
+// (B, T) built on a PlanningDevice, the bytes attributed part by part as they are allocated.
+#include "moetrain/memory_plan.h"
+
+#include <algorithm>
+
+#include "model_impl.h"
+#include "planning/planning_device.h"
+
+namespace moetrain {
+namespace {
+
+double bytes_of(std::initializer_list<const Tensor*> ts) {
+    double b = 0;
+    for (const Tensor* t : ts)
+        if (*t) b += static_cast<double>(t->bytes());
+    return b;
+}
+
+// The workspace buffers that are scratch rather than saved activations.
+double scratch_bytes(const Workspace& ws) {
+    const GradScratch& g = ws.g;
+    return bytes_of({&ws.ids, &ws.targets, &ws.pos_ids, &ws.logits, &ws.losses, &g.dres, &g.dxn,
+                     &g.dq, &g.dk, &g.dv, &g.d_o, &g.dgate, &g.dup, &g.dh, &g.drows, &g.dxg,
+                     &g.dw, &g.dlogits});
+}
+
+// 16-bit products with an f32 operand convert it into a backend scratch buffer (cpu, cuda):
+// the largest pair of f32 operands of any product, at 2 bytes per element.
+double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
+    const double N = static_cast<double>(ws.N), D = c.d_model;
+    const double q = static_cast<double>(c.n_heads) * c.head_dim;
+    double widest = std::max<double>(c.d_ff, q);
+    double rows = N;
+    if (c.moe) {
+        const double k = c.moe->active_k();
+        widest = std::max(widest, static_cast<double>(c.moe->n_shared_experts) * c.d_ff);
+        rows = std::max(rows, N * k);
+    }
+    const double layer = rows * (widest + D);
+    const double head = static_cast<double>(ws.logit_rows) * (c.vocab_size + D);
+    return 2.0 * std::max(layer, head);
+}
+
+}  // namespace
+
+MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
+    MT_CHECK(o.batch >= 1 && o.seq >= 1, "plan: batch and seq must be >= 1 (got ", o.batch, ", ",
+             o.seq, ")");
+    MT_CHECK(o.seq <= c.max_seq_len, "plan: seq ", o.seq, " exceeds the model's max_seq_len ",
+             c.max_seq_len);
+    PlanningDevice dev;
+    Model model(dev, c);  // parameters, gradients, the 4 + 3 floats of loss statistics
+    ModelImpl& im = model.impl();
+    const double params = static_cast<double>(im.params.bytes());
+    MemoryPlan p;
+    p.grads = static_cast<double>(dev.allocated()) - params;
+    size_t mark = dev.allocated();
+    model.set_precision(o.precision);
+    const double lo = static_cast<double>(dev.allocated() - mark);
+    if (o.precision == Precision::fp32) {
+        p.weights = params;
+    } else {
+        p.weights = lo;
+        p.master_weights = params;
+    }
+    TrainOptions t;
+    t.optimizer = o.optimizer;
+    mark = dev.allocated();
+    Trainer trainer(model, t);
+    p.optimizer = static_cast<double>(dev.allocated() - mark);
+    model.set_recompute(o.recompute);
+    mark = dev.allocated();
+    const Workspace& ws = im.workspace(o.batch, o.seq, true);
+    const double all = static_cast<double>(dev.allocated() - mark);
+    p.workspace = scratch_bytes(ws);
+    p.activations = all - p.workspace;
+    if (o.precision != Precision::fp32) p.workspace += conversion_scratch(c, ws);
+    return p;
+}
+
+}  // namespace moetrain

@@ -1,0 +1,77 @@
+// The memory planner (moetrain plan): its parts equal what the real allocation code takes on a
+// real device (parameters, gradients, moments, the planned training workspace), each lever
+// moves the part it should, and the planning device refuses to run ops.
+#include <doctest/doctest.h>
+
+#include "moetrain/memory_plan.h"
+#include "planning/planning_device.h"
+#include "test_xbackend_util.h"
+
+using namespace moetrain;
+namespace xb = moetrain::xbackend;
+
+TEST_CASE("plan: every part equals the allocations of a real model on the cpu") {
+    auto dev = open_device("cpu");
+    for (const auto& nc : {xb::config_dense(), xb::config_moe_softmax(), xb::config_moe_hash()}) {
+        for (Recompute r : {Recompute::none, Recompute::block, Recompute::ffn}) {
+            CAPTURE(nc.name);
+            CAPTURE(to_string(r));
+            PlanOptions o;
+            o.batch = 3;
+            o.seq = 16;
+            o.recompute = r;
+            const MemoryPlan p = plan_training_memory(nc.cfg, o);
+            Model m(*dev, nc.cfg);
+            m.set_recompute(r);
+            const double P = static_cast<double>(m.num_params());
+            CHECK(p.weights == 4 * P);
+            CHECK(p.master_weights == 0);
+            CHECK(p.grads == doctest::Approx(4 * P).epsilon(1e-3));  // + 7 floats of loss stats
+            CHECK(p.optimizer == 8 * P);
+            CHECK(p.activations > 0);
+            CHECK(p.activations + p.workspace ==
+                  static_cast<double>(m.training_workspace_bytes(o.batch, o.seq)));
+        }
+    }
+}
+
+TEST_CASE("plan: each lever shrinks its own part") {
+    const ModelConfig c = xb::config_moe_softmax().cfg;
+    PlanOptions o;
+    o.batch = 4;
+    o.seq = 32;
+    const MemoryPlan base = plan_training_memory(c, o);
+
+    PlanOptions block = o, ffn = o, bf16 = o, sgd = o;
+    block.recompute = Recompute::block;
+    ffn.recompute = Recompute::ffn;
+    const MemoryPlan pb = plan_training_memory(c, block), pf = plan_training_memory(c, ffn);
+    CHECK(pb.activations < pf.activations);
+    CHECK(pf.activations < base.activations);
+    CHECK(pb.weights == base.weights);
+
+    bf16.precision = Precision::bf16;
+    const MemoryPlan p16 = plan_training_memory(c, bf16);
+    CHECK(p16.master_weights == base.weights);  // the fp32 parameters move to "master"
+    CHECK(p16.weights > 0);
+    CHECK(p16.weights < base.weights / 2);  // 2 bytes per matrix element only
+    CHECK(p16.workspace > base.workspace);  // + GEMM operand conversion buffers
+
+    sgd.optimizer = OptimizerKind::sgd;
+    CHECK(plan_training_memory(c, sgd).optimizer == 0);
+
+    PlanOptions bad = o;
+    bad.seq = c.max_seq_len + 1;
+    CHECK_THROWS_AS(plan_training_memory(c, bad), Error);
+}
+
+TEST_CASE("plan: the planning device counts bytes and refuses to compute") {
+    PlanningDevice d;
+    const Tensor t = d.alloc(DType::f32, {10, 3});
+    CHECK(d.allocated() == 120);
+    d.alloc(DType::bf16, {5});
+    CHECK(d.allocated() == 130);
+    CHECK_THROWS_WITH_AS(d.fill(t, 0.0f),
+                         "the memory planner's device cannot run fill: it only counts allocations",
+                         Error);
+}

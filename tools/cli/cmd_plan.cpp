@@ -1,0 +1,125 @@
+// `moetrain plan`: the device memory one training configuration needs, part by part (weights,
+// master weights, gradients, optimizer state, activations, workspace; plan_training_memory),
+// and whether it fits the chosen device (--device, read from the registry without opening
+// it) or a given capacity (--memory-gb, for hardware this machine does not have).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "moetrain/memory_plan.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct PlanArgs {
+    ModelChoice model;
+    std::string device = "cpu", precision = "fp32", optimizer = "adamw", recompute = "none";
+    int batch = 0, seq = 0;
+    double memory_gb = 0;
+};
+
+// Memory of `spec` ("cpu", "cuda:1"...) as the registry lists it; throws naming why not.
+double device_memory_bytes(const std::string& spec) {
+    const size_t colon = spec.find(':');
+    const std::string backend = spec.substr(0, colon);
+    size_t index = 0;
+    if (colon != std::string::npos) {
+        const std::string n = spec.substr(colon + 1);
+        MT_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
+                 "--device ", spec, ": the device index must be a number");
+        index = std::stoul(n);
+    }
+    for (const BackendStatus& b : list_backends()) {
+        if (b.name != backend) continue;
+        MT_CHECK(b.loaded && b.reason.empty(), "--device ", spec, ": backend ", backend,
+                 " is unavailable (", b.reason.empty() ? "not loaded" : b.reason,
+                 "); give its capacity with --memory-gb instead");
+        MT_CHECK(index < b.devices.size(), "--device ", spec, ": backend ", backend, " has ",
+                 b.devices.size(), " device(s)");
+        const DeviceInfo& d = b.devices[index];
+        MT_CHECK(d.memory_bytes > 0, "--device ", spec,
+                 ": its memory size is unknown; give it with --memory-gb");
+        return static_cast<double>(d.memory_bytes);
+    }
+    fail("--device ", spec, ": unknown backend '", backend, "' (see `moetrain info`)");
+}
+
+OptimizerKind optimizer_of(const std::string& s) {
+    if (s == "adamw") return OptimizerKind::adamw;
+    if (s == "sgd") return OptimizerKind::sgd;
+    fail("--optimizer: unknown optimizer '", s, "' (adamw, sgd)");
+}
+
+void run_plan(const PlanArgs& a) {
+    const ModelConfig cfg = a.model.resolve();
+    PlanOptions o;
+    o.batch = a.batch;
+    o.seq = a.seq;
+    o.precision = parse_precision(a.precision);
+    o.optimizer = optimizer_of(a.optimizer);
+    o.recompute = parse_recompute(a.recompute);
+    const MemoryPlan p = plan_training_memory(cfg, o);
+    const double capacity = a.memory_gb > 0 ? a.memory_gb * 1e9 : device_memory_bytes(a.device);
+    char given[64];
+    std::snprintf(given, sizeof given, "a %g GB device", a.memory_gb);
+    const std::string where = a.memory_gb > 0 ? given : a.device;
+
+    const ModelCost cost = model_cost(cfg);
+    std::printf("plan: %s, %.1fM params, B=%d T=%d, %s, %s, recompute %s\n",
+                a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
+                cost.total_params / 1e6, a.batch, a.seq, a.precision.c_str(), a.optimizer.c_str(),
+                a.recompute.c_str());
+    auto row = [&](const char* part, double bytes, const char* what) {
+        std::printf("  %-15s %10.2f GB  %s\n", part, bytes / 1e9, what);
+    };
+    row("weights", p.weights,
+        o.precision == Precision::fp32 ? "fp32 parameters" : "16-bit copy of the weight matrices");
+    row("master weights", p.master_weights,
+        o.precision == Precision::fp32 ? "(fp32: the weights are the master)" : "fp32 parameters");
+    row("grads", p.grads, "fp32");
+    row("optimizer", p.optimizer,
+        o.optimizer == OptimizerKind::adamw ? "AdamW m, v in fp32" : "SGD: none");
+    row("activations", p.activations, "kept for the backward pass");
+    row("workspace", p.workspace, "backward scratch, logits chunk, batch, conversion buffers");
+    row("total", p.total(), "");
+    const bool fits = p.total() <= capacity;
+    std::printf("%s: %.2f GB -> %s (%.0f%% of it)\n", where.c_str(), capacity / 1e9,
+                fits ? "fits" : "does NOT fit", 100.0 * p.total() / capacity);
+    std::printf("(moetrain's own buffers; the runtime's overhead, e.g. a CUDA context, comes on "
+                "top)\n");
+    nlohmann::json j{{"weights", p.weights},         {"master_weights", p.master_weights},
+                     {"grads", p.grads},             {"optimizer", p.optimizer},
+                     {"activations", p.activations}, {"workspace", p.workspace},
+                     {"total", p.total()},           {"capacity", capacity},
+                     {"fits", fits}};
+    std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<PlanArgs>();
+    auto* cmd = app.add_subcommand(
+        "plan", "device memory a training configuration needs, by part, and whether it fits");
+    a->model.add_options(cmd);
+    cmd->add_option("--device", a->device, "cpu | opencl[:N] | cuda[:N]: capacity from `info`")
+        ->capture_default_str();
+    cmd->add_option("--memory-gb", a->memory_gb, "plan for a device of this many GB instead")
+        ->check(positive());
+    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
+    add_precision_option(cmd, a->precision);
+    cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"adamw", "sgd"}));
+    cmd->add_option("--recompute", a->recompute, "none | block | ffn")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"none", "block", "ffn"}));
+    cmd->callback([a, &exit_code] {
+        run_plan(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli
