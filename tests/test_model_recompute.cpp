@@ -70,10 +70,12 @@ void check_loads(const std::vector<ExpertLoad>& got, const std::vector<ExpertLoa
     }
 }
 
-// A model with the seeded initial weights, training in `mode`.
-std::unique_ptr<Model> model_in(Device& dev, const ModelConfig& c, Recompute mode) {
+// A model with the seeded initial weights, training in `mode` and `precision`.
+std::unique_ptr<Model> model_in(Device& dev, const ModelConfig& c, Recompute mode,
+                                Precision precision = Precision::fp32) {
     auto m = std::make_unique<Model>(dev, c);
     m->init_weights(kSeed);
+    m->set_precision(precision);
     m->set_recompute(mode);
     REQUIRE(m->recompute() == mode);
     return m;
@@ -87,8 +89,9 @@ struct FbRun {
     std::vector<ExpertLoad> loads;
 };
 
-FbRun forward_backward_run(Device& dev, const ModelConfig& c, Recompute mode) {
-    const auto model = model_in(dev, c, mode);
+FbRun forward_backward_run(Device& dev, const ModelConfig& c, Recompute mode,
+                           Precision precision = Precision::fp32) {
+    const auto model = model_in(dev, c, mode, precision);
     Model& m = *model;
     const std::vector<int32_t> stream = xb::token_stream(c.vocab_size, 4096, 5);
     FbRun r;
@@ -194,6 +197,29 @@ TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-ide
                 check_bits(got.grads, want.grads, "gradients");
                 CHECK(got.routing == want.routing);  // recorded once per forward, not again
                 check_loads(got.loads, want.loads);
+            }
+        }
+    }
+}
+
+TEST_CASE("recompute: bf16 and fp16 matrix products, gradients bit-identical too") {
+    // The recompute multiplies with the same 16-bit working copy of the weights.
+    for (auto& d : test::test_devices()) {
+        for (const auto& nc : {xb::config_dense(), xb::config_moe_softmax()}) {
+            for (Precision p : {Precision::bf16, Precision::fp16}) {
+                CAPTURE(d.id);
+                CAPTURE(nc.name);
+                CAPTURE(precision_name(p));
+                ModelConfig c = nc.cfg;
+                c.n_layers = 3;
+                const FbRun want = forward_backward_run(*d.dev, c, Recompute::none, p);
+                for (Recompute mode : kModes) {
+                    CAPTURE(to_string(mode));
+                    const FbRun got = forward_backward_run(*d.dev, c, mode, p);
+                    for (size_t i = 0; i < got.losses.size(); ++i)
+                        check_loss(got.losses[i], want.losses[i]);
+                    check_bits(got.grads, want.grads, "gradients");
+                }
             }
         }
     }
