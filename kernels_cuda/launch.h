@@ -43,6 +43,12 @@ inline Geom elementwise(int64_t n) {
     return {clamp_blocks(ceil_div(n, kElementwiseBlock), 8192), 1, 1, kElementwiseBlock, 0};
 }
 
+// ---- 8-bit AdamW: one thread per element of a 256-element quantisation block ----
+constexpr unsigned kQuantBlock = 256;
+inline Geom quant_blocks(int64_t n) {
+    return {clamp_blocks(ceil_div(n, kQuantBlock), 8192), 1, 1, kQuantBlock, 0};
+}
+
 // ---- one block per row (norms, softmax, cross-entropy): ~8 elements per thread ----
 inline Geom per_row(int64_t rows, int64_t cols) {
     return {clamp_blocks(rows, 2147483647), 1, 1, pow2_between(ceil_div(cols, 8), 32, 1024), 0};

@@ -140,6 +140,11 @@ struct AdamWParams {
 };
 void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
            const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale);
+// 8-bit AdamW (moetrain::Device::adamw8bit): codes [n], absmax [ceil(n / 256)]; table: the
+// MT_QMAP_LEN quantisation maps of mt_math.h in device memory.
+void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_codes,
+               float* m_absmax, float* v_absmax, const float* table, int64_t n,
+               const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale);
 void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,
          float clip, float grad_scale);
 

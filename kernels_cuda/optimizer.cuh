@@ -1,6 +1,7 @@
 // Optimizer updates (MODEL.md 4): AdamW and SGD, one thread per parameter. The gradient is
 // scaled by grad_scale and the global-norm clip coefficient (mt_clip_coef of the squared norm
-// that is already on the device), then mt_adamw_update / p -= lr g'.
+// that is already on the device), then mt_adamw_update / p -= lr g'. 8-bit AdamW: one block
+// per block of MT_QBLOCK state elements (mt_adamw8bit_update, a block max, requantisation).
 #pragma once
 
 #include "common.cuh"
@@ -26,6 +27,44 @@ __global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g,
     }
 }
 
+// Thread t owns element t of each state block (kQuantBlock = MT_QBLOCK threads); the maps are
+// staged in shared memory once per CUDA block, which then strides over the state blocks.
+__global__ void adamw8bit_kernel(float* __restrict__ p, const float* __restrict__ g,
+                                 uint8_t* __restrict__ mc, uint8_t* __restrict__ vc,
+                                 float* __restrict__ ma, float* __restrict__ va,
+                                 const float* __restrict__ table, int64_t n, AdamWParams a,
+                                 const float* __restrict__ gnorm_sq, float clip, float grad_scale) {
+    __shared__ float map[MT_QMAP_LEN];
+    for (int i = threadIdx.x; i < MT_QMAP_LEN; i += blockDim.x) map[i] = table[i];
+    __syncthreads();
+    const float gs = grad_scale * clip_coef(gnorm_sq, clip, grad_scale);
+    const int64_t blocks = (n + MT_QBLOCK - 1) / MT_QBLOCK;
+    for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const int64_t i = b * MT_QBLOCK + threadIdx.x;
+        const bool live = i < n;
+        float mi = 0.0f, vi = 0.0f;  // threads past the end add 0 to the maxima
+        if (live) {
+            float pi = p[i];
+            mt_adamw8bit_update(&pi, &mi, &vi, map, mc[i], vc[i], ma[b], va[b], g[i] * gs, a.lr,
+                                a.b1, a.b2, a.eps, a.wd, a.bc1, a.bc2);
+            p[i] = pi;
+        }
+        // Every thread has read ma[b], va[b] before the barriers of block_max.
+        const float m_max = block_max(fabsf(mi));
+        const float v_max = block_max(vi);
+        if (threadIdx.x == 0) {
+            ma[b] = m_max;
+            va[b] = v_max;
+        }
+        if (live) {
+            int m_code, v_code;
+            mt_requantize(map, mi, vi, m_max, v_max, &m_code, &v_code);
+            mc[i] = static_cast<uint8_t>(m_code);
+            vc[i] = static_cast<uint8_t>(v_code);
+        }
+    }
+}
+
 __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, int64_t n, float lr,
                            const float* __restrict__ gnorm_sq, float clip, float grad_scale) {
     const float coef = clip_coef(gnorm_sq, clip, grad_scale);
@@ -35,6 +74,15 @@ __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, i
 void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
            const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {
     if (n > 0) MT_LAUNCH(adamw_kernel, elementwise(n), s, p, g, m, v, n, a, gnorm_sq, clip, grad_scale);
+}
+
+void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_codes,
+               float* m_absmax, float* v_absmax, const float* table, int64_t n,
+               const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {
+    static_assert(kQuantBlock == MT_QBLOCK, "one thread per element of a quantisation block");
+    if (n > 0)
+        MT_LAUNCH(adamw8bit_kernel, quant_blocks(n), s, p, g, m_codes, v_codes, m_absmax,
+                  v_absmax, table, n, a, gnorm_sq, clip, grad_scale);
 }
 
 void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,

@@ -1,6 +1,7 @@
 // Checkpoint directories (api/moetrain/checkpoint.h, docs/CHECKPOINTS.md): atomic save,
 // resolution of run directories to their newest complete step, validated loading of
-// weights and optimizer state through the public Model / Trainer API.
+// weights and optimizer state (AdamW moments, 8-bit AdamW codes + block absmax, restored
+// exactly) through the public Model / Trainer API.
 #include <cmath>
 #include "moetrain/checkpoint.h"
 
@@ -79,8 +80,7 @@ void save_checkpoint(const std::string& dir, const Model& model, const Trainer* 
         st.loss_scale = fp16 ? trainer->loss_scale() : 1.0;
         st.loss_scale_clean = fp16 ? trainer->clean_steps() : 0;
         st.skipped_steps = trainer->skipped_steps();
-        opt = st.options.optimizer == OptimizerKind::adamw ? OptimizerState::adamw
-                                                           : OptimizerState::sgd;
+        opt = io::optimizer_state_of(st.options.optimizer);
     }
     io::CheckpointBuffers buffers;
     buffers.params = &model.params();
@@ -95,6 +95,11 @@ void save_checkpoint(const std::string& dir, const Model& model, const Trainer* 
         v = model.get_flat(trainer->moment2());
         buffers.m = &m;
         buffers.v = &v;
+    }
+    std::vector<io::QuantizedHost> quantized;
+    if (opt == OptimizerState::adamw8bit) {
+        quantized = io::download_quantized(model.device(), trainer->quantized_moments());
+        buffers.quantized = &quantized;
     }
     io::write_checkpoint_dir(dir, buffers, st, opt);
 }
@@ -139,7 +144,9 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
     const std::string state_path = join_path(dir, kStateFile);
     info.state = io::parse_state(io::read_file(state_path, "checkpoint file"), state_path,
                                  &info.optimizer);
-    MT_CHECK(info.optimizer != OptimizerState::adamw || is_file(join_path(dir, kOptimizerFile)),
+    const bool moments = info.optimizer == OptimizerState::adamw ||
+                         info.optimizer == OptimizerState::adamw8bit;
+    MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)),
              "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
              io::optimizer_state_name(info.optimizer), ")");
     return info;
@@ -170,17 +177,46 @@ void load_weights(const std::string& dir, Model& model) {
     model.set_flat(model.params_flat(), w);
 }
 
+namespace {
+// The 8-bit AdamW codes and block absmax, checked completely before anything is uploaded.
+void load_quantized(const std::string& path, Trainer& trainer) {
+    SafetensorsFile f(path);
+    check_format(f);
+    const Model& model = trainer.model();
+    const std::map<std::string, std::string> want = {
+        {"optimizer", optimizer_name(OptimizerKind::adamw8bit)},
+        {"block_size", std::to_string(kAdamW8bitBlock)},
+        {"layout", io::flat_layout(model.params())}};
+    for (const auto& [key, value] : want)
+        MT_CHECK(f.metadata_at(key) == value, "checkpoint file ", path, ": metadata \"", key,
+                 "\" does not match this trainer (",
+                 key == "layout" ? "another flat parameter layout" : f.metadata_at(key), ")");
+    const std::vector<io::QuantizedHost> host =
+        io::read_quantized_tensors(f, trainer.quantized_moments());
+    size_t i = 0;
+    for (const QuantizedMoments& q : trainer.quantized_moments()) {
+        if (q.n == 0) continue;
+        const io::QuantizedHost& h = host.at(i++);
+        model.device().upload(q.m_codes, h.m_codes.data());
+        model.device().upload(q.v_codes, h.v_codes.data());
+        model.device().upload(q.m_absmax, h.m_absmax.data());
+        model.device().upload(q.v_absmax, h.v_absmax.data());
+    }
+}
+}  // namespace
+
 void load_optimizer(const std::string& dir, Trainer& trainer) {
     CheckpointInfo info = read_checkpoint_info(dir);
     const std::string state_path = join_path(dir, kStateFile);
     MT_CHECK(info.optimizer != OptimizerState::none, "checkpoint ", dir,
              " holds weights only (", state_path,
              ": \"optimizer_state\" = \"weights_only\"); it cannot be resumed");
-    const bool adamw = trainer.options().optimizer == OptimizerKind::adamw;
-    MT_CHECK(adamw == (info.optimizer == OptimizerState::adamw), "checkpoint ", dir,
-             " was trained with ", adamw ? "sgd" : "adamw", ", the trainer uses ",
-             adamw ? "adamw" : "sgd");
-    if (adamw) {
+    const OptimizerKind kind = trainer.options().optimizer;
+    MT_CHECK(io::optimizer_state_of(kind) == info.optimizer, "checkpoint ", dir,
+             " was trained with ", optimizer_name(info.state.options.optimizer),
+             ", the trainer uses ", optimizer_name(kind));
+    if (kind == OptimizerKind::adamw8bit) load_quantized(join_path(dir, kOptimizerFile), trainer);
+    if (kind == OptimizerKind::adamw) {
         Model& model = trainer.model();
         SafetensorsFile f(join_path(dir, kOptimizerFile));
         check_format(f);

@@ -10,8 +10,12 @@
 namespace moetrain::io {
 namespace {
 
-const std::vector<std::string> kOptStates = {"weights_only", "sgd_no_moments", "adamw_moments"};
-const std::vector<std::string> kOptimizers = {"adamw", "sgd"};
+// Indexed by OptimizerState / OptimizerKind / Precision.
+const std::vector<std::string> kOptStates = {"weights_only", "sgd_no_moments", "adamw_moments",
+                                             "adamw8bit_moments"};
+const std::vector<std::string> kOptimizers = {optimizer_name(OptimizerKind::adamw),
+                                              optimizer_name(OptimizerKind::sgd),
+                                              optimizer_name(OptimizerKind::adamw8bit)};
 const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16"};
 
 // First path at which a and b differ ("" if equal); `prefix` is the dotted path so far.
@@ -38,6 +42,15 @@ std::string first_difference(const json& a, const json& b, const std::string& pr
 
 std::string optimizer_state_name(OptimizerState s) {
     return kOptStates.at(static_cast<size_t>(s));
+}
+
+OptimizerState optimizer_state_of(OptimizerKind k) {
+    switch (k) {
+        case OptimizerKind::adamw: return OptimizerState::adamw;
+        case OptimizerKind::sgd: return OptimizerState::sgd;
+        case OptimizerKind::adamw8bit: return OptimizerState::adamw8bit;
+    }
+    fail("unknown OptimizerKind ", static_cast<int>(k));
 }
 
 std::string state_to_json(const TrainState& s, OptimizerState opt) {
@@ -121,8 +134,7 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     s.batch = static_cast<int>(tr.integer("batch", 0, INT_MAX));
     s.seq = static_cast<int>(tr.integer("seq", 0, INT_MAX));
 
-    bool consistent = *opt == OptimizerState::none ||
-                      (*opt == OptimizerState::adamw) == (o.optimizer == OptimizerKind::adamw);
+    bool consistent = *opt == OptimizerState::none || *opt == optimizer_state_of(o.optimizer);
     MT_CHECK(consistent, where, ": \"optimizer_state\" = \"", optimizer_state_name(*opt),
              "\" contradicts \"train.optimizer\" = \"",
              kOptimizers.at(static_cast<size_t>(o.optimizer)), "\"");

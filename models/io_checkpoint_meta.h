@@ -13,7 +13,10 @@ inline constexpr const char* kModelFile = "model.safetensors";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
 inline constexpr const char* kStateFile = "state.json";
 
-std::string optimizer_state_name(OptimizerState s);  // adamw_moments, sgd_no_moments, weights_only
+// adamw_moments, adamw8bit_moments, sgd_no_moments, weights_only
+std::string optimizer_state_name(OptimizerState s);
+// What a trainer with optimizer k saves.
+OptimizerState optimizer_state_of(OptimizerKind k);
 
 std::string state_to_json(const TrainState& s, OptimizerState opt);
 // Parse state.json text; errors read "<where>: ...".

@@ -32,6 +32,16 @@ void write_checkpoint_dir(const std::string& dir, const CheckpointBuffers& b,
         w.set_metadata("format", kCheckpointFormat);
         w.write(out.file(kOptimizerFile));
     }
+    if (opt == OptimizerState::adamw8bit) {
+        MT_CHECK(b.quantized, "checkpoint ", dir, ": 8-bit AdamW state without its buffers");
+        SafetensorsWriter w;
+        add_quantized_tensors(w, *b.quantized);
+        w.set_metadata("format", kCheckpointFormat);
+        w.set_metadata("optimizer", optimizer_name(OptimizerKind::adamw8bit));
+        w.set_metadata("block_size", std::to_string(kAdamW8bitBlock));
+        w.set_metadata("layout", flat_layout(*b.params));
+        w.write(out.file(kOptimizerFile));
+    }
     write_file_synced(out.file(kStateFile), state_to_json(state, opt));
     out.commit();
 }

@@ -1,11 +1,13 @@
 // Writing a whole checkpoint directory from host buffers (no live Model needed): the
-// atomic directory, model.safetensors, optimizer.safetensors (AdamW) and state.json.
+// atomic directory, model.safetensors, optimizer.safetensors (AdamW, 8-bit AdamW) and
+// state.json.
 // save_checkpoint() downloads the buffers and calls this; tests call it with plain tensors.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "io_checkpoint_tensors.h"
 #include "moetrain/checkpoint.h"
 
 namespace moetrain::io {
@@ -15,6 +17,7 @@ struct CheckpointBuffers {
     const std::vector<float>* weights = nullptr;
     const std::vector<float>* m = nullptr;  // AdamW moments; required when opt == adamw
     const std::vector<float>* v = nullptr;
+    const std::vector<QuantizedHost>* quantized = nullptr;  // required when opt == adamw8bit
     std::string config_json;  // stored in model.safetensors metadata "config"
 };
 

@@ -1,18 +1,21 @@
 // Training (MODEL.md 4): warmup + cosine learning rate (nanoGPT), gradient accumulation as the
 // mean of A micro-batch gradients, the global gradient norm computed on the device, clipping
-// and the AdamW / SGD update applied by the device ops (one AdamW call for the decayed
-// tensors, one without weight decay for gains and biases). Loss terms and the squared norm
-// share one small device buffer, downloaded once per step; a non-finite loss or norm stops
-// the step before any parameter changes. In fp16 the loss gradient is scaled (dynamic loss
-// scaling): overflowing gradients skip the step and halve the scale instead.
+// and the AdamW / 8-bit AdamW / SGD update applied by the device ops (one AdamW call for the
+// decayed tensors, one without weight decay for gains and biases). Loss terms and the squared
+// norm share one small device buffer, downloaded once per step; a non-finite loss or norm
+// stops the step before any parameter changes. In fp16 the loss gradient is scaled (dynamic
+// loss scaling): overflowing gradients skip the step and halve the scale instead.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "model_impl.h"
 #include "moetrain/train.h"
+#include "shared/mt_math.h"
 
 namespace moetrain {
+
+static_assert(kAdamW8bitBlock == MT_QBLOCK, "train.h and the adamw8bit op agree on the block");
 
 double lr_at(const TrainOptions& o, int64_t i) {
     const double min_lr = o.min_lr < 0 ? o.lr / 10.0 : o.min_lr;
@@ -29,13 +32,28 @@ Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(
              ")");
     MT_CHECK(opts.warmup >= 0, "warmup must be >= 0 (got ", opts.warmup, ")");
     MT_CHECK(opts.total_steps >= 1, "total_steps must be >= 1 (got ", opts.total_steps, ")");
-    if (opts.optimizer == OptimizerKind::adamw) {
+    if (opts.optimizer != OptimizerKind::sgd) {
         MT_CHECK(opts.b1 >= 0 && opts.b1 < 1, "b1 must be in [0, 1) (got ", opts.b1, ")");
         MT_CHECK(opts.b2 >= 0 && opts.b2 < 1, "b2 must be in [0, 1) (got ", opts.b2, ")");
         MT_CHECK(opts.eps > 0, "eps must be > 0 (got ", opts.eps, ")");
         MT_CHECK(opts.wd >= 0, "wd must be >= 0 (got ", opts.wd, ")");
-        m_ = model.device().alloc(DType::f32, {model.num_params()});
-        v_ = model.device().alloc(DType::f32, {model.num_params()});
+    }
+    Device& dev = model.device();
+    if (opts.optimizer == OptimizerKind::adamw) {
+        m_ = dev.alloc(DType::f32, {model.num_params()});
+        v_ = dev.alloc(DType::f32, {model.num_params()});
+    } else if (opts.optimizer == OptimizerKind::adamw8bit) {
+        // Zero-filled codes and absmax are the zero moments (Device::adamw8bit).
+        const int64_t n = model.num_params(), nd = model.impl().n_decay;
+        q_ = {{"decay", 0, nd, {}, {}, {}, {}}, {"no_decay", nd, n - nd, {}, {}, {}, {}}};
+        for (QuantizedMoments& q : q_) {
+            if (q.n == 0) continue;
+            const int64_t blocks = (q.n + MT_QBLOCK - 1) / MT_QBLOCK;
+            q.m_codes = dev.alloc(DType::u8, {q.n});
+            q.v_codes = dev.alloc(DType::u8, {q.n});
+            q.m_absmax = dev.alloc(DType::f32, {blocks});
+            q.v_absmax = dev.alloc(DType::f32, {blocks});
+        }
     }
     MT_CHECK(opts.loss_scale_init >= 1 && std::isfinite(opts.loss_scale_init),
              "loss_scale_init must be finite and >= 1 (got ", opts.loss_scale_init, ")");
@@ -96,7 +114,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
 
     const float clip = opts_.clip > 0 ? static_cast<float>(opts_.clip) : 0.0f;
     const float lr = static_cast<float>(st.lr);
-    if (opts_.optimizer == OptimizerKind::adamw) {
+    if (opts_.optimizer != OptimizerKind::sgd) {
         const double s1 = static_cast<double>(step_ + 1);
         AdamWArgs a;
         a.lr = lr;
@@ -106,14 +124,21 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.bc1 = static_cast<float>(1.0 - std::pow(opts_.b1, s1));
         a.bc2 = static_cast<float>(1.0 - std::pow(opts_.b2, s1));
         a.wd = static_cast<float>(opts_.wd);
-        if (nd > 0)
-            dev.adamw(im.params.view(0, {nd}), im.grads.view(0, {nd}), m_.view(0, {nd}),
-                      v_.view(0, {nd}), nd, a, stats_, clip, inv_scale);
+        // Range r: the decayed tensors [0, nd), then the gains and biases without decay.
+        auto update = [&](size_t r, int64_t off, int64_t cnt) {
+            const Tensor p = im.params.view(off, {cnt}), g = im.grads.view(off, {cnt});
+            if (opts_.optimizer == OptimizerKind::adamw) {
+                dev.adamw(p, g, m_.view(off, {cnt}), v_.view(off, {cnt}), cnt, a, stats_, clip,
+                          inv_scale);
+            } else {
+                const QuantizedMoments& q = q_[r];
+                dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a, stats_,
+                              clip, inv_scale);
+            }
+        };
+        if (nd > 0) update(0, 0, nd);
         a.wd = 0.0f;
-        if (n > nd)
-            dev.adamw(im.params.view(nd, {n - nd}), im.grads.view(nd, {n - nd}),
-                      m_.view(nd, {n - nd}), v_.view(nd, {n - nd}), n - nd, a, stats_, clip,
-                      inv_scale);
+        if (n > nd) update(1, nd, n - nd);
     } else {
         dev.sgd(im.params, im.grads, n, lr, stats_, clip, inv_scale);
     }

@@ -520,6 +520,90 @@ void sgd(Vec& p, const Vec& g, int64_t n, double lr, double gnorm_sq, double cli
     for (int64_t i = 0; i < n; ++i) p[i] -= lr * g[i] * grad_scale * c;
 }
 
+// ---- 8-bit AdamW --------------------------------------------------------------------------
+
+namespace {
+const std::vector<double>& qmap_table(bool is_signed) {
+    auto build = [](bool sgn) {
+        std::vector<double> data;
+        for (int i = 0; i < 7; ++i) {
+            const int items = sgn ? (1 << i) : (1 << (i + 1));  // linspace(0.1, 1, items + 1)
+            for (int j = 0; j < items; ++j) {
+                const double lo = 0.1 + 0.9 * j / items, hi = 0.1 + 0.9 * (j + 1) / items;
+                const double value = std::pow(10.0, i - 6) * ((lo + hi) / 2);
+                data.push_back(value);
+                if (sgn) data.push_back(-value);
+            }
+        }
+        data.push_back(0.0);
+        data.push_back(1.0);
+        std::sort(data.begin(), data.end());
+        for (double& x : data) x = static_cast<float>(x);
+        return data;
+    };
+    static const std::vector<double> s = build(true), u = build(false);
+    return is_signed ? s : u;
+}
+}  // namespace
+
+double qmap(bool is_signed, int code) { return qmap_table(is_signed).at(static_cast<size_t>(code)); }
+
+int qmap_nearest(bool is_signed, double x) {
+    const std::vector<double>& map = qmap_table(is_signed);
+    int best = 0;
+    for (int c = 1; c < static_cast<int>(map.size()); ++c)
+        if (std::fabs(map[c] - x) < std::fabs(map[best] - x)) best = c;
+    return best;
+}
+
+bool code_within_slack(bool is_signed, int code, double x, double slack) {
+    return code >= qmap_nearest(is_signed, x - slack) && code <= qmap_nearest(is_signed, x + slack);
+}
+
+void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a,
+               double gnorm_sq, double clip, double grad_scale) {
+    const double c = clip_coef(gnorm_sq, grad_scale, clip), u16 = 16.0 / 16777216.0;
+    const double b1 = a.b1, b2 = a.b2;
+    s.m_x.assign(static_cast<size_t>(n), 0.0);
+    s.v_x = s.m_slack = s.v_slack = s.m_x;
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t b = i0 / 256, i1 = std::min(n, i0 + 256);
+        Vec m_terms(256), v_terms(256);
+        double m_max = 0, v_max = 0;
+        for (int64_t i = i0; i < i1; ++i) {
+            const double gi = g[i] * grad_scale * c;
+            const double m_old = qmap(true, s.m_codes[i]) * s.m_absmax[b];
+            const double v_old = qmap(false, s.v_codes[i]) * s.v_absmax[b];
+            const double m = b1 * m_old + (1 - b1) * gi, v = b2 * v_old + (1 - b2) * gi * gi;
+            m_terms[i - i0] = std::fabs(b1 * m_old) + std::fabs((1 - b1) * gi) + std::fabs(m);
+            v_terms[i - i0] = b2 * v_old + (1 - b2) * gi * gi + v;
+            const double mhat = m / a.bc1, vhat = v / a.bc2;
+            const double lr = a.lr, eps = a.eps, wd = a.wd;
+            p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + wd * p[i]);
+            s.m_x[i] = m;
+            s.v_x[i] = v;
+            m_max = std::max(m_max, std::fabs(m));
+            v_max = std::max(v_max, v);
+        }
+        s.m_absmax[b] = m_max;
+        s.v_absmax[b] = v_max;
+        for (int64_t i = i0; i < i1; ++i) {
+            if (m_max > 0) {
+                s.m_x[i] /= m_max;
+                s.m_slack[i] = u16 * (m_terms[i - i0] / m_max + std::fabs(s.m_x[i]));
+            }
+            if (v_max > 0) {
+                s.v_x[i] /= v_max;
+                s.v_slack[i] = u16 * (v_terms[i - i0] / v_max + s.v_x[i]);
+            }
+            s.v_codes[i] = static_cast<uint8_t>(qmap_nearest(false, s.v_x[i]));
+            // A v that rounds to 0 takes m to 0 as well (device.h).
+            s.m_codes[i] =
+                static_cast<uint8_t>(s.v_codes[i] == 0 ? 127 : qmap_nearest(true, s.m_x[i]));
+        }
+    }
+}
+
 // ---- sampling -----------------------------------------------------------------------------
 
 void sample(IVec& out_ids, const Vec& logits, int64_t B, int64_t V, const SampleArgs& s) {

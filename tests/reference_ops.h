@@ -107,6 +107,33 @@ void adamw(Vec& p, const Vec& g, Vec& m, Vec& v, int64_t n, const AdamWArgs& a, 
 void sgd(Vec& p, const Vec& g, int64_t n, double lr, double gnorm_sq, double clip,
          double grad_scale);
 
+// ---- 8-bit AdamW ----
+// Entry `code` of the signed (m) / unsigned (v) dynamic map, built the way bitsandbytes'
+// create_dynamic_map builds it (group means of linspace(0.1, 1, F + 1) times 10^(i-6), their
+// negations when signed, 0 and 1, sorted), in double and rounded to float.
+double qmap(bool is_signed, int code);
+// The code whose map entry is nearest to x (linear scan; ties to the lower code).
+int qmap_nearest(bool is_signed, double x);
+// Whether `code` is the nearest code of some value within `slack` of x: what an fp32
+// implementation may store for the exact normalised value x (maps are sorted, so the codes of
+// [x - slack, x + slack] form one range).
+bool code_within_slack(bool is_signed, int code, double x, double slack);
+
+// The op's state on the host, plus what the reference learns about each element.
+struct Quantized8 {
+    std::vector<uint8_t> m_codes, v_codes;
+    Vec m_absmax, v_absmax;
+    // Written by adamw8bit: the exact new m / absmax, v / absmax of each element and a bound
+    // on how far an fp32 computation of it may stray (16 ulps of the largest term it sums,
+    // relative to the block's absmax, plus 16 ulps of the value: the grad factor, the two
+    // products and the sum each round once, and so do absmax and the division).
+    Vec m_x, v_x, m_slack, v_slack;
+};
+// Device::adamw8bit in float64 on the float maps above (an element whose v code is 0 gets the
+// m code of 0).
+void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a,
+               double gnorm_sq, double clip, double grad_scale);
+
 // ---- sampling ----
 void sample(IVec& out_ids, const Vec& logits, int64_t B, int64_t V, const SampleArgs& s);
 

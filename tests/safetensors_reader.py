@@ -9,8 +9,10 @@ the C++ reader. For each checkpoint directory it checks:
   * model.safetensors: metadata format "moetrain-1" and a config JSON from which the
     expected parameter names and shapes are derived here, independently, per MODEL.md 6;
     all tensors F32 and exactly those names/shapes;
-  * optimizer.safetensors: present exactly when state.json says adamw_moments, holding
-    m.<name> and v.<name> for every parameter, v >= 0;
+  * optimizer.safetensors: present exactly when state.json says adamw_moments (m.<name> and
+    v.<name> for every parameter, v >= 0) or adamw8bit_moments (U8 codes and F32 block absmax
+    >= 0 of the "decay" range, the rank >= 2 tensors first in the flat layout, and of the
+    "no_decay" range; the metadata layout names every parameter once with its size);
   * state.json: every field with its type;
   * with expected.json (written by the C++ fixture): step and per-tensor sums of the values.
 
@@ -170,7 +172,8 @@ def check_state(path):
                       f"{path}: {where + k} has type {type(obj[k]).__name__}")
     walk(s, spec, "")
     check(s["format"] == "moetrain-1", f"{path}: format {s['format']}")
-    check(s["optimizer_state"] in ("adamw_moments", "sgd_no_moments", "weights_only"),
+    check(s["optimizer_state"] in ("adamw_moments", "adamw8bit_moments", "sgd_no_moments",
+                                   "weights_only"),
           f"{path}: optimizer_state {s['optimizer_state']}")
     check(s["precision"] in ("fp32", "bf16", "fp16"), f"{path}: precision {s['precision']}")
     # fp32 / bf16 runs have no loss scaling (the fixtures are fp32).
@@ -187,6 +190,35 @@ def check_sums(path, tensors, sums):
         want = sums[name]
         check(abs(got - want) <= 1e-6 * (1.0 + abs(want)),
               f"{path}: tensor {name}: values sum to {got}, the writer had {want}")
+
+
+def check_adamw8bit(d, path, want):
+    meta, opt, _ = read_safetensors(path)
+    check(meta.get("optimizer") == "adamw8bit" and meta.get("block_size") == "256",
+          f"{d}: optimizer metadata {meta}")
+    layout = [e.split(":") for e in meta.get("layout", "").split(",")]
+    check(sorted(name for name, _, _ in layout) == sorted(want), f"{d}: layout names differ")
+    offset, n_decay = 0, 0
+    for name, off, numel in layout:
+        check(int(off) == offset and int(numel) == math.prod(want[name]),
+              f"{d}: layout entry {name}:{off}:{numel} (expected offset {offset})")
+        if len(want[name]) >= 2:
+            check(offset == n_decay, f"{d}: decayed tensor {name} after a non-decayed one")
+            n_decay += int(numel)
+        offset += int(numel)
+    ranges = {"decay": n_decay, "no_decay": offset - n_decay}
+    names = {}
+    for r, n in ranges.items():
+        if n:
+            blocks = (n + 255) // 256
+            names.update({f"m_codes.{r}": ("U8", [n]), f"v_codes.{r}": ("U8", [n]),
+                          f"m_absmax.{r}": ("F32", [blocks]), f"v_absmax.{r}": ("F32", [blocks])})
+    check(sorted(opt) == sorted(names), f"{d}: 8-bit optimizer tensors {sorted(opt)}")
+    for name, (dtype, shape, raw) in opt.items():
+        check((dtype, shape) == names[name], f"{d}: {name}: {dtype} {shape}")
+        if dtype == "F32":
+            check(all(math.isfinite(x) and x >= 0.0 for x in floats(raw)),
+                  f"{d}: {name} holds a negative or non-finite absmax")
 
 
 def check_checkpoint(d):
@@ -206,12 +238,13 @@ def check_checkpoint(d):
         check(shape == want[name], f"{d}: {name} has shape {shape}, MODEL.md says {want[name]}")
 
     opt_path = os.path.join(d, "optimizer.safetensors")
-    adamw = state["optimizer_state"] == "adamw_moments"
-    check(os.path.exists(opt_path) == adamw,
-          f"{d}: optimizer.safetensors present={os.path.exists(opt_path)}, state says "
-          f"{state['optimizer_state']}")
-    opt = {}
-    if adamw:
+    kind = state["optimizer_state"]
+    check(os.path.exists(opt_path) == (kind in ("adamw_moments", "adamw8bit_moments")),
+          f"{d}: optimizer.safetensors present={os.path.exists(opt_path)}, state says {kind}")
+    if kind == "adamw8bit_moments":
+        check_adamw8bit(d, opt_path, want)
+    opt = {}  # per-parameter tensors (AdamW), whose sums expected.json may list
+    if kind == "adamw_moments":
         _, opt, _ = read_safetensors(opt_path)
         names = {f"{m}.{n}": want[n] for n in want for m in ("m", "v")}
         check(sorted(opt) == sorted(names), f"{d}: optimizer tensor names differ")

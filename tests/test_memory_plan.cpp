@@ -42,7 +42,7 @@ TEST_CASE("plan: each lever shrinks its own part") {
     o.seq = 32;
     const MemoryPlan base = plan_training_memory(c, o);
 
-    PlanOptions block = o, ffn = o, bf16 = o, sgd = o;
+    PlanOptions block = o, ffn = o, bf16 = o, sgd = o, adam8 = o;
     block.recompute = Recompute::block;
     ffn.recompute = Recompute::ffn;
     const MemoryPlan pb = plan_training_memory(c, block), pf = plan_training_memory(c, ffn);
@@ -59,6 +59,10 @@ TEST_CASE("plan: each lever shrinks its own part") {
 
     sgd.optimizer = OptimizerKind::sgd;
     CHECK(plan_training_memory(c, sgd).optimizer == 0);
+    adam8.optimizer = OptimizerKind::adamw8bit;  // 2 code bytes per parameter + 8 per 256
+    const double p8 = plan_training_memory(c, adam8).optimizer;
+    CHECK(p8 >= base.optimizer / 4);
+    CHECK(p8 <= base.optimizer / 4 * (1 + 1.0 / 64) + 16);
 
     PlanOptions bad = o;
     bad.seq = c.max_seq_len + 1;

@@ -1,6 +1,7 @@
 // Checkpoints (MODEL.md section 6; format described in docs/CHECKPOINTS.md): a directory
 //   model.safetensors      fp32 parameters, metadata "config" (JSON) and "format" "moetrain-1"
-//   optimizer.safetensors  AdamW moments m.<name>, v.<name> (absent for SGD / weights only)
+//   optimizer.safetensors  AdamW moments m.<name>, v.<name>, or the 8-bit AdamW codes and
+//                          block absmax per parameter range (absent for SGD / weights only)
 //   state.json             step, data positions, RNG, training hyper-parameters
 // written atomically: a crash at any moment leaves every earlier checkpoint intact, and a
 // half-written one (a `<dir>.tmp-<pid>` sibling) is never picked up by resolve_checkpoint.
@@ -37,9 +38,10 @@ struct TrainState {
 
 // What the checkpoint holds for the optimizer (state.json "optimizer_state").
 enum class OptimizerState {
-    none,   // weights only (saved without a Trainer)
-    sgd,    // SGD: nothing beyond the step count; no optimizer.safetensors
-    adamw,  // optimizer.safetensors with m.<name>, v.<name>
+    none,       // weights only (saved without a Trainer)
+    sgd,        // SGD: nothing beyond the step count; no optimizer.safetensors
+    adamw,      // optimizer.safetensors with m.<name>, v.<name>
+    adamw8bit,  // optimizer.safetensors with {m,v}_codes.<range>, {m,v}_absmax.<range>
 };
 
 struct CheckpointInfo {
@@ -73,8 +75,9 @@ CheckpointInfo read_checkpoint_info(const std::string& dir);
 // missing, no extra); throws one line on the first problem, leaving the model untouched.
 void load_weights(const std::string& dir, Model& model);
 
-// Restore the optimizer: moments (AdamW) and steps_done(). The trainer's optimizer must
-// match the checkpoint's; a weights-only checkpoint cannot be resumed.
+// Restore the optimizer: moments (AdamW; codes and block absmax for 8-bit AdamW, exactly as
+// saved) and steps_done(). The trainer's optimizer must match the checkpoint's; a
+// weights-only checkpoint cannot be resumed.
 void load_optimizer(const std::string& dir, Trainer& trainer);
 
 }  // namespace moetrain

@@ -213,6 +213,18 @@ public:
     virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                        int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
                        float grad_scale) = 0;
+    // AdamW with 8-bit moments (backends/shared/mt_math.h, docs/OPS.md): m_codes / v_codes [n]
+    // (u8) index the signed / unsigned dynamic maps, m_absmax / v_absmax [ceil(n/256)] (f32)
+    // scale each block of 256 consecutive elements, counted from the first element of this
+    // call (a state buffer belongs to one call range). Per block: m = map[code] * absmax,
+    // the adamw update of p, m, v in fp32 (g' as for adamw), then absmax = max |m| of the
+    // block and each code = the nearest map entry to m / absmax (ties to the lower code; the
+    // code of 0 when absmax is 0); the same for v, and m gets the code of 0 wherever v's code
+    // is 0 (no m without v). Zero-filled state is the zero moment.
+    virtual void adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                           const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                           int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                           float grad_scale) = 0;
     // p -= lr * g' (g' as for adamw).
     virtual void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr,
                      const Tensor& gnorm_sq, float clip, float grad_scale) = 0;

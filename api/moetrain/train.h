@@ -1,5 +1,5 @@
-// Training (MODEL.md section 4): AdamW / SGD, warmup + cosine schedule, global-norm clipping,
-// gradient accumulation. The optimizer state lives on the model's device.
+// Training (MODEL.md section 4): AdamW / 8-bit AdamW / SGD, warmup + cosine schedule,
+// global-norm clipping, gradient accumulation. The optimizer state lives on the model's device.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,25 @@
 
 namespace moetrain {
 
-enum class OptimizerKind { adamw, sgd };
+// adamw8bit: AdamW with both moments stored in 8 bits, block-wise quantised (Device::adamw8bit,
+// docs/OPS.md); master weights and the update math stay fp32.
+enum class OptimizerKind { adamw, sgd, adamw8bit };
+
+// "adamw", "sgd", "adamw8bit": the CLI's --optimizer values and state.json "train.optimizer".
+const char* optimizer_name(OptimizerKind k);
+// The optimizer called `name`; throws "unknown optimizer 'x' (adamw, adamw8bit, sgd)".
+OptimizerKind parse_optimizer(const std::string& name);
+
+// The 8-bit AdamW state of one range of the flat parameter buffer (the trainer updates the
+// weight-decayed tensors and the rest with one adamw8bit call each, so each range has its own
+// grid of kAdamW8bitBlock-element blocks starting at its first element).
+inline constexpr int64_t kAdamW8bitBlock = 256;
+struct QuantizedMoments {
+    std::string range;          // "decay" (tensors of rank >= 2) or "no_decay" (gains, biases)
+    int64_t offset = 0, n = 0;  // elements [offset, offset + n) of the flat buffers
+    Tensor m_codes, v_codes;    // u8 [n]: codes into the signed (m) / unsigned (v) maps
+    Tensor m_absmax, v_absmax;  // f32 [ceil(n / 256)]: scale of each block (empty when n = 0)
+};
 
 struct TrainOptions {
     OptimizerKind optimizer = OptimizerKind::adamw;
@@ -49,9 +67,11 @@ public:
     void set_steps_done(int64_t s) { step_ = s; }
     const TrainOptions& options() const { return opts_; }
     Model& model() { return model_; }
-    // Optimizer moments (AdamW m, v; empty tensors for SGD), flat like Model::params_flat().
+    // Optimizer moments (AdamW m, v; empty tensors otherwise), flat like Model::params_flat().
     Tensor moment1() const { return m_; }
     Tensor moment2() const { return v_; }
+    // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
+    const std::vector<QuantizedMoments>& quantized_moments() const { return q_; }
     // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
     double loss_scale() const { return loss_scale_; }
     int64_t clean_steps() const { return clean_steps_; }      // since the last change
@@ -65,6 +85,7 @@ private:
     double loss_scale_ = 1;
     int64_t clean_steps_ = 0, skipped_steps_ = 0;
     Tensor m_, v_;
+    std::vector<QuantizedMoments> q_;
     Tensor stats_;  // small device buffer: grad norm^2 etc.
 };
 

@@ -122,10 +122,14 @@ public:
     void sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) override;
     void sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) override;
 
-    // ---- optimizers (cpu_optimizer.cpp) ----
+    // ---- optimizers (cpu_optimizer.cpp, cpu_optimizer8.cpp) ----
     void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, int64_t n,
                const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
                float grad_scale) override;
+    void adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                   const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                   int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                   float grad_scale) override;
     void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const Tensor& gnorm_sq,
              float clip, float grad_scale) override;
 

@@ -1,23 +1,11 @@
 // CPU optimizer steps (MODEL.md 4): gradient scaling and global-norm clipping from the
 // squared norm kept on the device, then the shared AdamW / SGD element update of mt_math.h.
+#include "cpu/cpu_clip.h"
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_parallel.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
-namespace {
-// The clip coefficient c of device.h; gnorm_sq may be empty only when clipping is off.
-float clip_coefficient(const CpuDevice& dev, const Tensor& gnorm_sq, float clip, float grad_scale,
-                       const char* op) {
-    if (!gnorm_sq) {
-        MT_CHECK(clip <= 0.0f, op, ": clipping (clip ", clip, ") needs the gnorm_sq tensor");
-        return 1.0f;
-    }
-    const float gn = *dev.f32(gnorm_sq, 1, op, "gnorm_sq");
-    return mt_clip_coef(gn, grad_scale, clip);
-}
-}  // namespace
-
 void CpuDevice::adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                       int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
                       float grad_scale) {

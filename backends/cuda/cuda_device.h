@@ -126,6 +126,10 @@ public:
     void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, int64_t n,
                const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
                float grad_scale) override;
+    void adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                   const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                   int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                   float grad_scale) override;
     void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const Tensor& gnorm_sq,
              float clip, float grad_scale) override;
     void sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,

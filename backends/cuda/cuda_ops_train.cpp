@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "cuda/cuda_device.h"
+#include "cuda/cuda_errors.h"
 #include "launch.h"
+#include "shared/mt_qmap_table.h"
 
 namespace moetrain::cuda {
 
@@ -164,6 +166,42 @@ void CudaDevice::adamw(const Tensor& p, const Tensor& g, const Tensor& m, const 
     mtk::AdamWParams k{a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1, a.bc2};
     mtk::adamw(stream(op), f32(p, n, op, "p"), f32(g, n, op, "g"), f32(m, n, op, "m"), f32(v, n, op, "v"),
                n, k, f32_opt(gnorm_sq, 1, op, "gnorm_sq"), clip, grad_scale);
+    launched(op);
+}
+
+void CudaDevice::adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                           const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                           int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                           float grad_scale) {
+    const char* op = "adamw8bit";
+    check_sizes(op, {n});
+    MT_CHECK(clip <= 0.0f || gnorm_sq.buf, op, ": clipping needs the squared gradient norm");
+    MT_CHECK(a.bc1 > 0 && a.bc2 > 0, op, ": bias corrections must be positive (step >= 1)");
+    if (n == 0) return;
+    const int64_t blocks = mtk::ceil_div(n, mtk::kQuantBlock);
+    auto codes = [&](const Tensor& t, const char* arg) {
+        auto* ptr = static_cast<uint8_t*>(raw(t, op, arg));
+        MT_CHECK(t.dtype == DType::u8, op, ": tensor '", arg, "' is ", dtype_name(t.dtype),
+                 ", expected u8");
+        MT_CHECK(t.numel() >= n, op, ": tensor '", arg, "' has ", t.numel(),
+                 " elements, the op needs ", n);
+        return ptr;
+    };
+    float* pp = f32(p, n, op, "p");
+    const float* pg = f32(g, n, op, "g");
+    uint8_t* mc = codes(m_codes, "m_codes");
+    uint8_t* vc = codes(v_codes, "v_codes");
+    float* ma = f32(m_absmax, blocks, op, "m_absmax");
+    float* va = f32(v_absmax, blocks, op, "v_absmax");
+    const float* norm = f32_opt(gnorm_sq, 1, op, "gnorm_sq");
+    // The maps go to scratch ahead of the kernel (stream order; the host table is static).
+    auto* table = static_cast<float*>(context().scratch(MT_QMAP_LEN * sizeof(float)));
+    mtk::Stream s = stream(op);
+    check_cuda(cudaMemcpyAsync(table, qmap_host_table(), MT_QMAP_LEN * sizeof(float),
+                               cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync (adamw8bit quantisation maps)");
+    mtk::AdamWParams k{a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1, a.bc2};
+    mtk::adamw8bit(s, pp, pg, mc, vc, ma, va, table, n, k, norm, clip, grad_scale);
     launched(op);
 }
 

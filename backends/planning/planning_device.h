@@ -61,6 +61,7 @@ public:
     void sum(const Tensor&, const Tensor&, int64_t, float, bool) override { refuse("sum"); }
     void sum_squares(const Tensor&, const Tensor&, int64_t, bool) override { refuse("sum_squares"); }
     void adamw(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, const AdamWArgs&, const Tensor&, float, float) override { refuse("adamw"); }
+    void adamw8bit(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, const AdamWArgs&, const Tensor&, float, float) override { refuse("adamw8bit"); }
     void sgd(const Tensor&, const Tensor&, int64_t, float, const Tensor&, float, float) override { refuse("sgd"); }
     void sample(const Tensor&, const Tensor&, int64_t, int64_t, const SampleArgs&) override { refuse("sample"); }
 

@@ -218,6 +218,17 @@ void ProfilingDevice::adamw(const Tensor& p, const Tensor& g, const Tensor& m, c
     timed("adamw", 15 * d(n), 7 * F * d(n),
           [&] { inner_.adamw(p, g, m, v, n, a, gnorm_sq, clip, grad_scale); });
 }
+void ProfilingDevice::adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                                const Tensor& v_codes, const Tensor& m_absmax,
+                                const Tensor& v_absmax, int64_t n, const AdamWArgs& a,
+                                const Tensor& gnorm_sq, float clip, float grad_scale) {
+    // Per element: p read + written, g read, two code bytes read + written (absmax: 1/256).
+    // FLOPs: the AdamW update, two dequantisations and two 8-step code searches.
+    timed("adamw8bit", 40 * d(n), (3 * F + 4 + 4 * F / 256) * d(n), [&] {
+        inner_.adamw8bit(p, g, m_codes, v_codes, m_absmax, v_absmax, n, a, gnorm_sq, clip,
+                         grad_scale);
+    });
+}
 void ProfilingDevice::sgd(const Tensor& p, const Tensor& g, int64_t n, float lr,
                           const Tensor& gnorm_sq, float clip, float grad_scale) {
     timed("sgd", 3 * d(n), 3 * F * d(n),

@@ -146,4 +146,97 @@ MT_FN float mt_clip_coef(float gnorm_sq, float grad_scale, float clip) {
     return (clip > 0.0f && n > clip) ? clip / (n + 1e-6f) : 1.0f;
 }
 
+/* ---- 8-bit AdamW state (block-wise dynamic quantisation, Dettmers et al. 2021) ----
+ * A moment is stored as one code byte per element, an index into a sorted 256-entry map of
+ * values in [-1, 1] (m: the signed map) or [0, 1] (v: the unsigned map), times one f32 absmax
+ * per block of MT_QBLOCK consecutive elements: value = map[code] * absmax. The maps are the
+ * "dynamic tree" maps of bitsandbytes' create_dynamic_map(signed, max_exponent_bits = 7):
+ * exponent group i = 0..6 holds F values 10^(i-6) * (0.1 + 0.9 (j + 1/2) / F), j < F, with
+ * F = 2^i (signed map: each value also negated) or F = 2^(i+1) (unsigned map); plus 0 and 1.
+ * Sorted ascending, the signed map runs from -0.99297 (code 0) over 0 (code 127) to 1 (code
+ * 255); the unsigned map from 0 (code 0) to 1 (code 255). One table of MT_QMAP_LEN floats holds
+ * the signed map at [0, 256) and the unsigned map at [256, 512). */
+#define MT_QBLOCK 256
+#define MT_QMAP_LEN 512
+#define MT_QMAP_UNSIGNED 256 /* offset of the unsigned map in the table */
+#define MT_QZERO_SIGNED 127  /* code of 0 in the signed map (the unsigned map's is 0) */
+
+#if !defined(__OPENCL_VERSION__)
+/* Host only (devices get the table uploaded): map value of `code`, computed in double and
+ * rounded once to float, so every backend holds bit-identical maps. */
+static inline float mt_qmap_value(int is_signed, int code) {
+    static const double pow10[7] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0};
+    double sign = 1.0;
+    int rank, base = 0, items = is_signed ? 1 : 2, group = 0;
+    if (code == 255) return 1.0f;
+    if (is_signed) {
+        if (code == 127) return 0.0f;
+        rank = code > 127 ? code - 128 : 126 - code;
+        if (code < 127) sign = -1.0;
+    } else {
+        if (code == 0) return 0.0f;
+        rank = code - 1;
+    }
+    while (rank >= base + items) { /* group `group` holds ranks [base, base + items) */
+        base += items;
+        items *= 2;
+        ++group;
+    }
+    return (float)(sign * pow10[group] *
+                   (0.1 + 0.9 * (double)(2 * (rank - base) + 1) / (2.0 * (double)items)));
+}
+/* Fills table[0, MT_QMAP_LEN): the signed map, then the unsigned map. */
+static inline void mt_qmap_fill(float* table) {
+    int c;
+    for (c = 0; c < 256; ++c) {
+        table[c] = mt_qmap_value(1, c);
+        table[MT_QMAP_UNSIGNED + c] = mt_qmap_value(0, c);
+    }
+}
+#endif
+
+/* Where kernels read the map from: __constant memory in OpenCL, any pointer elsewhere. */
+#if defined(__OPENCL_VERSION__)
+#define MT_QMAP __constant const float*
+#else
+#define MT_QMAP const float*
+#endif
+
+/* Code of the map entry nearest to x (map: 256 ascending values). Binary search for the
+ * largest c with map[c] <= x (0 when x lies below the map), then c + 1 when that entry is
+ * strictly nearer; an exact tie keeps the lower code. Every step is a comparison or one IEEE
+ * subtraction, so all backends pick the same code. */
+MT_FN int mt_qmap_encode(MT_QMAP map, float x) {
+    int c = 0, step;
+    for (step = 128; step > 0; step >>= 1)
+        if (map[c + step] <= x) c += step;
+    if (c < 255 && map[c + 1] - x < x - map[c]) c += 1;
+    return c;
+}
+/* Code of `value` in a block scaled by absmax (the code of 0 when absmax is 0). */
+MT_FN int mt_quantize(MT_QMAP map, float value, float absmax) {
+    return mt_qmap_encode(map, absmax > 0.0f ? value / absmax : 0.0f);
+}
+/* The codes of an element's new m and v in blocks scaled by m_absmax and v_absmax. When v
+ * rounds to 0 (v / v_absmax below half the smallest code, ~1.6e-7), m is stored as 0 too: a
+ * state with m != 0 and v = 0 would turn the next step without gradient (an expert that got
+ * no tokens, an unused embedding row) into an update of m / eps. The moments of such an
+ * element restart from zero instead, which keeps every update of the order of lr. */
+MT_FN void mt_requantize(MT_QMAP table, float m, float v, float m_absmax, float v_absmax,
+                         int* m_code, int* v_code) {
+    *v_code = mt_quantize(table + MT_QMAP_UNSIGNED, v, v_absmax);
+    *m_code = *v_code == 0 ? MT_QZERO_SIGNED : mt_quantize(table, m, m_absmax);
+}
+/* One element of the 8-bit AdamW step: m, v dequantised from their codes and block absmax
+ * (table: the MT_QMAP_LEN maps), then mt_adamw_update in fp32. The new, not yet requantised
+ * m and v are left in *m, *v; the caller requantises them (mt_requantize) with the block's new
+ * absmax. */
+MT_FN void mt_adamw8bit_update(float* p, float* m, float* v, MT_QMAP table, int m_code,
+                               int v_code, float m_absmax, float v_absmax, float g, float lr,
+                               float b1, float b2, float eps, float wd, float bc1, float bc2) {
+    *m = table[m_code] * m_absmax;
+    *v = table[MT_QMAP_UNSIGNED + v_code] * v_absmax;
+    mt_adamw_update(p, m, v, g, lr, b1, b2, eps, wd, bc1, bc2);
+}
+
 #endif /* MOETRAIN_MT_MATH_H */

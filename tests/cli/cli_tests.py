@@ -187,6 +187,40 @@ def resume_is_exact():
 
 
 @test
+def adamw8bit_trains_saves_resumes():
+    d = work("adamw8bit_trains_saves_resumes")
+    data = corpus(d)
+    common = [*TINY, "--data", data, "--steps", 6, "--lr", "3e-3", "--warmup", 2]
+    run("train", *common, "--optimizer", "adamw8bit", "--log-json", f"{d}/full.jsonl")
+    run("train", *common, "--optimizer", "adamw8bit", "--stop-at", 3, "--out", f"{d}/run",
+        "--log-json", f"{d}/a.jsonl")
+    ck = f"{d}/run/step_000003"
+    with open(f"{ck}/state.json") as f:
+        state = json.load(f)
+    assert state["optimizer_state"] == "adamw8bit_moments", state
+    assert state["train"]["optimizer"] == "adamw8bit", state
+    with open(f"{ck}/optimizer.safetensors", "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    assert header["m_codes.decay"]["dtype"] == "U8", header["m_codes.decay"]
+    assert header["v_absmax.no_decay"]["dtype"] == "F32", header["v_absmax.no_decay"]
+    # Resuming without --optimizer adopts it from state.json and continues exactly.
+    run("train", *common, "--resume", f"{d}/run", "--out", f"{d}/run",
+        "--log-json", f"{d}/b.jsonl")
+    full = step_losses(f"{d}/full.jsonl")
+    split = step_losses(f"{d}/a.jsonl") + step_losses(f"{d}/b.jsonl")
+    assert full == split, f"resumed losses differ:\n{full}\n{split}"
+    reader = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "safetensors_reader.py")
+    p = subprocess.run([sys.executable, reader, f"{d}/run"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    print("identical:", full, "\n", p.stdout.strip())
+    # Another optimizer cannot take over the 8-bit state; unknown names are refused.
+    expect_error(["train", *common, "--resume", ck, "--optimizer", "adamw"],
+                 ["trained with adamw8bit", "uses adamw"])
+    expect_error(["train", *common, "--optimizer", "adam8"], ["--optimizer", "adamw8bit"])
+
+
+@test
 def resume_adopts_saved_settings():
     d = work("resume_adopts_saved_settings")
     data = corpus(d)

@@ -1,7 +1,11 @@
 // Harness tests of kernels_cuda/optimizer.cuh: AdamW and SGD with clipping active, inactive and
-// without a norm buffer, and a gradient scale.
+// without a norm buffer, and a gradient scale; 8-bit AdamW against the float64 reference and
+// bit for bit against the cpu backend.
 #include "harness_util.h"
 #include "optimizer.cuh"
+// after simt.h:
+#include "adamw8bit_test_util.h"
+#include "shared/mt_qmap_table.h"
 
 using namespace simt_test;
 namespace ref = moetrain::ref;
@@ -38,6 +42,45 @@ TEST_CASE("simt: optimizer adamw and sgd") {
             check_close(std::get<1>(got), wm, Tol{1e-5, 1e-7}, "adamw m");
             check_close(std::get<2>(got), wv, Tol{1e-5, 1e-8}, "adamw v");
             check_close(std::get<3>(got), wps, Tol{1e-5, 1e-7}, "sgd p");
+        }
+    }
+}
+
+TEST_CASE("simt: optimizer adamw8bit") {
+    namespace t = moetrain::test;
+    for (int64_t n : {int64_t(1), int64_t(300), int64_t(1027)}) {
+        for (auto [clip, scale, with_norm] : {std::tuple<float, float, bool>{1.0f, 1.0f, true},
+                                              {1000.0f, 0.5f, true}, {0.0f, 1.0f, false}}) {
+            CAPTURE(n);
+            CAPTURE(clip);
+            const t::Case c = t::random_case(n, clip, scale, static_cast<uint64_t>(n) + 3);
+            const moetrain::AdamWArgs& a = c.a;
+            mtk::AdamWParams ka{a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1, a.bc2};
+            auto got = two_schedules("adamw8bit", [&] {
+                FVec p = to_f32(c.p), g = to_f32(c.g), ma = to_f32(c.s.m_absmax),
+                     va = to_f32(c.s.v_absmax), norm = {static_cast<float>(c.gnorm_sq)};
+                t::Codes mc = c.s.m_codes, vc = c.s.v_codes;
+                mtk::adamw8bit(nullptr, p.data(), g.data(), mc.data(), vc.data(), ma.data(),
+                               va.data(), moetrain::qmap_host_table(), n, ka,
+                               with_norm ? norm.data() : nullptr, clip, scale);
+                return std::make_tuple(p, mc, vc, ma, va);
+            });
+            Vec wp = c.p;
+            ref::Quantized8 w = c.s;
+            ref::adamw8bit(wp, c.g, w, n, a, c.gnorm_sq, clip, scale);
+            check_close(std::get<0>(got), wp, Tol{2e-6, 1e-7}, "adamw8bit p");
+            check_close(std::get<3>(got), w.m_absmax, Tol{1e-5, 0}, "m_absmax");
+            check_close(std::get<4>(got), w.v_absmax, Tol{1e-5, 0}, "v_absmax");
+            t::check_codes(std::get<1>(got), w.m_codes, w.m_x, w.m_slack, true, "m",
+                           &std::get<2>(got));
+            t::check_codes(std::get<2>(got), w.v_codes, w.v_x, w.v_slack, false, "v");
+            // The cpu backend computes the same floats (clip 0: no norm needed either way).
+            const t::Result cpu = t::run_on(t::cpu_device(), c);
+            CHECK(t::same_bits(std::get<0>(got), cpu.p));
+            CHECK(t::same_bits(std::get<1>(got), cpu.m_codes));
+            CHECK(t::same_bits(std::get<2>(got), cpu.v_codes));
+            CHECK(t::same_bits(std::get<3>(got), cpu.m_absmax));
+            CHECK(t::same_bits(std::get<4>(got), cpu.v_absmax));
         }
     }
 }

@@ -45,19 +45,13 @@ double device_memory_bytes(const std::string& spec) {
     fail("--device ", spec, ": unknown backend '", backend, "' (see `moetrain info`)");
 }
 
-OptimizerKind optimizer_of(const std::string& s) {
-    if (s == "adamw") return OptimizerKind::adamw;
-    if (s == "sgd") return OptimizerKind::sgd;
-    fail("--optimizer: unknown optimizer '", s, "' (adamw, sgd)");
-}
-
 void run_plan(const PlanArgs& a) {
     const ModelConfig cfg = a.model.resolve();
     PlanOptions o;
     o.batch = a.batch;
     o.seq = a.seq;
     o.precision = parse_precision(a.precision);
-    o.optimizer = optimizer_of(a.optimizer);
+    o.optimizer = parse_optimizer(a.optimizer);
     o.recompute = parse_recompute(a.recompute);
     const MemoryPlan p = plan_training_memory(cfg, o);
     const double capacity = a.memory_gb > 0 ? a.memory_gb * 1e9 : device_memory_bytes(a.device);
@@ -79,7 +73,9 @@ void run_plan(const PlanArgs& a) {
         o.precision == Precision::fp32 ? "(fp32: the weights are the master)" : "fp32 parameters");
     row("grads", p.grads, "fp32");
     row("optimizer", p.optimizer,
-        o.optimizer == OptimizerKind::adamw ? "AdamW m, v in fp32" : "SGD: none");
+        o.optimizer == OptimizerKind::adamw       ? "AdamW m, v in fp32"
+        : o.optimizer == OptimizerKind::adamw8bit ? "AdamW m, v in 8 bits + a scale per 256"
+                                                  : "SGD: none");
     row("activations", p.activations, "kept for the backward pass");
     row("workspace", p.workspace, "backward scratch, logits chunk, batch, conversion buffers");
     row("total", p.total(), "");
@@ -110,9 +106,9 @@ void add_plan_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")
+    cmd->add_option("--optimizer", a->optimizer, "adamw | adamw8bit | sgd")
         ->capture_default_str()
-        ->check(CLI::IsMember({"adamw", "sgd"}));
+        ->check(CLI::IsMember({"adamw", "adamw8bit", "sgd"}));
     cmd->add_option("--recompute", a->recompute, "none | block | ffn")
         ->capture_default_str()
         ->check(CLI::IsMember({"none", "block", "ffn"}));

@@ -70,8 +70,7 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
                       << want << "\n";
     };
     const TrainOptions& o = s.options;
-    std::string opt = o.optimizer == OptimizerKind::sgd ? "sgd" : "adamw";
-    same("--optimizer", a.optimizer, opt);
+    same("--optimizer", a.optimizer, std::string(optimizer_name(o.optimizer)));
     same("--precision", a.precision, s.precision);
     same("--lr", a.lr, o.lr);
     same("--min-lr", a.min_lr, o.min_lr);
@@ -90,9 +89,11 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
 
 TrainOptions train_options(const TrainArgs& a) {
     TrainOptions o;
-    MT_CHECK(a.optimizer == "adamw" || a.optimizer == "sgd", "--optimizer: unknown optimizer '",
-             a.optimizer, "' (adamw, sgd)");
-    o.optimizer = a.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+    try {
+        o.optimizer = parse_optimizer(a.optimizer);
+    } catch (const Error& e) {
+        fail("--optimizer: ", e.what());
+    }
     o.lr = a.lr;
     o.min_lr = a.min_lr < 0 ? a.lr / 10 : a.min_lr;
     o.warmup = a.warmup;
@@ -266,7 +267,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
         ->check(positive());
-    cmd->add_option("--optimizer", a->optimizer, "adamw | sgd")->capture_default_str();
+    cmd->add_option("--optimizer", a->optimizer,
+                    "adamw | adamw8bit (8-bit block-quantised moments) | sgd")
+        ->capture_default_str();
     add_precision_option(cmd, a->precision);
     cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(non_negative());
     cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(non_negative());

@@ -1,0 +1,22 @@
+// The clip coefficient of the optimizer ops (device.h) on the CPU backend, shared by
+// cpu_optimizer.cpp and cpu_optimizer8.cpp. `static` on purpose: each file compiles its own
+// copy under its own floating-point settings (cpu_optimizer8.cpp turns FMA contraction off).
+#pragma once
+
+#include "cpu/cpu_device.h"
+#include "shared/mt_math.h"
+
+namespace moetrain {
+
+// The clip coefficient c of device.h; gnorm_sq may be empty only when clipping is off.
+static inline float clip_coefficient(const CpuDevice& dev, const Tensor& gnorm_sq, float clip,
+                                     float grad_scale, const char* op) {
+    if (!gnorm_sq) {
+        MT_CHECK(clip <= 0.0f, op, ": clipping (clip ", clip, ") needs the gnorm_sq tensor");
+        return 1.0f;
+    }
+    const float gn = *dev.f32(gnorm_sq, 1, op, "gnorm_sq");
+    return mt_clip_coef(gn, grad_scale, clip);
+}
+
+}  // namespace moetrain
