@@ -33,23 +33,6 @@ struct Stored {
     int64_t batch = 1;
 };
 
-Tensor upload_as(Device& dev, const std::vector<double>& host, DType dtype) {
-    if (dtype == DType::f32) return to_device(dev, host);
-    std::vector<uint16_t> bits(host.size());
-    for (size_t i = 0; i < host.size(); ++i) {
-        const auto f = static_cast<float>(host[i]);
-        bits[i] = dtype == DType::bf16 ? f32_to_bf16(f) : f32_to_f16(f);
-    }
-    Tensor t = dev.alloc(dtype, Shape{static_cast<int64_t>(host.size())});
-    dev.upload(t, bits.data());
-    return t;
-}
-
-std::vector<double> rounded(std::vector<double> v, DType dtype) {
-    for (double& x : v) x = ref::round_to(x, dtype);
-    return v;
-}
-
 // Runs one product (C starts as NaN when nan_c) and returns C; `want` gets the reference.
 std::vector<double> run(Device& dev, const Stored& s, const Shape2& c, uint64_t seed, bool nan_c,
                         std::vector<double>& want) {
@@ -79,11 +62,11 @@ std::vector<double> run(Device& dev, const Stored& s, const Shape2& c, uint64_t 
         for (int64_t i = 0; i < s.batch; ++i)
             for (int64_t r = 0; r < c.m; ++r)
                 std::fill_n(cc.begin() + i * g.stride_c + r * g.ldc, c.n, std::numeric_limits<double>::quiet_NaN());
-    g.a = upload_as(dev, a, s.a);
-    g.b = upload_as(dev, b, s.w);
+    g.a = to_device_as(dev, a, s.a);
+    g.b = to_device_as(dev, b, s.w);
     g.c = to_device(dev, cc);
     dev.gemm(g);
-    ref::gemm(ref::gemm_dims(g), rounded(a, s.compute), rounded(b, s.compute), want);
+    ref::gemm(ref::gemm_dims(g), ref::rounded(a, s.compute), ref::rounded(b, s.compute), want);
     return from_device(dev, g.c);
 }
 
