@@ -43,6 +43,10 @@ BENCHMARK_CAPTURE(BM_gemm, expert_dw_1024x512x512, Trans::T, Trans::N, 1024, 512
 // Batch-1 decode: one row against the LM head and an expert projection (bandwidth bound).
 BENCHMARK_CAPTURE(BM_gemm, decode_head_1x8192x512, Trans::N, Trans::T, 1, 8192, 512, 0.0f)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gemm, decode_expert_1x1024x512, Trans::N, Trans::T, 1, 1024, 512, 0.0f)->UseRealTime();
+// Two rows (batch-2 decoding): the library path, next to the one-row product of
+// backends/cpu/cpu_gemv.cpp above (where the crossover was measured).
+BENCHMARK_CAPTURE(BM_gemm, decode_head_2x8192x512, Trans::N, Trans::T, 2, 8192, 512, 0.0f)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemm, decode_expert_2x1024x512, Trans::N, Trans::T, 2, 1024, 512, 0.0f)->UseRealTime();
 
 // 16-bit products (bf16: oneDNN's bf16 matmul on AMX / AVX512-BF16; f16: operands rounded
 // into f32 scratch, then the f32 path) next to the same product in f32. sfx _w16: B (the

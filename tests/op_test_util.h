@@ -145,6 +145,19 @@ inline Tensor to_device(Device& dev, const std::vector<double>& host) {
     if (!host.empty()) dev.upload(t, f.data());
     return t;
 }
+// A device tensor of `dtype` holding host (f32-representable doubles; a 16-bit dtype stores the
+// dtype.h rounding of each value).
+inline Tensor to_device_as(Device& dev, const std::vector<double>& host, DType dtype) {
+    if (dtype == DType::f32) return to_device(dev, host);
+    std::vector<uint16_t> bits(host.size());
+    for (size_t i = 0; i < host.size(); ++i) {
+        const auto f = static_cast<float>(host[i]);
+        bits[i] = dtype == DType::bf16 ? f32_to_bf16(f) : f32_to_f16(f);
+    }
+    Tensor t = dev.alloc(dtype, Shape{static_cast<int64_t>(std::max<size_t>(host.size(), 1))});
+    if (!host.empty()) dev.upload(t, bits.data());
+    return t;
+}
 inline Tensor to_device(Device& dev, const std::vector<int32_t>& host) {
     Tensor t = dev.alloc(DType::i32, Shape{static_cast<int64_t>(std::max<size_t>(host.size(), 1))});
     if (!host.empty()) dev.upload(t, host.data());

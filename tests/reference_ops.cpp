@@ -43,6 +43,11 @@ double round_to(double v, DType dtype) {
     return v;
 }
 
+Vec rounded(Vec v, DType dtype) {
+    for (double& x : v) x = round_to(x, dtype);
+    return v;
+}
+
 // ---- dense algebra ----------------------------------------------------------------------
 
 Gemm gemm_dims(const GemmArgs& a) {

@@ -21,6 +21,8 @@ using IVec = std::vector<int32_t>;
 // The value an f32 becomes after a round trip through `dtype` (f32: itself; bf16/f16: rounded
 // to nearest even; i32: truncated toward zero as a C cast; u8: as a C cast of the integer).
 double round_to(double v, DType dtype);
+// round_to applied to every element.
+Vec rounded(Vec v, DType dtype);
 
 // ---- dense algebra ----
 struct Gemm {

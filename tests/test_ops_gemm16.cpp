@@ -22,25 +22,6 @@ using namespace moetrain::test;
 
 namespace {
 
-// A device tensor of dtype holding host (f32-representable doubles; a 16-bit dtype stores the
-// dtype.h rounding of each value).
-Tensor to_device_as(Device& dev, const std::vector<double>& host, DType dtype) {
-    if (dtype == DType::f32) return to_device(dev, host);
-    std::vector<uint16_t> bits(host.size());
-    for (size_t i = 0; i < host.size(); ++i) {
-        const auto f = static_cast<float>(host[i]);
-        bits[i] = dtype == DType::bf16 ? f32_to_bf16(f) : f32_to_f16(f);
-    }
-    Tensor t = dev.alloc(dtype, Shape{static_cast<int64_t>(std::max<size_t>(host.size(), 1))});
-    if (!host.empty()) dev.upload(t, bits.data());
-    return t;
-}
-
-std::vector<double> rounded(std::vector<double> v, DType dtype) {
-    for (double& x : v) x = ref::round_to(x, dtype);
-    return v;
-}
-
 struct Case {
     int64_t m, n, k, batch, pad;
     float alpha, beta;
@@ -89,7 +70,7 @@ void run_case(Device& dev, const Layout& l, const Case& c, uint64_t seed) {
     g.c = to_device(dev, cc);
     dev.gemm(g);
     auto want = cc;  // elements outside the m x n products keep what was uploaded
-    ref::gemm(ref::gemm_dims(g), rounded(a, l.compute), rounded(b, l.compute), want);
+    ref::gemm(ref::gemm_dims(g), ref::rounded(a, l.compute), ref::rounded(b, l.compute), want);
     check_close(from_device(dev, g.c), want,
                 Tol{1e-5, 2e-6 * std::sqrt(static_cast<double>(c.k) + 1)}, "gemm16");
 }
@@ -157,7 +138,7 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
                                                         std::numeric_limits<double>::quiet_NaN()));
             d.dev->gemm(g);
             std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
-            ref::gemm(ref::gemm_dims(g), rounded(a, compute), rounded(b, compute), want);
+            ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
             check_close(from_device(*d.dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
         }
     }

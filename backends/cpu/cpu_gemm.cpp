@@ -2,12 +2,15 @@
 // (cmake/MoetrainGemmProvider.cmake): oneDNN's row-major dnnl_sgemm when MOETRAIN_GEMM_ONEDNN
 // (or its matmul primitive for the shapes of cpu::matmul_preferred), else cblas_sgemm.
 // Strided-batched products are a loop of library calls. GemmArgs::compute = bf16 / f16: see
-// gemm16 below.
+// gemm16 below. Exception: one row against a weight's transpose in bf16 (m = 1, Trans::N x
+// Trans::T, batch 1: a bf16 model's linear layers at batch-1 decoding) runs the
+// matrix-vector product of cpu_gemv.cpp.
 #include <algorithm>
 #include <bit>
 
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_gemm.h"
+#include "cpu/cpu_gemv.h"
 #include "shared/gemm_dtypes.h"
 
 #if defined(MOETRAIN_GEMM_ONEDNN)
@@ -140,7 +143,9 @@ void CpuDevice::gemm(const GemmArgs& g) {
     };
     const cpu::StoredMatrix a = stored(g.a, a_rows, a_cols, g.lda, g.stride_a, "a");
     const cpu::StoredMatrix b = stored(g.b, b_rows, b_cols, g.ldb, g.stride_b, "b");
-    if (g.compute == DType::f32)
+    if (cpu::gemv_applies(g))
+        cpu::gemv(g, a, b, c, scratch(static_cast<size_t>(g.k)));
+    else if (g.compute == DType::f32)
         run_f32(g, a, b, c);
     else
         gemm16(*this, g, a, b, c);

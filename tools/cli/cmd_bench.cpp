@@ -37,6 +37,7 @@ struct BenchArgs {
     bool profile = false;
     std::string recompute = "none";
     std::string precision = "fp32";
+    std::string optimizer = "adamw";
 };
 
 double ms_since(Clock::time_point t0) {
@@ -99,6 +100,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     model.init_weights(a.seed);
     model.set_recompute(mode);
     TrainOptions opts;
+    opts.optimizer = parse_optimizer(a.optimizer);
     opts.total_steps = a.warmup + a.steps;
     Trainer trainer(model, opts);
 
@@ -149,6 +151,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                 rss / (plan.total() / mb));
     nlohmann::json j;
     j["precision"] = a.precision;
+    j["optimizer"] = a.optimizer;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
@@ -240,6 +243,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
     add_precision_option(cmd, a->precision);
+    cmd->add_option("--optimizer", a->optimizer, "adamw | adamw8bit | sgd (training steps)")
+        ->capture_default_str();
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
