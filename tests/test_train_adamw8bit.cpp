@@ -1,7 +1,7 @@
 // Training with the 8-bit AdamW optimizer: its state is 2 bytes per parameter plus 8 bytes
 // per 256; its updates stay within 6% of fp32 AdamW's over ten steps; over 200 steps on a
 // learnable token stream (tiny preset and a small MoE model) it ends within 2% of fp32
-// AdamW's loss on cpu (60 steps on opencl, whose per-step cost is far higher here).
+// AdamW's loss, on cpu and on opencl.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -184,10 +184,10 @@ TEST_CASE("train: adamw8bit ends within 2% of fp32 AdamW's loss after 200 steps 
     open_device("cpu", all);  // restores the process-wide OpenMP setting
 }
 
-TEST_CASE("train: adamw8bit ends within 2% of fp32 AdamW's loss after 60 steps (opencl)") {
-    // PoCL runs these small models ~4x slower per step than the cpu backend (11 s for 100 steps
-    // under ctest -j2 on this machine): 60 steps keep the case within the time budget. (The CUDA
-    // simulator is far slower still and runs the ten-step case above instead.)
+TEST_CASE("train: adamw8bit ends within 2% of fp32 AdamW's loss after 200 steps (opencl)") {
+    // A case of its own: PoCL runs these small models ~4x slower per step than the cpu backend
+    // (~20 s for the 200 steps under ctest -j2 here). (The CUDA simulator is far slower still
+    // and runs the ten-step case above instead.)
     for (auto& d : test::test_devices())
-        if (d.dev->backend_name() == "opencl") check_final_losses(*d.dev, d.id, 60);
+        if (d.dev->backend_name() == "opencl") check_final_losses(*d.dev, d.id, 200);
 }
