@@ -169,9 +169,19 @@ std::vector<BackendStatus> list_backends() {
     return out;
 }
 
-std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts) {
+namespace {
+
+// The usable backend a device spec ("cpu", "opencl:1") names, loaded, with its devices and the
+// index asked for (-1: the backend's default device). Throws one line naming what is wrong.
+struct ResolvedDevice {
+    Backend* backend = nullptr;
+    std::vector<DeviceInfo> devices;
+    int index = -1;
+};
+
+ResolvedDevice resolve_device(const std::string& spec) {
     std::string name = spec;
-    int index = -1;  // backend's default device
+    ResolvedDevice r;
     auto colon = spec.find(':');
     if (colon != std::string::npos) {
         name = spec.substr(0, colon);
@@ -179,7 +189,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
         MT_CHECK(!idx.empty() && idx.size() < 6 &&
                      std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; }),
                  "bad device '", spec, "': expected NAME or NAME:INDEX, e.g. opencl:0");
-        index = std::stoi(idx);
+        r.index = std::stoi(idx);
     }
     auto& reg = Registry::get();
     Entry* e = reg.find(name);
@@ -192,14 +202,31 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
     MT_CHECK(e->backend, "device '", spec, "' is not available: ", name, " backend ", e->reason);
     std::string why = e->backend->unavailable_reason();
     MT_CHECK(why.empty(), "device '", spec, "' is not available: ", why);
-    auto devs = e->backend->devices();
-    if (index >= 0) {
-        MT_CHECK(index < static_cast<int>(devs.size()), "device '", spec, "' does not exist (",
-                 name, " has ", devs.size(), " device", devs.size() == 1 ? "" : "s", ")");
-        MT_CHECK(devs[index].available, "device '", spec, "' is not available: ",
-                 devs[index].reason);
+    r.backend = e->backend;
+    r.devices = e->backend->devices();
+    if (r.index >= 0) {
+        MT_CHECK(r.index < static_cast<int>(r.devices.size()), "device '", spec,
+                 "' does not exist (", name, " has ", r.devices.size(), " device",
+                 r.devices.size() == 1 ? "" : "s", ")");
+        MT_CHECK(r.devices[r.index].available, "device '", spec, "' is not available: ",
+                 r.devices[r.index].reason);
     }
-    return e->backend->open(index, opts);
+    return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts) {
+    const ResolvedDevice r = resolve_device(spec);
+    return r.backend->open(r.index, opts);
+}
+
+DeviceInfo device_info(const std::string& spec) {
+    const ResolvedDevice r = resolve_device(spec);
+    if (r.index >= 0) return r.devices[static_cast<size_t>(r.index)];
+    for (const DeviceInfo& d : r.devices)
+        if (d.available) return d;
+    fail("device '", spec, "' is not available: no usable device");
 }
 
 }  // namespace moetrain

@@ -55,6 +55,10 @@ std::vector<BackendStatus> list_backends();
 // the backend is unknown, not built, fails to load, or has no such usable device.
 std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts = {});
 
+// What `moetrain info` lists for the device `spec` names, without opening it (without an
+// index: the backend's first available device); the same one-line errors as open_device.
+DeviceInfo device_info(const std::string& spec);
+
 }  // namespace moetrain
 
 // The one symbol a backend module exports. Returns nullptr if abi != MOETRAIN_BACKEND_ABI.

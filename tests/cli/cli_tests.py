@@ -228,6 +228,20 @@ def adamw8bit_trains_saves_resumes():
 
 
 @test
+def plan_capacity_and_device_errors():
+    # A plan for the machine's own cpu, a given capacity, and every bad --device in one line.
+    base = ["plan", "--preset", "tiny", "--batch", 4, "--seq", 32]
+    cpu = json.loads(run(*base, "--device", "cpu").stdout.strip().splitlines()[-1])
+    assert cpu["capacity"] > 1e9 and cpu["fits"], cpu
+    tight = json.loads(run(*base, "--memory-gb", 0.001).stdout.strip().splitlines()[-1])
+    assert tight["capacity"] == 1e6 and not tight["fits"] and tight["total"] == cpu["total"], tight
+    expect_error([*base, "--device", "nope"], ["unknown device 'nope'", "--memory-gb"])
+    expect_error([*base, "--device", "cpu:7"], ["does not exist", "--memory-gb"])
+    expect_error([*base, "--device", "cpu:x"], ["bad device", "--memory-gb"])
+    expect_error([*base[:-2], "--seq", 100000, "--memory-gb", 80], ["max_seq_len"])
+
+
+@test
 def resume_adopts_saved_settings():
     d = work("resume_adopts_saved_settings")
     data = corpus(d)

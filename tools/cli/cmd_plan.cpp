@@ -21,28 +21,15 @@ struct PlanArgs {
 
 // Memory of `spec` ("cpu", "cuda:1"...) as the registry lists it; throws naming why not.
 double device_memory_bytes(const std::string& spec) {
-    const size_t colon = spec.find(':');
-    const std::string backend = spec.substr(0, colon);
-    size_t index = 0;
-    if (colon != std::string::npos) {
-        const std::string n = spec.substr(colon + 1);
-        MT_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos,
-                 "--device ", spec, ": the device index must be a number");
-        index = std::stoul(n);
+    DeviceInfo d;
+    try {
+        d = device_info(spec);
+    } catch (const Error& e) {
+        fail(e.what(), "; give its capacity with --memory-gb instead");
     }
-    for (const BackendStatus& b : list_backends()) {
-        if (b.name != backend) continue;
-        MT_CHECK(b.loaded && b.reason.empty(), "--device ", spec, ": backend ", backend,
-                 " is unavailable (", b.reason.empty() ? "not loaded" : b.reason,
-                 "); give its capacity with --memory-gb instead");
-        MT_CHECK(index < b.devices.size(), "--device ", spec, ": backend ", backend, " has ",
-                 b.devices.size(), " device(s)");
-        const DeviceInfo& d = b.devices[index];
-        MT_CHECK(d.memory_bytes > 0, "--device ", spec,
-                 ": its memory size is unknown; give it with --memory-gb");
-        return static_cast<double>(d.memory_bytes);
-    }
-    fail("--device ", spec, ": unknown backend '", backend, "' (see `moetrain info`)");
+    MT_CHECK(d.memory_bytes > 0, "--device ", spec,
+             ": its memory size is unknown; give it with --memory-gb");
+    return static_cast<double>(d.memory_bytes);
 }
 
 void run_plan(const PlanArgs& a) {
