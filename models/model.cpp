@@ -85,7 +85,7 @@ void Model::set_flat(const Tensor& flat, const std::vector<float>& values) {
     MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ", values.size(),
              " values for ", impl_->n_params, " parameters");
     impl_->dev.upload(flat, values.data());
-    impl_->params_changed();
+    if (flat.buf == impl_->params.buf) impl_->params_changed();  // not for moments / gradients
 }
 
 void Model::params_changed() {
