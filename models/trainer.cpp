@@ -98,9 +98,11 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     st.lr = lr_at(opts_, step_);
     st.loss_scale = scale;
     st.step = step_;
-    MT_CHECK(std::isfinite(st.loss.loss), "non-finite loss at step ", step_ + 1, " (loss ",
-             st.loss.loss, ", grad norm ", st.grad_norm, "): update not applied");
-    if (dynamic && !std::isfinite(st.grad_norm)) {  // fp16 overflow: skip, halve the scale
+    // A non-finite norm is an error, except in fp16 where it means the scaled gradients overflowed.
+    MT_CHECK(std::isfinite(st.loss.loss) && (dynamic || std::isfinite(st.grad_norm)),
+             "non-finite loss at step ", step_ + 1, " (loss ", st.loss.loss, ", grad norm ",
+             st.grad_norm, "): update not applied");
+    if (!std::isfinite(st.grad_norm)) {  // fp16 overflow: skip the step, halve the scale
         MT_CHECK(loss_scale_ > 1.0, "fp16 gradients overflow at step ", step_ + 1,
                  " even with loss scale 1: update not applied");
         loss_scale_ = std::max(1.0, loss_scale_ / 2);
@@ -109,8 +111,6 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         st.skipped = true;
         return st;
     }
-    MT_CHECK(std::isfinite(st.grad_norm), "non-finite loss at step ", step_ + 1, " (loss ",
-             st.loss.loss, ", grad norm ", st.grad_norm, "): update not applied");
 
     const float clip = opts_.clip > 0 ? static_cast<float>(opts_.clip) : 0.0f;
     const float lr = static_cast<float>(st.lr);
