@@ -157,12 +157,12 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["gflops"] = gflops;
     j["mfu"] = gflops / a.peak_gflops;
     j["peak_rss_mb"] = rss;
-    j["analytic_mb"] = mem.total() / (1024.0 * 1024.0);
+    j["analytic_mb"] = mem.total() / mb;
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
     j["plan_mb"] = plan.total() / mb;
     j["recompute"] = to_string(mode);
-    j["activation_mb"] = mem.activations / (1024.0 * 1024.0);
-    j["workspace_mb"] = ws_bytes / (1024.0 * 1024.0);
+    j["activation_mb"] = mem.activations / mb;
+    j["workspace_mb"] = ws_bytes / mb;
     std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
                 med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
     std::printf("%s\n", j.dump().c_str());
