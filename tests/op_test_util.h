@@ -145,6 +145,32 @@ inline Tensor to_device(Device& dev, const std::vector<double>& host) {
     if (!host.empty()) dev.upload(t, f.data());
     return t;
 }
+// GemmArgs (tensors not set) for op(A) [m,k] @ op(B) [k,n] with every leading dimension
+// padded by `pad` elements and `batch` entries, each entry `gap_*` elements after the end of the
+// previous one.
+inline GemmArgs padded_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+                            float beta, int64_t pad, int64_t batch, int64_t gap_a = 0,
+                            int64_t gap_b = 0, int64_t gap_c = 0) {
+    GemmArgs g;
+    g.ta = ta;
+    g.tb = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.alpha = alpha;
+    g.beta = beta;
+    const int64_t a_rows = ta == Trans::N ? m : k, a_cols = ta == Trans::N ? k : m;
+    const int64_t b_rows = tb == Trans::N ? k : n, b_cols = tb == Trans::N ? n : k;
+    g.lda = a_cols + pad;
+    g.ldb = b_cols + pad;
+    g.ldc = n + pad;
+    g.batch = batch;
+    g.stride_a = a_rows * g.lda + gap_a;
+    g.stride_b = b_rows * g.ldb + gap_b;
+    g.stride_c = m * g.ldc + gap_c;
+    return g;
+}
+
 // A device tensor of `dtype` holding host (f32-representable doubles; a 16-bit dtype stores the
 // dtype.h rounding of each value).
 inline Tensor to_device_as(Device& dev, const std::vector<double>& host, DType dtype) {

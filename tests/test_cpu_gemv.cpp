@@ -36,24 +36,8 @@ struct Stored {
 // Runs one product (C starts as NaN when nan_c) and returns C; `want` gets the reference.
 std::vector<double> run(Device& dev, const Stored& s, const Shape2& c, uint64_t seed, bool nan_c,
                         std::vector<double>& want) {
-    GemmArgs g;
+    GemmArgs g = padded_gemm(s.ta, s.tb, c.m, c.n, c.k, c.alpha, c.beta, c.pad, s.batch);
     g.compute = s.compute;
-    g.ta = s.ta;
-    g.tb = s.tb;
-    g.m = c.m;
-    g.n = c.n;
-    g.k = c.k;
-    g.alpha = c.alpha;
-    g.beta = c.beta;
-    const int64_t a_rows = s.ta == Trans::N ? c.m : c.k, a_cols = s.ta == Trans::N ? c.k : c.m;
-    const int64_t b_rows = s.tb == Trans::N ? c.k : c.n, b_cols = s.tb == Trans::N ? c.n : c.k;
-    g.lda = a_cols + c.pad;
-    g.ldb = b_cols + c.pad;
-    g.ldc = c.n + c.pad;
-    g.batch = s.batch;
-    g.stride_a = a_rows * g.lda;
-    g.stride_b = b_rows * g.ldb;
-    g.stride_c = c.m * g.ldc;
     Rng rng(seed);
     auto a = rng.normal(g.stride_a * s.batch), b = rng.normal(g.stride_b * s.batch);
     auto cc = rng.normal(g.stride_c * s.batch);

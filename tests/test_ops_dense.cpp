@@ -23,23 +23,8 @@ void run_gemm(Device& dev, Trans ta, Trans tb, const GemmCase& c, uint64_t seed)
     CAPTURE(c.batch);
     CAPTURE(static_cast<int>(ta));
     CAPTURE(static_cast<int>(tb));
-    GemmArgs args;
-    args.ta = ta;
-    args.tb = tb;
-    args.m = c.m;
-    args.n = c.n;
-    args.k = c.k;
-    args.alpha = c.alpha;
-    args.beta = c.beta;
-    const int64_t a_rows = ta == Trans::N ? c.m : c.k, a_cols = ta == Trans::N ? c.k : c.m;
-    const int64_t b_rows = tb == Trans::N ? c.k : c.n, b_cols = tb == Trans::N ? c.n : c.k;
-    args.lda = a_cols + c.pad;
-    args.ldb = b_cols + c.pad;
-    args.ldc = c.n + c.pad;
-    args.batch = c.batch;
-    args.stride_a = a_rows * args.lda + 5;  // gaps between the batch entries
-    args.stride_b = b_rows * args.ldb + 3;
-    args.stride_c = c.m * args.ldc + 1;
+    // Gaps of 5, 3 and 1 elements between the batch entries.
+    GemmArgs args = padded_gemm(ta, tb, c.m, c.n, c.k, c.alpha, c.beta, c.pad, c.batch, 5, 3, 1);
     const ref::Gemm g = ref::gemm_dims(args);
     Rng rng(seed);
     auto a = rng.normal(g.stride_a * c.batch), b = rng.normal(g.stride_b * c.batch);

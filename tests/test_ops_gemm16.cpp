@@ -44,26 +44,13 @@ void run_case(Device& dev, const Layout& l, const Case& c, uint64_t seed) {
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.batch);
-    GemmArgs g;
+    // Gaps of 5, 3 and 1 elements between the batch entries (or one B shared by all).
+    GemmArgs g = padded_gemm(l.ta, l.tb, c.m, c.n, c.k, c.alpha, c.beta, c.pad, c.batch, 5, 3, 1);
     g.compute = l.compute;
-    g.ta = l.ta;
-    g.tb = l.tb;
-    g.m = c.m;
-    g.n = c.n;
-    g.k = c.k;
-    g.alpha = c.alpha;
-    g.beta = c.beta;
-    const int64_t a_rows = l.ta == Trans::N ? c.m : c.k, a_cols = l.ta == Trans::N ? c.k : c.m;
-    const int64_t b_rows = l.tb == Trans::N ? c.k : c.n, b_cols = l.tb == Trans::N ? c.n : c.k;
-    g.lda = a_cols + c.pad;
-    g.ldb = b_cols + c.pad;
-    g.ldc = c.n + c.pad;
-    g.batch = c.batch;
-    g.stride_a = a_rows * g.lda + 5;  // gaps between the batch entries
-    g.stride_b = c.shared_b ? 0 : b_rows * g.ldb + 3;
-    g.stride_c = c.m * g.ldc + 1;
+    const int64_t b_entry = g.stride_b - 3;  // elements of one B entry
+    if (c.shared_b) g.stride_b = 0;
     Rng rng(seed);
-    auto a = rng.normal(g.stride_a * c.batch), b = rng.normal(std::max<int64_t>(g.stride_b, b_rows * g.ldb) * c.batch);
+    auto a = rng.normal(g.stride_a * c.batch), b = rng.normal(std::max<int64_t>(g.stride_b, b_entry) * c.batch);
     auto cc = rng.normal(g.stride_c * c.batch);
     g.a = to_device_as(dev, a, l.a_dtype);
     g.b = to_device_as(dev, b, l.b_dtype);
