@@ -2,9 +2,9 @@
 // resolution of run directories to their newest complete step, validated loading of
 // weights and optimizer state (AdamW moments, 8-bit AdamW codes + block absmax, restored
 // exactly) through the public Model / Trainer API.
-#include <cmath>
 #include "moetrain/checkpoint.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <regex>

@@ -16,7 +16,9 @@ const std::vector<std::string> kOptStates = {"weights_only", "sgd_no_moments", "
 const std::vector<std::string> kOptimizers = {optimizer_name(OptimizerKind::adamw),
                                               optimizer_name(OptimizerKind::sgd),
                                               optimizer_name(OptimizerKind::adamw8bit)};
-const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16"};
+const std::vector<std::string> kPrecisions = {precision_name(Precision::fp32),
+                                              precision_name(Precision::bf16),
+                                              precision_name(Precision::fp16)};
 
 // First path at which a and b differ ("" if equal); `prefix` is the dotted path so far.
 std::string first_difference(const json& a, const json& b, const std::string& prefix) {
