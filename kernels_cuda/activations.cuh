@@ -1,8 +1,12 @@
 // Activations (MODEL.md 2): gelu (tanh), relu, silu forward / backward, SwiGLU and the
-// row-wise stable softmax (one block per row). Per-element math from mt_math.h.
+// row-wise stable softmax (one block per row). Per-element math from mt_math.h. The
+// element-wise kernels stream [N, F] tensors: four elements per access where the pointers
+// allow (vector_access.cuh), one at a time elsewhere, the same expression on both paths. The
+// softmax stays one element per thread (its reductions fix the summation order).
 #pragma once
 
 #include "common.cuh"
+#include "vector_access.cuh"
 
 namespace mtk {
 
@@ -13,25 +17,44 @@ __device__ __forceinline__ float act_grad(int act, float z) {
     return act == 0 ? mt_gelu_grad(z) : act == 1 ? mt_relu_grad(z) : mt_silu_grad(z);
 }
 
-__global__ void act_fwd_kernel(int act, float* y, const float* x, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) y[i] = act_value(act, x[i]);
+__global__ void act_fwd_kernel(int act, float* y, const float* x, VecSplit s) {
+    for_split_grid(s, [&](auto w, int64_t i) {
+        auto v = load_lanes(w, x + i);
+        for (int u = 0; u < w.n; ++u) v[u] = act_value(act, v[u]);
+        store_lanes(w, y + i, v);
+    });
 }
 
-__global__ void act_bwd_kernel(int act, float* dx, const float* dy, const float* x, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) dx[i] = dy[i] * act_grad(act, x[i]);
+__global__ void act_bwd_kernel(int act, float* dx, const float* dy, const float* x, VecSplit s) {
+    for_split_grid(s, [&](auto w, int64_t i) {
+        auto d = load_lanes(w, dy + i);
+        const auto xv = load_lanes(w, x + i);
+        for (int u = 0; u < w.n; ++u) d[u] = d[u] * act_grad(act, xv[u]);
+        store_lanes(w, dx + i, d);
+    });
 }
 
-__global__ void swiglu_fwd_kernel(float* h, const float* gate, const float* up, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) h[i] = mt_silu(gate[i]) * up[i];
+__global__ void swiglu_fwd_kernel(float* h, const float* gate, const float* up, VecSplit s) {
+    for_split_grid(s, [&](auto w, int64_t i) {
+        auto gv = load_lanes(w, gate + i);
+        const auto uv = load_lanes(w, up + i);
+        for (int u = 0; u < w.n; ++u) gv[u] = mt_silu(gv[u]) * uv[u];
+        store_lanes(w, h + i, gv);
+    });
 }
 
 __global__ void swiglu_bwd_kernel(float* dgate, float* dup, const float* dh, const float* gate,
-                                  const float* up, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-        float g = gate[i], u = up[i], d = dh[i];
-        dgate[i] = d * u * mt_silu_grad(g);
-        dup[i] = d * mt_silu(g);
-    }
+                                  const float* up, VecSplit s) {
+    for_split_grid(s, [&](auto w, int64_t i) {
+        const auto gv = load_lanes(w, gate + i), uv = load_lanes(w, up + i), d = load_lanes(w, dh + i);
+        auto dg = d, du = d;  // every lane is overwritten
+        for (int u = 0; u < w.n; ++u) {
+            dg[u] = d[u] * uv[u] * mt_silu_grad(gv[u]);
+            du[u] = d[u] * mt_silu(gv[u]);
+        }
+        store_lanes(w, dgate + i, dg);
+        store_lanes(w, dup + i, du);
+    });
 }
 
 // y may alias x: every read of the row happens before the barrier inside the second reduction.
@@ -48,20 +71,31 @@ __global__ void softmax_kernel(float* y, const float* x, int64_t cols) {
 }
 
 void act_fwd(Stream s, ActKind act, float* y, const float* x, int64_t n) {
-    if (n > 0) MT_LAUNCH(act_fwd_kernel, elementwise(n), s, static_cast<int>(act), y, x, n);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, y, x);
+    MT_LAUNCH(act_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act),
+              y, x, sp);
 }
 
 void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, int64_t n) {
-    if (n > 0) MT_LAUNCH(act_bwd_kernel, elementwise(n), s, static_cast<int>(act), dx, dy, x, n);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, dx, dy, x);
+    MT_LAUNCH(act_bwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act),
+              dx, dy, x, sp);
 }
 
 void swiglu_fwd(Stream s, float* h, const float* gate, const float* up, int64_t n) {
-    if (n > 0) MT_LAUNCH(swiglu_fwd_kernel, elementwise(n), s, h, gate, up, n);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, h, gate, up);
+    MT_LAUNCH(swiglu_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, h, gate, up, sp);
 }
 
 void swiglu_bwd(Stream s, float* dgate, float* dup, const float* dh, const float* gate,
                 const float* up, int64_t n) {
-    if (n > 0) MT_LAUNCH(swiglu_bwd_kernel, elementwise(n), s, dgate, dup, dh, gate, up, n);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, dgate, dup, dh, gate, up);
+    MT_LAUNCH(swiglu_bwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, dgate, dup, dh, gate,
+              up, sp);
 }
 
 void softmax(Stream s, float* y, const float* x, int64_t rows, int64_t cols) {

@@ -1,7 +1,8 @@
 // Device helpers shared by the kernel families: the launch call (nvcc triple-chevron or the
-// SIMT harness), grid-stride indexing, warp and block reductions, dynamic shared memory and the
-// 16-bit float conversions. Everything here is a template or an inline function, so any number
-// of family headers may include it. Kernel code uses only what kernels_cuda/README.md lists.
+// SIMT harness), vector memory accesses, grid-stride indexing, warp and block reductions,
+// dynamic shared memory and the 16-bit float conversions. Everything here is a template or an
+// inline function, so any number of family headers may include it. Kernel code uses only what
+// kernels_cuda/README.md lists.
 #pragma once
 
 #if !defined(__CUDACC__) && !defined(SIMT_HARNESS)
@@ -39,6 +40,27 @@ __device__ __forceinline__ T* mt_dynamic_shared() {
 namespace mtk {
 
 constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- vector memory accesses ----
+// One access of the vector type V (float4, uint2, uint4) at p, which must be aligned to
+// sizeof(V) (a GPU faults otherwise; the harness checks it and counts the access). The only
+// way kernels make vector accesses.
+template <typename V, typename T>
+__device__ __forceinline__ V load_vec(const T* p) {
+#if defined(__CUDACC__)
+    return *reinterpret_cast<const V*>(p);
+#else
+    return simt::vector_load<V>(p);
+#endif
+}
+template <typename V, typename T>
+__device__ __forceinline__ void store_vec(T* p, const V& v) {
+#if defined(__CUDACC__)
+    *reinterpret_cast<V*>(p) = v;
+#else
+    simt::vector_store<V>(p, v);
+#endif
+}
 
 // Queues `kernel` with geometry g on stream s. `name` is the kernel's name as written (used by
 // the harness to record which kernels ran). Arguments convert to the kernel's parameter types.

@@ -42,6 +42,11 @@ constexpr unsigned kElementwiseBlock = 256;
 inline Geom elementwise(int64_t n) {
     return {clamp_blocks(ceil_div(n, kElementwiseBlock), 8192), 1, 1, kElementwiseBlock, 0};
 }
+// A range cut into `groups` vector groups and `singles` single elements (vector_access.cuh),
+// both walked by the same grid-stride threads: one thread per item of the longer walk.
+inline Geom elementwise(int64_t groups, int64_t singles) {
+    return elementwise(groups > singles ? groups : singles);
+}
 
 // ---- 8-bit AdamW: one thread per element of a 256-element quantisation block ----
 constexpr unsigned kQuantBlock = 256;
@@ -100,17 +105,24 @@ inline Geom embedding_bwd(int64_t n, int64_t dim) {
 // ---- MoE counting sort of the N*k slots: chunks of 256 slots ----
 constexpr unsigned kSortChunk = 256;
 inline int64_t moe_sort_chunks(int64_t slots) { return ceil_div(slots, kSortChunk); }
-// Per-chunk, per-expert bases (int32) followed by nothing else.
-inline size_t moe_sort_scratch_bytes(int64_t slots, int64_t experts) {
-    return static_cast<size_t>(moe_sort_chunks(slots) * experts) * sizeof(int32_t);
+// The per-(expert, chunk) histogram, expert-major [E][chunks]: one exclusive scan of it gives
+// every (expert, chunk) base row.
+inline int64_t moe_sort_scan_items(int64_t slots, int64_t experts) {
+    return experts * moe_sort_chunks(slots);
+}
+inline size_t moe_sort_hist_bytes(int64_t slots, int64_t experts) {
+    return static_cast<size_t>(ceil_div(moe_sort_scan_items(slots, experts) * 4, 256) * 256);
+}
+// Scratch: the histogram and its exclusive scan (each rounded up to 256 bytes), then the
+// device-wide scan's temporary storage (scan_temp_bytes, what ExclusiveScan::temp_bytes asks).
+inline size_t moe_sort_scratch_bytes(int64_t slots, int64_t experts, size_t scan_temp_bytes) {
+    return 2 * moe_sort_hist_bytes(slots, experts) + scan_temp_bytes;
 }
 inline Geom moe_count(int64_t slots, int64_t experts) {
     return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk,
             static_cast<size_t>(experts) * sizeof(int32_t)};
 }
-inline Geom moe_scan(int64_t experts) {
-    return {1, 1, 1, 256, static_cast<size_t>(experts) * sizeof(int32_t)};
-}
+inline Geom moe_counts(int64_t experts) { return elementwise(experts); }
 inline Geom moe_place(int64_t slots) {
     return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk, 0};
 }

@@ -1,16 +1,20 @@
 // MoE token permutation (MODEL.md 2): the stable counting sort of the N*k (token, slot) pairs by
-// expert, the row gather, the weighted combine and its backward. The sort runs in three
-// kernels over chunks of kSortChunk slots: per-chunk expert histograms (shared-memory integer
-// atomics: exact), one block turning them into per-chunk bases (expert offset + earlier
-// chunks), and the placement, where each slot's rank among the same expert in its chunk is
-// counted in slot order. The result equals the sequential stable counting sort. Out-of-range
-// indices (expert, row) are skipped and reported through the device error word.
+// expert, the row gather, the weighted combine and its backward. The sort works on chunks of
+// kSortChunk slots: per-chunk expert histograms (shared-memory integer atomics: exact) laid
+// out expert-major [E][chunks], one device-wide exclusive scan of them (the ExclusiveScan the
+// caller passes: cub in the backend) giving each (expert, chunk) its first sorted row, the
+// expert counts from the scan, and the placement, where each slot's rank among the same
+// expert in its chunk is counted in slot order. The result equals the sequential stable
+// counting sort. Out-of-range indices (expert, row) are skipped and reported through the
+// device error word.
 #pragma once
 
 #include "common.cuh"
+#include "vector_access.cuh"
 
 namespace mtk {
 
+// hist[e][chunk] (expert-major, chunks = gridDim.x) = slots of the chunk routed to expert e.
 __global__ void moe_count_kernel(const int32_t* __restrict__ topk_idx, int64_t slots, int E,
                                  int32_t* __restrict__ hist, int32_t* err) {
     int32_t* h = mt_dynamic_shared<int32_t>();
@@ -23,35 +27,19 @@ __global__ void moe_count_kernel(const int32_t* __restrict__ topk_idx, int64_t s
         else report_error(err, kErrSortExpert, e);
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < E; e += blockDim.x) hist[static_cast<int64_t>(blockIdx.x) * E + e] = h[e];
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        hist[static_cast<int64_t>(e) * gridDim.x + blockIdx.x] = h[e];
 }
 
-// hist[c][e] (counts) -> base[c][e] = offset[e] + sum_{c' < c} hist[c'][e]; counts[e] = total.
-__global__ void moe_scan_kernel(int32_t* __restrict__ hist, int64_t chunks, int E,
-                                int32_t* __restrict__ counts) {
-    int32_t* offset = mt_dynamic_shared<int32_t>();
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        int32_t running = 0;
-        for (int64_t c = 0; c < chunks; ++c) {
-            int32_t v = hist[c * E + e];
-            hist[c * E + e] = running;
-            running += v;
-        }
-        counts[e] = running;
-        offset[e] = running;
+// counts[e] = (base + count of expert e's last chunk) - base of its first chunk, where base is
+// the exclusive scan of hist (0 when there are no chunks, i.e. no tokens).
+__global__ void moe_counts_kernel(const int32_t* __restrict__ hist,
+                                  const int32_t* __restrict__ base, int64_t chunks, int E,
+                                  int32_t* __restrict__ counts) {
+    for (int64_t e = global_thread(); e < E; e += grid_threads()) {
+        const int64_t last = e * chunks + chunks - 1;
+        counts[e] = chunks > 0 ? base[last] + hist[last] - base[e * chunks] : 0;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {  // exclusive scan over the experts (E is small)
-        int32_t acc = 0;
-        for (int e = 0; e < E; ++e) {
-            int32_t v = offset[e];
-            offset[e] = acc;
-            acc += v;
-        }
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
-        for (int64_t c = 0; c < chunks; ++c) hist[c * E + e] += offset[e];
 }
 
 __global__ void moe_place_kernel(const int32_t* __restrict__ topk_idx, int64_t slots, int k, int E,
@@ -66,46 +54,75 @@ __global__ void moe_place_kernel(const int32_t* __restrict__ topk_idx, int64_t s
     if (e < 0) return;
     int32_t rank = 0;
     for (unsigned t = 0; t < threadIdx.x; ++t) rank += expert[t] == e;
-    const int32_t row = base[static_cast<int64_t>(blockIdx.x) * E + e] + rank;
+    const int32_t row = base[static_cast<int64_t>(e) * gridDim.x + blockIdx.x] + rank;
     slot_row[slot] = row;
     row_token[row] = static_cast<int32_t>(slot / k);
 }
 
-__global__ void gather_rows_kernel(float* __restrict__ dst, const float* __restrict__ src,
-                                   int64_t src_rows, const int32_t* __restrict__ index, int64_t R,
-                                   int64_t dim, int32_t* err) {
-    for (int64_t i = global_thread(); i < R * dim; i += grid_threads()) {
-        const int64_t r = i / dim, c = i - r * dim;
+// dst[r] = src[index[r]], rows of dim elements accessed W at a time (W = 4: every row of dst
+// and src starts 16-byte aligned).
+template <int W>
+__device__ __forceinline__ void gather_rows_by(Width<W> vw, float* __restrict__ dst,
+                                               const float* __restrict__ src, int64_t src_rows,
+                                               const int32_t* __restrict__ index, int64_t R,
+                                               int64_t dim, int32_t* err) {
+    const int64_t per_row = dim / W;
+    for (int64_t i = global_thread(); i < R * per_row; i += grid_threads()) {
+        const int64_t r = i / per_row, c = (i - r * per_row) * W;
         const int32_t from = index[r];
         if (!in_range(from, src_rows)) {
             if (c == 0) report_error(err, kErrGatherIndex, from);
             continue;
         }
-        dst[i] = src[static_cast<int64_t>(from) * dim + c];
+        store_lanes(vw, dst + r * dim + c, load_lanes(vw, src + static_cast<int64_t>(from) * dim + c));
     }
 }
+__global__ void gather_rows_kernel(float* __restrict__ dst, const float* __restrict__ src,
+                                   int64_t src_rows, const int32_t* __restrict__ index, int64_t R,
+                                   int64_t dim, bool vec4, int32_t* err) {
+    if (vec4) gather_rows_by(Width<4>{}, dst, src, src_rows, index, R, dim, err);
+    else gather_rows_by(Width<1>{}, dst, src, src_rows, index, R, dim, err);
+}
 
-// y[n] (+)= sum_j w[n,j] rows[slot_row[n,j]], j in order.
-__global__ void moe_combine_kernel(float* __restrict__ y, const float* __restrict__ rows,
-                                   int64_t nrows, const int32_t* __restrict__ slot_row,
-                                   const float* __restrict__ w, int64_t N, int k, int64_t dim,
-                                   bool accumulate, int32_t* err) {
-    for (int64_t i = global_thread(); i < N * dim; i += grid_threads()) {
-        int64_t n = i / dim, c = i - n * dim;
-        float acc = 0.0f;
+// y[n] (+)= sum_j weight[n,j] rows[slot_row[n,j]], j in order; W elements of a row at a time
+// (W = 4: every row of y and rows starts 16-byte aligned).
+template <int W>
+__device__ __forceinline__ void moe_combine_by(Width<W> vw, float* __restrict__ y,
+                                               const float* __restrict__ rows, int64_t nrows,
+                                               const int32_t* __restrict__ slot_row,
+                                               const float* __restrict__ weight, int64_t N, int k,
+                                               int64_t dim, bool accumulate, int32_t* err) {
+    const int64_t per_row = dim / W;
+    for (int64_t i = global_thread(); i < N * per_row; i += grid_threads()) {
+        const int64_t n = i / per_row, c = (i - n * per_row) * W;
+        Lanes<float, W> acc{};
         for (int j = 0; j < k; ++j) {
             const int32_t row = slot_row[n * k + j];
             if (!in_range(row, nrows)) {
                 if (c == 0) report_error(err, kErrCombineRow, row);
                 continue;
             }
-            acc += (w ? w[n * k + j] : 1.0f) * rows[static_cast<int64_t>(row) * dim + c];
+            const float wj = weight ? weight[n * k + j] : 1.0f;
+            const auto r = load_lanes(vw, rows + static_cast<int64_t>(row) * dim + c);
+            for (int u = 0; u < W; ++u) acc[u] += wj * r[u];
         }
-        y[i] = accumulate ? y[i] + acc : acc;
+        if (accumulate) {
+            const auto old = load_lanes(vw, y + n * dim + c);
+            for (int u = 0; u < W; ++u) acc[u] = old[u] + acc[u];
+        }
+        store_lanes(vw, y + n * dim + c, acc);
     }
 }
+__global__ void moe_combine_kernel(float* __restrict__ y, const float* __restrict__ rows,
+                                   int64_t nrows, const int32_t* __restrict__ slot_row,
+                                   const float* __restrict__ w, int64_t N, int k, int64_t dim,
+                                   bool accumulate, bool vec4, int32_t* err) {
+    if (vec4) moe_combine_by(Width<4>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
+    else moe_combine_by(Width<1>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
+}
 
-// One warp per slot (n, j): drows[row] = w dy[n]; dw[n,j] = dy[n] . rows[row].
+// One warp per slot (n, j): drows[row] = w dy[n]; dw[n,j] = dy[n] . rows[row]. Left scalar:
+// the lanes' strided partial dot products fix the summation order.
 __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restrict__ dw,
                                        const float* __restrict__ dy, const float* __restrict__ rows,
                                        int64_t nrows, const int32_t* __restrict__ slot_row,
@@ -130,31 +147,40 @@ __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restr
 }
 
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
-              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, int32_t* scratch,
-              int32_t* err) {
-    const int64_t slots = N * k;
+              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
+              void* scratch, int32_t* err) {
+    const int64_t slots = N * k, chunks = moe_sort_chunks(slots);
+    const int64_t items = moe_sort_scan_items(slots, E);
     const int e = static_cast<int>(E);
-    if (slots <= 0) {  // no tokens: every expert count is 0
-        MT_LAUNCH(moe_scan_kernel, moe_scan(E), s, scratch, int64_t(0), e, counts);
-        return;
+    const size_t hist_bytes = moe_sort_hist_bytes(slots, E);
+    auto* hist = static_cast<int32_t*>(scratch);
+    auto* base = reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + hist_bytes);
+    if (slots > 0) {
+        MT_LAUNCH(moe_count_kernel, moe_count(slots, E), s, topk_idx, slots, e, hist, err);
+        scan.run(s, hist, base, items, static_cast<char*>(scratch) + 2 * hist_bytes,
+                 scan.temp_bytes(items));
     }
-    MT_LAUNCH(moe_count_kernel, moe_count(slots, E), s, topk_idx, slots, e, scratch, err);
-    MT_LAUNCH(moe_scan_kernel, moe_scan(E), s, scratch, moe_sort_chunks(slots), e, counts);
-    MT_LAUNCH(moe_place_kernel, moe_place(slots), s, topk_idx, slots, static_cast<int>(k), e,
-              scratch, row_token, slot_row);
+    // No tokens: chunks = 0 and every count is 0.
+    MT_LAUNCH(moe_counts_kernel, moe_counts(E), s, hist, base, chunks, e, counts);
+    if (slots > 0)
+        MT_LAUNCH(moe_place_kernel, moe_place(slots), s, topk_idx, slots, static_cast<int>(k), e,
+                  base, row_token, slot_row);
 }
 
 void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const int32_t* index,
                  int64_t R, int64_t dim, int32_t* err) {
-    if (R > 0 && dim > 0)
-        MT_LAUNCH(gather_rows_kernel, elementwise(R * dim), s, dst, src, src_rows, index, R, dim, err);
+    if (R <= 0 || dim <= 0) return;
+    const bool vec4 = rows_vectorisable(dim, dst, src);
+    MT_LAUNCH(gather_rows_kernel, elementwise(R * dim / (vec4 ? 4 : 1)), s, dst, src, src_rows,
+              index, R, dim, vec4, err);
 }
 
 void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int32_t* slot_row,
                  const float* w, int64_t N, int64_t k, int64_t dim, bool accumulate, int32_t* err) {
-    if (N > 0 && dim > 0)
-        MT_LAUNCH(moe_combine_kernel, elementwise(N * dim), s, y, rows, nrows, slot_row, w, N,
-                  static_cast<int>(k), dim, accumulate, err);
+    if (N <= 0 || dim <= 0) return;
+    const bool vec4 = rows_vectorisable(dim, y, rows);
+    MT_LAUNCH(moe_combine_kernel, elementwise(N * dim / (vec4 ? 4 : 1)), s, y, rows, nrows,
+              slot_row, w, N, static_cast<int>(k), dim, accumulate, vec4, err);
 }
 
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,

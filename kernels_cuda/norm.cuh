@@ -1,10 +1,15 @@
 // RMSNorm and LayerNorm (MODEL.md 2), forward and backward. One block per row: the row
 // statistics are block reductions; the gain / bias gradients are deterministic column sums
-// (colsum.cuh) of the per-element products.
+// (colsum.cuh) of the per-element products. The pass that writes y / dx reads the row four
+// elements per access where the row's pointers allow (vector_access.cuh, decided per row: a
+// row of odd length shifts the next row's alignment); the statistics pass stays one element
+// per thread step, because each thread's partial sum over elements c, c + blockDim, ... is
+// part of the fixed summation order.
 #pragma once
 
 #include "colsum.cuh"
 #include "common.cuh"
+#include "vector_access.cuh"
 
 namespace mtk {
 
@@ -17,7 +22,13 @@ __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rs
     ss = block_sum(ss);
     float rs = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
     if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) y[blockIdx.x * dim + c] = xr[c] * rs * g[c];
+    float* yr = y + blockIdx.x * dim;
+    for_split(vec_split(dim, yr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        auto v = load_lanes(w, xr + c);
+        const auto gv = load_lanes(w, g + c);
+        for (int u = 0; u < w.n; ++u) v[u] = v[u] * rs * gv[u];
+        store_lanes(w, yr + c, v);
+    });
 }
 
 // dx = rs * g * dy - x * rs^3 * mean(dy * g * x)
@@ -29,10 +40,18 @@ __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restri
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) dot += dy[base + c] * g[c] * x[base + c];
     dot = block_sum(dot) / static_cast<float>(dim);
     const float rs = rstd[blockIdx.x];
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-        float d = rs * g[c] * dy[base + c] - x[base + c] * rs * rs * rs * dot;
-        dx[base + c] = accumulate ? dx[base + c] + d : d;
-    }
+    const float *dyr = dy + base, *xr = x + base;
+    float* dxr = dx + base;
+    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c), gv = load_lanes(w, g + c);
+        auto d = dyv;  // every lane is overwritten
+        for (int u = 0; u < w.n; ++u) d[u] = rs * gv[u] * dyv[u] - xv[u] * rs * rs * rs * dot;
+        if (accumulate) {
+            const auto old = load_lanes(w, dxr + c);
+            for (int u = 0; u < w.n; ++u) d[u] = old[u] + d[u];
+        }
+        store_lanes(w, dxr + c, d);
+    });
 }
 
 __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ mean,
@@ -50,8 +69,14 @@ __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ 
         mean[blockIdx.x] = mu;
         rstd[blockIdx.x] = rs;
     }
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-        y[blockIdx.x * dim + c] = (xr[c] - mu) * rs * g[c] + (b ? b[c] : 0.0f);
+    float* yr = y + blockIdx.x * dim;
+    for_split(vec_split(dim, yr, xr, g, b), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        auto v = load_lanes(w, xr + c);
+        const auto gv = load_lanes(w, g + c);
+        const auto bv = b ? load_lanes(w, b + c) : decltype(gv){};  // zeros without a bias
+        for (int u = 0; u < w.n; ++u) v[u] = (v[u] - mu) * rs * gv[u] + bv[u];
+        store_lanes(w, yr + c, v);
+    });
 }
 
 // dx = rs * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat))
@@ -69,11 +94,21 @@ __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __rest
     }
     const float mean_dxh = block_sum(a) / static_cast<float>(dim);
     const float mean_dxh_xh = block_sum(bsum) / static_cast<float>(dim);
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-        float xh = (x[base + c] - mu) * rs;
-        float d = rs * (dy[base + c] * g[c] - mean_dxh - xh * mean_dxh_xh);
-        dx[base + c] = accumulate ? dx[base + c] + d : d;
-    }
+    const float *dyr = dy + base, *xr = x + base;
+    float* dxr = dx + base;
+    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c), gv = load_lanes(w, g + c);
+        auto d = dyv;  // every lane is overwritten
+        for (int u = 0; u < w.n; ++u) {
+            const float xh = (xv[u] - mu) * rs;
+            d[u] = rs * (dyv[u] * gv[u] - mean_dxh - xh * mean_dxh_xh);
+        }
+        if (accumulate) {
+            const auto old = load_lanes(w, dxr + c);
+            for (int u = 0; u < w.n; ++u) d[u] = old[u] + d[u];
+        }
+        store_lanes(w, dxr + c, d);
+    });
 }
 
 // Column-sum terms of the gain gradients.

@@ -6,6 +6,7 @@
 // Scratch pointers must hold the bytes the matching *_scratch_bytes() in launch.h names.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 struct CUstream_st;  // cudaStream_t is `CUstream_st*`; the harness passes nullptr
@@ -116,10 +117,21 @@ void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
 void hash_route(Stream s, int32_t* topk_idx, const int32_t* ids, int64_t N, int64_t layer,
                 int64_t E);
 
-// ---- moe_permute.cuh (E <= kMaxExperts; scratch: moe_sort_scratch_bytes(N*k, E)) ----
+// ---- moe_permute.cuh (E <= kMaxExperts) ----
+// The device-wide exclusive prefix sum moe_sort runs between its kernels: out[i] = in[0] + ...
+// + in[i-1] for i < n, queued on s, with `temp` holding temp_bytes(n) bytes of device memory
+// that overlap neither in nor out. The CUDA backend passes its cub wrapper
+// (backends/cuda/cub_scan.h); the SIMT harness a host implementation of the same functions.
+struct ExclusiveScan {
+    size_t (*temp_bytes)(int64_t n);
+    void (*run)(Stream s, const int32_t* in, int32_t* out, int64_t n, void* temp,
+                size_t temp_bytes);
+};
+// scratch (256-byte aligned): moe_sort_scratch_bytes(N*k, E, scan.temp_bytes(
+// moe_sort_scan_items(N*k, E))).
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
-              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, int32_t* scratch,
-              int32_t* err);
+              const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
+              void* scratch, int32_t* err);
 void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const int32_t* index,
                  int64_t R, int64_t dim, int32_t* err);
 // w may be nullptr (all weights 1); rows has nrows rows of dim.

@@ -1,10 +1,15 @@
-// Optimizer updates (MODEL.md 4): AdamW and SGD, one thread per parameter. The gradient is
-// scaled by grad_scale and the global-norm clip coefficient (mt_clip_coef of the squared norm
-// that is already on the device), then mt_adamw_update / p -= lr g'. 8-bit AdamW: one block
-// per block of MT_QBLOCK state elements (mt_adamw8bit_update, a block max, requantisation).
+// Optimizer updates (MODEL.md 4): AdamW and SGD, one parameter per thread and step. The
+// gradient is scaled by grad_scale and the global-norm clip coefficient (mt_clip_coef of the
+// squared norm that is already on the device), then mt_adamw_update / p -= lr g'. AdamW and
+// SGD stream every parameter: four per access where the pointers allow (vector_access.cuh),
+// one at a time elsewhere, the same update on both paths. 8-bit AdamW: one block per block of
+// MT_QBLOCK state elements (mt_adamw8bit_update, a block max, requantisation); it stays one
+// element per thread (kernels_cuda/README.md: its cost is the two 8-step binary searches in
+// shared memory and the block maxima, not its 16 bytes of global traffic per element).
 #pragma once
 
 #include "common.cuh"
+#include "vector_access.cuh"
 
 namespace mtk {
 
@@ -13,18 +18,20 @@ __device__ __forceinline__ float clip_coef(const float* gnorm_sq, float clip, fl
 }
 
 __global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g,
-                             float* __restrict__ m, float* __restrict__ v, int64_t n,
-                             AdamWParams a, const float* __restrict__ gnorm_sq, float clip,
-                             float grad_scale) {
+                             float* __restrict__ m, float* __restrict__ v, AdamWParams a,
+                             const float* __restrict__ gnorm_sq, float clip, float grad_scale,
+                             VecSplit s) {
     const float coef = clip_coef(gnorm_sq, clip, grad_scale);
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-        float pi = p[i], mi = m[i], vi = v[i];
-        mt_adamw_update(&pi, &mi, &vi, g[i] * grad_scale * coef, a.lr, a.b1, a.b2, a.eps, a.wd,
-                        a.bc1, a.bc2);
-        p[i] = pi;
-        m[i] = mi;
-        v[i] = vi;
-    }
+    for_split_grid(s, [&](auto w, int64_t i) {
+        auto pv = load_lanes(w, p + i), mv = load_lanes(w, m + i), vv = load_lanes(w, v + i);
+        const auto gv = load_lanes(w, g + i);
+        for (int u = 0; u < w.n; ++u)
+            mt_adamw_update(&pv[u], &mv[u], &vv[u], gv[u] * grad_scale * coef, a.lr, a.b1, a.b2,
+                            a.eps, a.wd, a.bc1, a.bc2);
+        store_lanes(w, p + i, pv);
+        store_lanes(w, m + i, mv);
+        store_lanes(w, v + i, vv);
+    });
 }
 
 // Thread t owns element t of each state block (kQuantBlock = MT_QBLOCK threads); the maps are
@@ -65,15 +72,24 @@ __global__ void adamw8bit_kernel(float* __restrict__ p, const float* __restrict_
     }
 }
 
-__global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, int64_t n, float lr,
-                           const float* __restrict__ gnorm_sq, float clip, float grad_scale) {
+__global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, float lr,
+                           const float* __restrict__ gnorm_sq, float clip, float grad_scale,
+                           VecSplit s) {
     const float coef = clip_coef(gnorm_sq, clip, grad_scale);
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) p[i] -= lr * (g[i] * grad_scale * coef);
+    for_split_grid(s, [&](auto w, int64_t i) {
+        auto pv = load_lanes(w, p + i);
+        const auto gv = load_lanes(w, g + i);
+        for (int u = 0; u < w.n; ++u) pv[u] -= lr * (gv[u] * grad_scale * coef);
+        store_lanes(w, p + i, pv);
+    });
 }
 
 void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
            const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {
-    if (n > 0) MT_LAUNCH(adamw_kernel, elementwise(n), s, p, g, m, v, n, a, gnorm_sq, clip, grad_scale);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, p, g, m, v);
+    MT_LAUNCH(adamw_kernel, elementwise(sp.groups, vec_singles(sp)), s, p, g, m, v, a, gnorm_sq,
+              clip, grad_scale, sp);
 }
 
 void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_codes,
@@ -87,7 +103,10 @@ void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_
 
 void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,
          float clip, float grad_scale) {
-    if (n > 0) MT_LAUNCH(sgd_kernel, elementwise(n), s, p, g, n, lr, gnorm_sq, clip, grad_scale);
+    if (n <= 0) return;
+    const VecSplit sp = vec_split(n, p, g);
+    MT_LAUNCH(sgd_kernel, elementwise(sp.groups, vec_singles(sp)), s, p, g, lr, gnorm_sq, clip,
+              grad_scale, sp);
 }
 
 }  // namespace mtk

@@ -63,6 +63,7 @@ alignas(16) unsigned char g_dyn_smem[kSimtMaxSharedBytes];
 thread_local Run* g_run = nullptr;
 uint64_t g_seed = 0;
 uint64_t g_launches = 0;
+std::atomic<uint64_t> g_vector_accesses{0};
 std::set<std::string> g_launched;
 
 // One pool of fiber stacks, mapped once (pages are committed only when touched).
@@ -293,6 +294,15 @@ void run_block(Run& run, unsigned nthreads) {
 }  // namespace
 
 unsigned char* dynamic_shared() { return g_dyn_smem; }
+void count_vector_access() { g_vector_accesses.fetch_add(1, std::memory_order_relaxed); }
+uint64_t vector_accesses() { return g_vector_accesses.load(std::memory_order_relaxed); }
+void misaligned_vector_access(const void* p, size_t bytes) {
+    char where[32];
+    std::snprintf(where, sizeof where, "%p", p);
+    throw Error("misaligned " + std::to_string(bytes) + "-byte vector access at " + where +
+                " (address mod " + std::to_string(bytes) + " = " +
+                std::to_string(reinterpret_cast<uintptr_t>(p) % bytes) + ")");
+}
 void set_seed(uint64_t seed) { g_seed = seed; }
 uint64_t seed() { return g_seed; }
 const std::set<std::string>& launched_kernels() { return g_launched; }

@@ -9,6 +9,8 @@
 //  - __syncthreads() is a block barrier (all threads at the same call site, none returned);
 //    warp shuffles / votes exchange values among the lanes of a 32-lane warp and check masks.
 //  - Atomics are real atomics; threadIdx/blockIdx/blockDim/gridDim are per thread.
+//  - Vector types (float4, uint2, uint4) have CUDA's size and alignment; a vector access at an
+//    address that is not a multiple of its size throws simt::Error (a GPU would fault).
 //  - Interleaving: a barrier or warp operation releases its threads the moment the last one
 //    arrives, and the scheduler then picks the next ready thread by the seed: 0 = oldest first
 //    (blocks in order); odd = uniformly at random; even = newest first, so a released warp runs
@@ -53,6 +55,19 @@ struct dim3 {
     unsigned x = 1, y = 1, z = 1;
     constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
+// Vector types with CUDA's layout and alignment (what 16- and 8-byte accesses go through).
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 extern thread_local uint3 threadIdx;
 extern thread_local uint3 blockIdx;
 extern thread_local dim3 blockDim;
@@ -85,6 +100,30 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int wid
 // Runs `body` once per thread of every block of the grid (called by mtk::launch).
 void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
               const std::function<void()>& body);
+
+// ---- vector memory accesses (mtk::load_vec / store_vec in kernels_cuda/common.cuh) ----
+// A GPU faults on a vector access whose address is not a multiple of the vector's size, so the
+// harness throws simt::Error then; every vector access is counted (vector_accesses()) so tests
+// can tell which path a kernel took.
+void count_vector_access();
+uint64_t vector_accesses();  // since the process started
+[[noreturn]] void misaligned_vector_access(const void* p, size_t bytes);
+template <typename V>
+V vector_load(const void* p) {
+    static_assert(sizeof(V) == alignof(V), "a vector type is aligned to its size");
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(V) != 0) misaligned_vector_access(p, sizeof(V));
+    count_vector_access();
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+}
+template <typename V>
+void vector_store(void* p, const V& v) {
+    static_assert(sizeof(V) == alignof(V), "a vector type is aligned to its size");
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(V) != 0) misaligned_vector_access(p, sizeof(V));
+    count_vector_access();
+    std::memcpy(p, &v, sizeof(V));
+}
 
 template <typename T>
 uint64_t to_bits(T v) {

@@ -1,7 +1,11 @@
 // Harness tests of kernels_cuda/activations.cuh: gelu / relu / silu forward and backward,
-// SwiGLU forward and backward, and the row softmax (also in place) on awkward sizes.
+// SwiGLU forward and backward, and the row softmax (also in place) on awkward sizes; the
+// element-wise ones also with their arguments aligned, at element offsets and mismatched (the
+// 16-byte and the single-element paths, vector_paths.h).
 #include "harness_util.h"
 #include "activations.cuh"
+// after the kernels:
+#include "vector_paths.h"
 
 using namespace simt_test;
 namespace ref = moetrain::ref;
@@ -58,5 +62,50 @@ TEST_CASE("simt: activations softmax rows, in place") {
         ref::softmax(want, x, rows, cols);
         check_close(got.first, want, Tol{1e-5, 1e-7}, "softmax");
         check_close(got.second, want, Tol{1e-5, 1e-7}, "softmax in place");
+    }
+}
+
+TEST_CASE("simt: activations act_fwd, act_bwd, swiglu on aligned, offset and mismatched arguments") {
+    for (int64_t n : vector_sizes()) {
+        CAPTURE(n);
+        Rng rng(static_cast<uint64_t>(n) + 15);
+        Vec x = rng.normal(n, 3.0), dy = rng.normal(n), up = rng.normal(n);
+        auto groups = [&](const Placement& p) { return groups_possible(p, n, 4); };
+        for (Act a : {Act::gelu, Act::relu, Act::silu}) {
+            CAPTURE(static_cast<int>(a));
+            const auto kind = static_cast<mtk::ActKind>(a);
+            auto y = across_placements("act_fwd", [&](const Placement& p) {
+                Placed<float> out(FVec(n, 0.0f), p.offset(0)), in(to_f32(x), p.offset(1));
+                mtk::act_fwd(nullptr, kind, out.data(), in.data(), n);
+                return out.values();
+            }, groups);
+            auto dx = across_placements("act_bwd", [&](const Placement& p) {
+                Placed<float> out(FVec(n, 0.0f), p.offset(0)), d(to_f32(dy), p.offset(1)), in(to_f32(x), p.offset(2));
+                mtk::act_bwd(nullptr, kind, out.data(), d.data(), in.data(), n);
+                return out.values();
+            }, groups);
+            Vec wy(n), wdx(n);
+            ref::act_fwd(a, wy, x, n);
+            ref::act_bwd(a, wdx, dy, x, n);
+            check_close(y, wy, Tol{1e-5, 1e-6}, "act_fwd");
+            check_close(dx, wdx, Tol{1e-5, 1e-6}, "act_bwd");
+        }
+        auto h = across_placements("swiglu_fwd", [&](const Placement& p) {
+            Placed<float> out(FVec(n, 0.0f), p.offset(0)), g(to_f32(x), p.offset(1)), u(to_f32(up), p.offset(2));
+            mtk::swiglu_fwd(nullptr, out.data(), g.data(), u.data(), n);
+            return out.values();
+        }, groups);
+        auto grads = across_placements("swiglu_bwd", [&](const Placement& p) {
+            Placed<float> dg(FVec(n, 0.0f), p.offset(0)), du(FVec(n, 0.0f), p.offset(1)),
+                dh(to_f32(dy), p.offset(2)), g(to_f32(x), p.offset(3)), u(to_f32(up), p.offset(4));
+            mtk::swiglu_bwd(nullptr, dg.data(), du.data(), dh.data(), g.data(), u.data(), n);
+            return std::make_pair(dg.values(), du.values());
+        }, groups);
+        Vec wh(n), wdg(n), wdu(n);
+        ref::swiglu_fwd(wh, x, up, n);
+        ref::swiglu_bwd(wdg, wdu, dy, x, up, n);
+        check_close(h, wh, Tol{1e-5, 1e-6}, "swiglu h");
+        check_close(grads.first, wdg, Tol{1e-5, 1e-6}, "swiglu dgate");
+        check_close(grads.second, wdu, Tol{1e-5, 1e-6}, "swiglu dup");
     }
 }
