@@ -60,7 +60,8 @@ struct GradScratch {
     Tensor dres;             // d loss / d residual stream [N, D]
     Tensor dxn;              // d loss / d norm output [N, D]
     Tensor dq, dk, dv, d_o;  // like q, k, v, o
-    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use
+    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use (dh is
+                             // also the forward's f32 transient of 16-bit hiddens)
     Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
     Tensor dw;               // d loss / d topk_w [N, k]
     Tensor dlogits;          // d loss / d router logits [N, E]
@@ -76,7 +77,7 @@ struct Workspace {
     Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
-    NormActs nf;     // final norm
+    NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
     Tensor logits;   // one chunk of logits [logit_rows, V]
     int64_t logit_rows = 0;
     Tensor losses;  // per-token cross-entropy [N]
