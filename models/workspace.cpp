@@ -1,6 +1,8 @@
 // Plans the activation and scratch buffers of one (B, T) shape (see workspace.h).
 #include "workspace.h"
 
+#include <atomic>
+
 #include <algorithm>
 
 namespace moetrain {
@@ -92,10 +94,16 @@ int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget) {
     return std::clamp<int64_t>(budget / std::max<int64_t>(V, 1), 1, std::max<int64_t>(N, 1));
 }
 
+uint64_t next_buffer_generation() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
+}
+
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
                                           bool training, int64_t logit_budget,
                                           Recompute recompute, DType stored16) {
     auto ws = std::make_unique<Workspace>();
+    ws->generation = next_buffer_generation();
     ws->B = B;
     ws->T = T;
     ws->N = int64_t{B} * T;

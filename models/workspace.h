@@ -67,7 +67,13 @@ struct GradScratch {
     Tensor dlogits;          // d loss / d router logits [N, E]
 };
 
+// A new number on every call (process-wide): identifies a set of device buffers in the keys of
+// recorded steps (Device::run_recorded), so a graph is never replayed on buffers it was not
+// captured with.
+uint64_t next_buffer_generation();
+
 struct Workspace {
+    uint64_t generation = 0;  // next_buffer_generation() when planned
     int B = 0, T = 0;
     int64_t N = 0;  // B*T rows
     bool training = false;
