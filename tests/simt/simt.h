@@ -35,6 +35,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // ---- CUDA qualifiers ----
 #define __global__
@@ -100,6 +101,13 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int wid
 // Runs `body` once per thread of every block of the grid (called by mtk::launch).
 void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
               const std::function<void()>& body);
+
+// Stream work of the cudasim module (kernel grids, copies, GEMMs): runs `work` now, or appends
+// it to the installed capture list (its fake CUDA Graph capture) without running it.
+void submit(std::function<void()> work);
+// Installs (or with nullptr removes) the list submit() appends to instead of running.
+void set_capture_list(std::vector<std::function<void()>>* list);
+std::vector<std::function<void()>>* capture_list();
 
 // ---- vector memory accesses (mtk::load_vec / store_vec in kernels_cuda/common.cuh) ----
 // A GPU faults on a vector access whose address is not a multiple of the vector's size, so the

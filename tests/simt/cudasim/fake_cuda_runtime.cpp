@@ -4,18 +4,40 @@
 // so the whole op test suite can drive the CUDA Device on a machine without a GPU.
 // Declarations come from the real CUDA headers; only the definitions are ours. The GEMM is
 // cuBLAS's column-major strided-batched contract written as plain loops (double accumulation),
-// for f32, bf16 and f16 A / B (both the same type) with an f32 C.
+// for f32, bf16 and f16 A / B (both the same type) with an f32 C. Stream work (kernel grids,
+// copies, fills, GEMMs) goes through simt::submit, so a fake CUDA Graph capture records it
+// (arguments copied, pointers read when replayed) instead of running it, and a graph launch
+// runs the recorded list; a synchronisation or allocation during a capture invalidates it, as
+// the thread-local capture mode of the real runtime does.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "moetrain/dtype.h"
 
+namespace simt {  // tests/simt/simt.h (not included here: its CUDA keywords clash with
+                  // cuda_runtime_api.h)
+void submit(std::function<void()> work);
+void set_capture_list(std::vector<std::function<void()>>* list);
+std::vector<std::function<void()>>* capture_list();
+}  // namespace simt
+
 namespace {
 char g_stream_token, g_cublas_token;
+using Graph = std::vector<std::function<void()>>;
+bool g_capture_invalidated = false;
+
+// An API call the capture mode forbids: invalidates the capture in progress.
+cudaError_t forbidden_while_capturing() {
+    if (!simt::capture_list()) return cudaSuccess;
+    g_capture_invalidated = true;
+    return cudaErrorStreamCaptureUnsupported;
+}
 
 // Element i of a cuBLAS operand of type t as a double.
 double load(const void* p, cudaDataType t, long long i) {
@@ -23,7 +45,9 @@ double load(const void* p, cudaDataType t, long long i) {
     const uint16_t h = static_cast<const uint16_t*>(p)[i];
     return t == CUDA_R_16BF ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
 }
-size_t elem_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+size_t elem_bytes(cudaDataType t) {
+    return t == CUDA_R_32F ? 4 : 2;
+}
 }  // namespace
 
 extern "C" {
@@ -47,26 +71,47 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 
 const char* cudaGetErrorString(cudaError_t e) {
     switch (e) {
-        case cudaSuccess: return "no error";
-        case cudaErrorMemoryAllocation: return "out of memory";
-        case cudaErrorInvalidDevice: return "invalid device ordinal";
-        default: return "simulated CUDA error";
+        case cudaSuccess:
+            return "no error";
+        case cudaErrorMemoryAllocation:
+            return "out of memory";
+        case cudaErrorInvalidDevice:
+            return "invalid device ordinal";
+        case cudaErrorStreamCaptureUnsupported:
+            return "operation not permitted when stream is capturing";
+        case cudaErrorStreamCaptureInvalidated:
+            return "operation failed due to a previous error during capture";
+        default:
+            return "simulated CUDA error";
     }
 }
 
 const char* cudaGetErrorName(cudaError_t e) {
     switch (e) {
-        case cudaSuccess: return "cudaSuccess";
-        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-        default: return "cudaErrorUnknown";
+        case cudaSuccess:
+            return "cudaSuccess";
+        case cudaErrorMemoryAllocation:
+            return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidDevice:
+            return "cudaErrorInvalidDevice";
+        case cudaErrorStreamCaptureUnsupported:
+            return "cudaErrorStreamCaptureUnsupported";
+        case cudaErrorStreamCaptureInvalidated:
+            return "cudaErrorStreamCaptureInvalidated";
+        default:
+            return "cudaErrorUnknown";
     }
 }
 
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaGetLastError(void) {
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+    return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
+    if (cudaError_t e = forbidden_while_capturing()) return e;
     *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
@@ -79,15 +124,57 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
     *s = reinterpret_cast<cudaStream_t>(&g_stream_token);
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-    std::memset(p, value, bytes);
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    return forbidden_while_capturing();
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) {
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-    std::memmove(dst, src, bytes);
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+    simt::submit([=] { std::memset(p, value, bytes); });
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t) {
+    if (kind != cudaMemcpyDeviceToDevice)
+        if (cudaError_t e = forbidden_while_capturing()) return e;  // pageable host memory
+    simt::submit([=] { std::memmove(dst, src, bytes); });
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+    if (simt::capture_list()) return cudaErrorIllegalState;
+    g_capture_invalidated = false;
+    simt::set_capture_list(new Graph);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* graph) {
+    Graph* g = simt::capture_list();
+    if (!g) return cudaErrorIllegalState;
+    simt::set_capture_list(nullptr);
+    if (g_capture_invalidated) {
+        delete g;
+        *graph = nullptr;
+        return cudaErrorStreamCaptureInvalidated;
+    }
+    *graph = reinterpret_cast<cudaGraph_t>(g);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+    *exec = reinterpret_cast<cudaGraphExec_t>(new Graph(*reinterpret_cast<Graph*>(graph)));
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    delete reinterpret_cast<Graph*>(graph);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+    for (const auto& work : *reinterpret_cast<Graph*>(exec)) simt::submit(work);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+    delete reinterpret_cast<Graph*>(exec);
     return cudaSuccess;
 }
 
@@ -95,10 +182,18 @@ cublasStatus_t cublasCreate(cublasHandle_t* h) {
     *h = reinterpret_cast<cublasHandle_t>(&g_cublas_token);
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetWorkspace(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDestroy(cublasHandle_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace(cublasHandle_t, void*, size_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
 const char* cublasGetStatusString(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "success" : "simulated cuBLAS error";
 }
@@ -106,34 +201,42 @@ const char* cublasGetStatusName(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE";
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t transa,
-                                          cublasOperation_t transb, int m, int n, int k,
-                                          const void* alpha, const void* A, cudaDataType Atype,
-                                          int lda, long long strideA, const void* B,
-                                          cudaDataType Btype, int ldb, long long strideB,
-                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
-                                          long long strideC, int batch,
-                                          cublasComputeType_t compute, cublasGemmAlgo_t) {
-    auto supported = [](cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F; };
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA, const void* B,
+    cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C, cudaDataType Ctype,
+    int ldc, long long strideC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
+    auto supported = [](cudaDataType t) {
+        return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F;
+    };
     if (!supported(Atype) || Btype != Atype || Ctype != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-    for (int bt = 0; bt < batch; ++bt) {
-        const void* a = static_cast<const char*>(A) + bt * strideA * elem_bytes(Atype);
-        const void* b = static_cast<const char*>(B) + bt * strideB * elem_bytes(Btype);
-        float* c = static_cast<float*>(C) + bt * strideC;
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < m; ++i) {
-                double acc = 0;
-                for (int p = 0; p < k; ++p) {
-                    double av = load(a, Atype, transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda : p + static_cast<long long>(i) * lda);
-                    double bv = load(b, Btype, transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb : j + static_cast<long long>(p) * ldb);
-                    acc += av * bv;
+    simt::submit([=] {
+        for (int bt = 0; bt < batch; ++bt) {
+            const void* a = static_cast<const char*>(A) + bt * strideA * elem_bytes(Atype);
+            const void* b = static_cast<const char*>(B) + bt * strideB * elem_bytes(Btype);
+            float* c = static_cast<float*>(C) + bt * strideC;
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < m; ++i) {
+                    double acc = 0;
+                    for (int p = 0; p < k; ++p) {
+                        double av =
+                            load(a, Atype,
+                                 transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda
+                                                       : p + static_cast<long long>(i) * lda);
+                        double bv =
+                            load(b, Btype,
+                                 transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb
+                                                       : j + static_cast<long long>(p) * ldb);
+                        acc += av * bv;
+                    }
+                    float& cv = c[i + static_cast<long long>(j) * ldc];
+                    cv = be == 0.0f ? static_cast<float>(al * acc)
+                                    : static_cast<float>(al * acc + be * cv);
                 }
-                float& cv = c[i + static_cast<long long>(j) * ldc];
-                cv = be == 0.0f ? static_cast<float>(al * acc) : static_cast<float>(al * acc + be * cv);
-            }
-    }
+        }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
