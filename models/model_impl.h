@@ -48,7 +48,11 @@ class ModelImpl {
     // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
     Tensor stats;
     Tensor micro;  // one micro-batch's ce, aux, z
-    std::vector<ExpertLoad> load;
+    // Expert loads of the last forward: every MoE layer's forward copies its expert counts into
+    // its row of load_counts ([MoE layers, E] i32, on the device), downloaded only when
+    // expert_load() is read, so a step reads nothing back per layer.
+    Tensor load_counts;
+    const std::vector<ExpertLoad>& expert_load();
     // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
     // to exercise the chunked head.
     int64_t logit_budget = kLogitBudget;
@@ -93,13 +97,17 @@ class ModelImpl {
     // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
     void recompute_layer(Workspace& ws, int l);
     void backward_layers(Workspace& ws, float grad_scale);
-    void record_load(const Workspace& ws);
+    // Copies MoE layer l's expert counts into load_counts (forward passes only).
+    void record_load(const Workspace& ws, int l);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
     static constexpr int kMaxInferenceWorkspaces = 4;
     Recompute recompute_ = Recompute::none;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
+    std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
+    std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)
+    bool load_recorded_ = false, load_fresh_ = false;
 };
 
 }  // namespace moetrain

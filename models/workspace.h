@@ -36,7 +36,6 @@ struct MoeActs {
     Tensor xg, yrows;                  // expert input / output rows [N*k, D], sorted by expert
     FfnActs experts;                   // [N*k, F]
     FfnActs shared;                    // [N, S*F]
-    std::vector<int32_t> host_counts;  // rows per expert, downloaded once per forward
 };
 
 struct LayerActs {
