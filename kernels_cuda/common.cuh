@@ -50,9 +50,13 @@ void launch(const char* name, void (*kernel)(KArgs...), const Geom& g, Stream s,
     kernel<<<dim3(g.gx, g.gy, g.gz), dim3(g.block), g.shmem, s>>>(std::forward<Args>(args)...);
 #else
     (void)s;
+    // The parameters are copied now, as a real launch (or graph capture) does; submit runs the
+    // grid at once, or hands it to the cudasim stand-in's graph capture (tests/simt/simt.h).
     std::tuple<KArgs...> params(std::forward<Args>(args)...);
-    simt::run_grid(name, dim3(g.gx, g.gy, g.gz), dim3(g.block), g.shmem,
-                   [&] { std::apply(kernel, params); });
+    simt::submit([name, kernel, g, params] {
+        simt::run_grid(name, dim3(g.gx, g.gy, g.gz), dim3(g.block), g.shmem,
+                       [&] { std::apply(kernel, params); });
+    });
 #endif
 }
 // MT_LAUNCH(kernel, geom, stream, args...): a kernel with several template arguments is

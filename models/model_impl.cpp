@@ -5,6 +5,8 @@
 #include "model_impl.h"
 
 #include <algorithm>
+#include <bit>
+#include <sstream>
 
 namespace moetrain {
 namespace {
@@ -45,6 +47,7 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
 }
 
 void ModelImpl::set_precision(Precision p) {
+    if (p != precision) drop_training_workspaces();  // their 16-bit activations change dtype
     precision = p;
     if (p == Precision::fp32) {
         params_lo = Tensor{};
@@ -52,6 +55,7 @@ void ModelImpl::set_precision(Precision p) {
         return;
     }
     params_lo = dev.alloc(compute_dtype(p), {std::max<int64_t>(n_decay, 1)});
+    lo_generation = next_buffer_generation();
     wf = with_compute_matrices(w, params_lo);
     lo_version = params_version - 1;  // stale: converted before the next forward
 }
@@ -77,13 +81,24 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
             std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
     }
     auto& slot = workspaces_[key];
-    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_);
+    const DType stored16 = activations16_ ? compute_dtype(precision) : DType::f32;
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_, stored16);
     return *slot;
 }
 
 void ModelImpl::set_recompute(Recompute r) {
     if (r == recompute_) return;
     recompute_ = r;
+    drop_training_workspaces();
+}
+
+void ModelImpl::set_activations16(bool on) {
+    if (on == activations16_) return;
+    activations16_ = on;
+    drop_training_workspaces();
+}
+
+void ModelImpl::drop_training_workspaces() {
     std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
 }
 
@@ -119,8 +134,17 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
+std::string ModelImpl::step_key(const Workspace& ws, float grad_scale, float weight,
+                                float ce_scale) const {
+    auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+    std::ostringstream key;
+    key << (ws.training ? "train" : "eval") << " B" << ws.B << " T" << ws.T << " ws#"
+        << ws.generation << " lo#" << lo_generation << std::hex << " gs=" << bits(grad_scale)
+        << " w=" << bits(weight) << " ce=" << bits(ce_scale) << " stats@" << stats.buf.get();
+    return key.str();
+}
+
 void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
-    refresh_compute_weights();
     const int L = cfg.n_layers;
     embedding_fwd(dev, wf, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
     for (int l = 0; l < L; ++l) {
@@ -146,9 +170,13 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
                          std::vector<int32_t>* routing) {
     LayerActs& a = ws.layers[static_cast<size_t>(l)];
     const LayerW& lw = wf.layers[static_cast<size_t>(l)];
-    if (lw.moe)
-        moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
-    else
+    if (lw.moe) {
+        // The gather of the expert rows reads f32: a 16-bit n2.y (hash routing) is widened
+        // into its transient, exactly (the products round the gathered rows to it anyway).
+        if (a.n2.y32) dev.convert(a.n2.y32.view(0, {ws.N, cfg.d_model}), a.n2.y);
+        const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
+        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+    } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
 
@@ -185,7 +213,10 @@ void ModelImpl::record_load(const Workspace& ws, int l) {
     if (row < 0) return;
     const int64_t E = cfg.moe->n_experts;
     dev.copy(load_counts.view(row * E, {E}), ws.layers[static_cast<size_t>(l)].moe.counts);
-    load_recorded_ = true;
+}
+
+void ModelImpl::loads_written() {
+    load_recorded_ = static_cast<bool>(load_counts);
     load_fresh_ = false;
 }
 
@@ -214,13 +245,24 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     MT_CHECK(!backward || grad_scale != 0.0f, "grad_scale must be nonzero for a backward pass");
     Workspace& ws = workspace(B, T, backward);
     const int64_t counted = load_batch(ws, x, y, 0);
-    dev.fill(micro, 0.0f);
-    forward_layers(ws, nullptr);
+    refresh_compute_weights();
     const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
-    head_fwd(dev, cfg, wf, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
-             micro.view(0, {1}));
-    if (backward) backward_layers(ws, grad_scale);
-    dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
+    // Only device work below, the same for the same key (buffers and every scalar argument).
+    auto queue = [&] {
+        dev.fill(micro, 0.0f);
+        forward_layers(ws, nullptr);
+        head_fwd(dev, cfg, wf, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
+                 micro.view(0, {1}));
+        if (backward) backward_layers(ws, grad_scale);
+        dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
+    };
+    if (record_routing) {  // the routing record downloads the choices: never captured
+        queue();
+        last_run = StepRun::eager;
+    } else {
+        last_run = dev.run_recorded(step_key(ws, grad_scale, weight, ce_scale), queue);
+    }
+    loads_written();
     return counted;
 }
 
@@ -231,7 +273,9 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
              cfg.max_seq_len);
     Workspace& ws = workspace(B, T, false);
     load_batch(ws, x, nullptr, pos0);
+    refresh_compute_weights();
     forward_layers(ws, &cache);
+    loads_written();
     head_last_logits(dev, cfg, wf, ws, logits);
 }
 
@@ -241,8 +285,10 @@ std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T)
              cfg.max_seq_len);
     Workspace& ws = workspace(B, T, false);
     load_batch(ws, x, nullptr, 0);
+    refresh_compute_weights();
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
+    loads_written();
     return head_logits(dev, cfg, wf, ws);
 }
 

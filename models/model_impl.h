@@ -39,6 +39,7 @@ class ModelImpl {
     // w with the matrices replaced by params_lo views otherwise, see with_compute_matrices).
     Precision precision = Precision::fp32;
     Tensor params_lo;
+    uint64_t lo_generation = 0;  // next_buffer_generation() when params_lo was allocated
     ModelW wf;
     uint64_t params_version = 0, lo_version = 0;
     void set_precision(Precision p);
@@ -63,6 +64,11 @@ class ModelImpl {
     // drops the training workspaces planned with another mode).
     Recompute recompute() const { return recompute_; }
     void set_recompute(Recompute r);
+    // bf16 / fp16: whether training workspaces store the activations only matrix products
+    // read in the 16-bit compute dtype (default) or in f32 (bit-identical results; tests
+    // compare the two). Drops the training workspaces planned with the other setting.
+    bool activations16() const { return activations16_; }
+    void set_activations16(bool on);
 
     // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
@@ -72,9 +78,12 @@ class ModelImpl {
 
     // Queues one micro-batch: forward, loss terms * weight added to stats[0..2] and, when
     // backward, the backward pass adding grad_scale * gradients to the gradient buffer.
-    // Returns the number of targets that counted. Validates ids, targets and T.
+    // Returns the number of targets that counted. Validates ids, targets and T. After the
+    // upload of the tokens, the device work is one recorded step (Device::run_recorded: a
+    // CUDA Graph replay once warmed up); last_run says how the last one ran.
     int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
                               float weight, bool backward);
+    StepRun last_run = StepRun::eager;
     // Forward over T new tokens per row at positions pos0.. using the per-layer KV cache,
     // then logits [B, V] of each row's last position.
     void forward_cached(const int32_t* x, int B, int T, int64_t pos0,
@@ -97,13 +106,20 @@ class ModelImpl {
     // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
     void recompute_layer(Workspace& ws, int l);
     void backward_layers(Workspace& ws, float grad_scale);
-    // Copies MoE layer l's expert counts into load_counts (forward passes only).
+    // Queues the copy of MoE layer l's expert counts into load_counts (device work only).
     void record_load(const Workspace& ws, int l);
+    // After a forward was queued: the loads changed (host bookkeeping, outside any recording).
+    void loads_written();
+    // The Device::run_recorded key of queue_micro_batch: everything its device work depends on.
+    std::string step_key(const Workspace& ws, float grad_scale, float weight,
+                         float ce_scale) const;
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
     static constexpr int kMaxInferenceWorkspaces = 4;
+    void drop_training_workspaces();
     Recompute recompute_ = Recompute::none;
+    bool activations16_ = true;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
     std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
     std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)

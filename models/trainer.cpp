@@ -93,6 +93,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     const std::array<float, 4> s = im.read_stats();
 
     StepStats st;
+    st.run = im.last_run;
     st.loss = loss_from_stats(s, tokens);
     st.grad_norm = std::sqrt(static_cast<double>(s[3])) / scale;
     st.lr = lr_at(opts_, step_);

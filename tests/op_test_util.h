@@ -91,6 +91,12 @@ inline std::vector<DeviceUnderTest> test_devices() {
     return state->devices;
 }
 
+// Whether the device captures Device::run_recorded into graphs (cuda, and cudasim, the CUDA
+// backend on the SIMT harness): eager twice, then captured, then replayed.
+inline bool records_graphs(const Device& d) {
+    return d.backend_name() == "cuda" || d.backend_name() == "cudasim";
+}
+
 // ---- random data --------------------------------------------------------------------------
 
 // Seeded generator; every value it returns is exactly representable in f32, so the device

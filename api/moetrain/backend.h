@@ -12,7 +12,7 @@
 
 #include "moetrain/device.h"
 
-#define MOETRAIN_BACKEND_ABI 1
+#define MOETRAIN_BACKEND_ABI 2
 
 namespace moetrain {
 
@@ -26,7 +26,8 @@ struct DeviceInfo {
 };
 
 struct DeviceOptions {
-    int threads = 0;  // cpu: OpenMP threads (0 = default)
+    int threads = 0;          // cpu: OpenMP threads (0 = default)
+    bool cuda_graphs = true;  // cuda: capture and replay recorded steps (Device::run_recorded)
 };
 
 class Backend {

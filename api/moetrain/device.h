@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -66,6 +67,10 @@ struct SampleArgs {
     uint64_t seed = 0;
     uint64_t step = 0;  // Philox counter = (step, row)
 };
+
+// How Device::run_recorded ran a step: called record() (eager), captured it into a graph and
+// launched that (captured), or launched the graph captured earlier without calling record().
+enum class StepRun : uint8_t { eager, captured, replayed };
 
 class Device {
 public:
@@ -248,6 +253,21 @@ public:
     // p -= lr * g' (g' as for adamw).
     virtual void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr,
                      const Tensor& gnorm_sq, float clip, float grad_scale) = 0;
+
+    // ---- recorded steps (CUDA Graphs) ----
+    // Runs `record`, a function that only queues ops of this device: no upload, download,
+    // synchronize or allocation inside, no host-side state it must update, and exactly the
+    // same ops with the same arguments (tensors, sizes, scalars) every time it is called with
+    // this `key` (the caller encodes whatever would change them in the key). A backend that
+    // can record work (cuda with graphs on) runs it eagerly for its warm-up calls, then
+    // captures it into a graph and from then on replays the graph instead of calling `record`;
+    // a record that breaks the rules cannot be captured and keeps running eagerly (said once
+    // on stderr). The results are the same either way. Other backends just call record().
+    virtual StepRun run_recorded(const std::string& key, const std::function<void()>& record) {
+        (void)key;
+        record();
+        return StepRun::eager;
+    }
 
     // ---- sampling (MODEL.md 7) ----
     // out_ids[b] = token drawn from logits[b, :V]; logits may be used as scratch.

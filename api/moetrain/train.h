@@ -56,6 +56,7 @@ struct StepStats {
     double grad_norm = 0;  // global norm before clipping (unscaled)
     double loss_scale = 1;  // the scale this step ran with (1 unless fp16)
     bool skipped = false;   // fp16 overflow: no update, step not counted, scale halved
+    StepRun run = StepRun::eager;  // how the last micro-batch ran (replayed: a CUDA Graph)
 };
 
 class Trainer {

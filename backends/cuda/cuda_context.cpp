@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "moetrain/error.h"
+
 #include "cuda/cuda_errors.h"
 
 namespace moetrain::cuda {
@@ -56,6 +58,8 @@ CudaContext::~CudaContext() {
 
 void* CudaContext::scratch(size_t bytes) {
     if (bytes > scratch_bytes_) {
+        MT_CHECK(!capturing_, "op scratch would grow from ", scratch_bytes_, " to ", bytes,
+                 " bytes inside a captured CUDA graph");
         allocator_->free(scratch_);  // stream order: queued users finish before the next user
         scratch_ = nullptr;
         scratch_bytes_ = 0;

@@ -40,8 +40,16 @@ public:
     const std::shared_ptr<CachingAllocator>& allocator_ptr() const { return allocator_; }
 
     // Scratch memory for one op's temporaries, valid until the next scratch() call. Grows
-    // (through the caching allocator) only when a larger request arrives, i.e. during warm-up.
+    // (through the caching allocator) only when a larger request arrives, i.e. during warm-up;
+    // growing while a graph is being captured is an error (the graph would keep the old
+    // pointer).
     void* scratch(size_t bytes);
+
+    // True while the stream is capturing a graph (set by the graph runtime): nothing may
+    // allocate, upload, download or synchronize, and error-word checks wait for the next
+    // download after the replay.
+    bool capturing() const { return capturing_; }
+    void set_capturing(bool on) { capturing_ = on; }
 
     // The two-word device error word (code, value) kernels report invalid indices into
     // (kernels_cuda/ops.h ErrorCode); zero while nothing was reported.
@@ -60,6 +68,7 @@ private:
     int32_t* error_word_ = nullptr;
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;
+    bool capturing_ = false;
 };
 
 }  // namespace moetrain::cuda

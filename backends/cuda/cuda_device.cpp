@@ -13,7 +13,7 @@
 
 namespace moetrain::cuda {
 
-std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions&) {
+std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts) {
     check_cuda(cudaSetDevice(index), "cudaSetDevice");
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
@@ -22,10 +22,19 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions&) {
     std::string name = std::string(prop.name) + " (" MOETRAIN_CUDA_BACKEND_NAME ":" + std::to_string(index) + ", " + mem +
                        ", compute capability " + std::to_string(prop.major) + "." +
                        std::to_string(prop.minor) + ")";
-    return std::make_unique<CudaDevice>(index, std::move(name));
+    return std::make_unique<CudaDevice>(index, std::move(name), opts.cuda_graphs);
 }
 
-CudaDevice::CudaDevice(int index, std::string name) : ctx_(index), name_(std::move(name)) {}
+CudaDevice::CudaDevice(int index, std::string name, bool graphs)
+    : ctx_(index), name_(std::move(name)), graphs_(graph_runtime_, graphs) {}
+
+StepRun CudaDevice::run_recorded(const std::string& key, const std::function<void()>& record) {
+    return graphs_.run(key, record);
+}
+
+void CudaDevice::not_capturing(const char* what) const {
+    MT_CHECK(!ctx_.capturing(), what, " inside a captured CUDA graph");
+}
 
 void check_sizes(const char* op, std::initializer_list<int64_t> sizes) {
     for (int64_t s : sizes) MT_CHECK(s >= 0, op, ": negative size ", s);
@@ -72,6 +81,7 @@ mtk::Stream CudaDevice::stream(const char*) {
 void CudaDevice::launched(const char* op) { check_launch(op); }
 
 void CudaDevice::check_device_error() {
+    if (ctx_.capturing()) return;
     int32_t word[2] = {0, 0};
     ctx_.make_current();
     check_cuda(cudaMemcpyAsync(word, ctx_.error_word(), sizeof word, cudaMemcpyDeviceToHost, ctx_.stream()),
@@ -86,6 +96,7 @@ void CudaDevice::check_device_error() {
 // ---- memory ---------------------------------------------------------------------------------
 
 std::shared_ptr<Buffer> CudaDevice::alloc_buffer(size_t bytes) {
+    not_capturing("alloc");
     ctx_.make_current();
     auto buf = std::make_shared<CudaBuffer>(this, bytes, ctx_.allocator_ptr());
     if (bytes)
@@ -95,6 +106,7 @@ std::shared_ptr<Buffer> CudaDevice::alloc_buffer(size_t bytes) {
 
 void CudaDevice::upload(const Tensor& dst, const void* src) {
     void* d = raw(dst, "upload", "dst");
+    not_capturing("upload");
     if (!dst.bytes()) return;
     ctx_.make_current();
     check_cuda(cudaMemcpyAsync(d, src, dst.bytes(), cudaMemcpyHostToDevice, ctx_.stream()),
@@ -103,6 +115,7 @@ void CudaDevice::upload(const Tensor& dst, const void* src) {
 
 void CudaDevice::download(void* dst, const Tensor& src) {
     void* s = raw(src, "download", "src");
+    not_capturing("download");
     ctx_.make_current();
     if (src.bytes())
         check_cuda(cudaMemcpyAsync(dst, s, src.bytes(), cudaMemcpyDeviceToHost, ctx_.stream()),
@@ -158,6 +171,9 @@ void CudaDevice::convert(const Tensor& dst, const Tensor& src) {
     launched("convert");
 }
 
-void CudaDevice::synchronize() { check_device_error(); }
+void CudaDevice::synchronize() {
+    not_capturing("synchronize");
+    check_device_error();
+}
 
 }  // namespace moetrain::cuda

@@ -8,9 +8,11 @@
 //
 // Index values (token ids, targets, expert indices) are checked by the kernels, which skip an
 // invalid one and report it into the context's error word. cross_entropy checks the word at
-// once; every other op's report (moe_sort's and gemm_grouped's included, so that an MoE layer
-// queues no host wait) surfaces at the next download() or synchronize(), as a moetrain::Error
-// naming the op and the index.
+// once (except inside a graph capture); every other op's report (moe_sort's and gemm_grouped's
+// included, so that an MoE layer queues no host wait) surfaces at the next download() or
+// synchronize(), as a moetrain::Error naming the op and the index.
+// run_recorded captures a step into a CUDA Graph and replays it (graph_cache.h) unless the
+// device was opened with DeviceOptions::cuda_graphs off.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,8 @@
 
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_context.h"
+#include "cuda/cuda_graph_runtime.h"
+#include "cuda/graph_cache.h"
 #include "moetrain/backend.h"
 #include "ops.h"
 
@@ -48,7 +52,7 @@ private:
 
 class CudaDevice final : public Device {
 public:
-    CudaDevice(int index, std::string name);
+    CudaDevice(int index, std::string name, bool graphs);
 
     std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
@@ -139,6 +143,10 @@ public:
     void sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
                 const SampleArgs& s) override;
 
+    // ---- recorded steps: CUDA Graphs through the graph cache (cuda_device.cpp) ----
+    StepRun run_recorded(const std::string& key, const std::function<void()>& record) override;
+    const GraphCache& graph_cache() const { return graphs_; }
+
     // ---- shared by the op files ----
     // Device pointer to t's first element after checking that t lives on this device, has the
     // dtype and holds at least n elements. n == 0 accepts an empty tensor (nullptr).
@@ -153,6 +161,8 @@ public:
     // Throws if the kernels queued by `op` could not be launched.
     void launched(const char* op);
     // Waits for the stream and throws if a kernel reported an invalid index (then clears it).
+    // While a graph is being captured it does nothing: the word is checked at the first
+    // download after the replay.
     void check_device_error();
     int32_t* error_word() { return ctx_.error_word(); }
     CudaContext& context() { return ctx_; }
@@ -160,8 +170,13 @@ public:
 private:
     void* checked(const Tensor& t, DType dtype, int64_t n, const char* op, const char* arg);
 
+    // Throws naming `what` if a graph is being captured (host transfers cannot be captured).
+    void not_capturing(const char* what) const;
+
     CudaContext ctx_;
     std::string name_;
+    CudaGraphRuntime graph_runtime_{ctx_};
+    GraphCache graphs_;
 };
 
 // Non-negative size check shared by the op files: throws naming the op and the size.

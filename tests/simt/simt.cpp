@@ -367,4 +367,18 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
     g_run = nullptr;
 }
 
+namespace {
+std::vector<std::function<void()>>* g_capture = nullptr;
+}  // namespace
+
+void submit(std::function<void()> work) {
+    if (g_capture)
+        g_capture->push_back(std::move(work));
+    else
+        work();
+}
+
+void set_capture_list(std::vector<std::function<void()>>* list) { g_capture = list; }
+std::vector<std::function<void()>>* capture_list() { return g_capture; }
+
 }  // namespace simt

@@ -33,6 +33,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // ---- CUDA qualifiers ----
 #define __global__
@@ -85,6 +86,13 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int wid
 // Runs `body` once per thread of every block of the grid (called by mtk::launch).
 void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
               const std::function<void()>& body);
+
+// Stream work of the cudasim module (kernel grids, copies, GEMMs): runs `work` now, or appends
+// it to the installed capture list (its fake CUDA Graph capture) without running it.
+void submit(std::function<void()> work);
+// Installs (or with nullptr removes) the list submit() appends to instead of running.
+void set_capture_list(std::vector<std::function<void()>>* list);
+std::vector<std::function<void()>>* capture_list();
 
 template <typename T>
 uint64_t to_bits(T v) {

@@ -115,6 +115,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                 device.name().c_str(), a.precision.c_str(), cost.total_params / 1e6,
                 cost.active_matmul_params / 1e6, a.batch, a.seq);
     std::vector<double> ms;
+    int replayed = 0;  // timed steps that were CUDA graph replays
     for (int i = 0; i < a.warmup + a.steps; ++i) {
         if (profiler && i == a.warmup) profiler->reset();
         const auto t0 = Clock::now();
@@ -123,8 +124,12 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
         const double dt = ms_since(t0);
         const bool timed = i >= a.warmup;
         if (timed) ms.push_back(dt);
-        std::printf("  step %d%s: %.1f ms, loss %.4f%s\n", i + 1, timed ? "" : " (warm-up)", dt,
-                    st.loss.loss, st.skipped ? " (fp16 overflow: skipped)" : "");
+        const char* graph = st.run == StepRun::captured   ? ", captured into a CUDA graph"
+                            : st.run == StepRun::replayed ? ", CUDA graph replay"
+                                                          : "";
+        std::printf("  step %d%s: %.1f ms, loss %.4f%s%s\n", i + 1, timed ? "" : " (warm-up)", dt,
+                    st.loss.loss, st.skipped ? " (fp16 overflow: skipped)" : "", graph);
+        if (timed) replayed += st.run == StepRun::replayed;
     }
     const double med = median(ms);
     const double tps = n / (med / 1000.0);
@@ -152,6 +157,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     nlohmann::json j;
     j["precision"] = a.precision;
     j["optimizer"] = a.optimizer;
+    j["graph_replayed_steps"] = replayed;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;

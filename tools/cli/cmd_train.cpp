@@ -231,6 +231,9 @@ void run_train(TrainArgs& a) {
             fail(e.what(), last_ckpt.empty() ? "; no checkpoint was written"
                                              : "; last good checkpoint: " + last_ckpt);
         }
+        if (st.run == StepRun::captured && !a.quiet)
+            std::printf("cuda graphs: step %lld captured into a graph; later steps replay it\n",
+                        static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
         if (log) *log << j.dump() << "\n" << std::flush;
         bool last = trainer.steps_done() == end;

@@ -29,11 +29,17 @@ void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
     if (with_threads)
         cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
             ->check(non_negative());
+    cmd->add_option("--cuda-graphs", cuda_graphs,
+                    "cuda: capture the training / evaluation step into a CUDA Graph after two "
+                    "warm-up steps and replay it (on | off)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
 }
 
 std::unique_ptr<Device> DeviceChoice::open() const {
     DeviceOptions o;
     o.threads = threads;
+    o.cuda_graphs = cuda_graphs == "on";
     return open_device(device, o);
 }
 

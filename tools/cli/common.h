@@ -20,10 +20,11 @@ struct ModelChoice {
     ModelConfig resolve() const;  // throws when neither or both were given
 };
 
-// --device and --threads.
+// --device, --threads and --cuda-graphs.
 struct DeviceChoice {
     std::string device = "cpu";
     int threads = 0;
+    std::string cuda_graphs = "on";
     void add_options(CLI::App* cmd, bool with_threads = true);
     std::unique_ptr<Device> open() const;
 };
