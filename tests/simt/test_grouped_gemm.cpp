@@ -192,17 +192,8 @@ TEST_CASE("simt: grouped_gemm dim m pointer arrays against the reference") {
                     });
                     CHECK(got.second == IVec{0, 0});
                     Vec want = c0;
-                    ref::Gemm g;
-                    g.tb = tb;
-                    g.m = c.cap;
-                    g.n = n;
-                    g.k = k;
-                    g.alpha = alpha;
-                    g.beta = beta;
-                    g.lda = lda;
-                    g.ldb = ldb;
-                    g.ldc = ldc;
-                    g.stride_b = stride_b;
+                    const ref::Gemm g{.tb = tb, .m = c.cap, .n = n, .k = k, .alpha = alpha, .beta = beta,
+                                      .lda = lda, .ldb = ldb, .ldc = ldc, .stride_b = stride_b};
                     ref::gemm_grouped(g, ref::rounded(a, ty.compute), ref::rounded(b, ty.compute), want, c.sizes,
                                       GroupDim::m);
                     check_close(got.first, want, Tol{1e-5, 1e-5}, "grouped dim m");
@@ -257,18 +248,8 @@ std::pair<FVec, IVec> run_dim_k(const DimK& d, const Case& c, const Stored& a, c
 }
 
 ref::Gemm dim_k_gemm(const DimK& d, int64_t cap) {
-    ref::Gemm g;
-    g.ta = Trans::T;
-    g.m = d.m;
-    g.n = d.n;
-    g.k = cap;
-    g.alpha = d.alpha;
-    g.beta = d.beta;
-    g.lda = d.lda;
-    g.ldb = d.ldb;
-    g.ldc = d.ldc;
-    g.stride_c = d.stride_c;
-    return g;
+    return {.ta = Trans::T, .m = d.m, .n = d.n, .k = cap, .alpha = d.alpha, .beta = d.beta,
+            .lda = d.lda, .ldb = d.ldb, .ldc = d.ldc, .stride_c = d.stride_c};
 }
 
 }  // namespace
