@@ -28,6 +28,9 @@ enum ErrorCode : int32_t {
     kErrGatherIndex = 6,       // gather_rows: row index outside the source
     kErrCombineRow = 7,        // moe_combine: slot_row entry outside the rows
     kErrCombineBwdRow = 8,     // moe_combine_bwd: slot_row entry outside the rows
+    kErrRopePosition = 9,      // rope: device position offset leaves [0, MT_POS_LIMIT)
+    kErrAttnLength = 10,       // attention: device length puts Tk outside [Tq, S]
+    kErrKvAppendPosition = 11, // kv_append: device position offset leaves the cache
 };
 inline const char* error_message(int32_t code) {
     switch (code) {
@@ -39,6 +42,9 @@ inline const char* error_message(int32_t code) {
         case kErrGatherIndex: return "gather_rows: row index outside the source:";
         case kErrCombineRow: return "moe_combine: slot_row entry outside the rows:";
         case kErrCombineBwdRow: return "moe_combine_bwd: slot_row entry outside the rows:";
+        case kErrRopePosition: return "rope: device position offset outside [0, 2^30):";
+        case kErrAttnLength: return "attention: device length makes Tk leave [Tq, S]:";
+        case kErrKvAppendPosition: return "kv_append: device position offset outside the cache:";
         default: return "unknown device error:";
     }
 }
@@ -80,13 +86,21 @@ void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, c
                    const float* g, const float* mean, const float* rstd, int64_t rows,
                    int64_t dim, bool accumulate_dx, float* scratch);
 
-// ---- rope.cuh ----
+// ---- rope.cuh (pos_dev: the device-side position offset, may be nullptr) ----
 void rope(Stream s, float* x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-          int64_t pos0, bool inverse);
+          int64_t pos0, const int32_t* pos_dev, bool inverse, int32_t* err);
+
+// ---- kv_cache.cuh: cache[b, pos0 + pos_dev[0] + t, :] = rows[b, t, :], elements of 1, 2 or 4
+// bytes (pos_dev may be nullptr) ----
+void kv_append(Stream s, void* cache, const void* rows, int elem_bytes, int64_t B, int64_t T,
+               int64_t S, int64_t row_len, int64_t pos0, const int32_t* pos_dev, int32_t* err);
 
 // ---- attention.cuh (sizes as moetrain::AttnDims; hd <= kMaxHeadDim) ----
+// tk_dev: the device length added to Tk (may be nullptr); err: where an invalid one is reported.
 struct AttnShape {
     int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+    const int32_t* tk_dev = nullptr;
+    int32_t* err = nullptr;
 };
 void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
                    const float* v, const AttnShape& d, float scale);
@@ -154,6 +168,7 @@ struct SampleParams {
     int64_t top_k = 0;
     float top_p = 1.0f;
     uint64_t seed = 0, step = 0;
+    const int32_t* step_dev = nullptr;  // added to step as uint32 (moetrain::SampleArgs)
 };
 void sample(Stream s, int32_t* out_ids, const float* logits, int64_t B, int64_t V,
             const SampleParams& p, uint64_t* scratch);
