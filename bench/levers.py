@@ -39,12 +39,19 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--levers", default="",
+                    help="comma-separated lever names to run (default: all), e.g. "
+                         "'fp32 (baseline),--precision bf16'")
     a = ap.parse_args()
+    wanted = [w for w in a.levers.split(",") if w]
+    levers = [lv for lv in LEVERS if not wanted or lv[0] in wanted]
+    if wanted and len(levers) != len(wanted):
+        ap.error(f"--levers: unknown name among {wanted}; known: {[n for n, _ in LEVERS]}")
     shape = ["--preset", a.preset, "--batch", str(a.batch), "--seq", str(a.seq)]
     rows = []
     print(f"| lever | tokens/s | peak RSS MB | plan MB | RSS / plan | load |")
     print("|---|---|---|---|---|---|")
-    for name, flags in LEVERS:
+    for name, flags in levers:
         plan = last_json([a.moetrain, "plan"] + shape + flags)
         tps, rss, loads = [], [], []
         for _ in range(a.runs):

@@ -49,10 +49,12 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const std::vector<int32_t
         linear_fwd(dev, a.up.view(r0 * F, {rows, F}), xg, up_of(w, g), rows, 0.0f);
     });
     if (R == 0) return;
+    const Tensor h = a.h32 ? a.h32.view(0, {R * F}) : a.h;  // a 16-bit h: f32 first, converted
     if (kind == FfnKind::swiglu)
-        dev.swiglu_fwd(a.h, a.gate, a.up, R * F);
+        dev.swiglu_fwd(h, a.gate, a.up, R * F);
     else
-        dev.act_fwd(act_of(kind), a.h, a.up, R * F);
+        dev.act_fwd(act_of(kind), h, a.up, R * F);
+    if (a.h32) dev.convert(a.h.view(0, {R * F}), h);
     if (!y) return;  // recompute for the backward: only the hidden activations are read
     for_each_group(rows_per_group, [&](int64_t g, int64_t r0, int64_t rows) {
         linear_fwd(dev, y.view(r0 * D, {rows, D}), a.h.view(r0 * F, {rows, F}), down_of(w, g), rows,

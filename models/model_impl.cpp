@@ -44,6 +44,7 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
 }
 
 void ModelImpl::set_precision(Precision p) {
+    if (p != precision) drop_training_workspaces();  // their 16-bit activations change dtype
     precision = p;
     if (p == Precision::fp32) {
         params_lo = Tensor{};
@@ -77,13 +78,24 @@ Workspace& ModelImpl::workspace(int B, int T, bool training) {
             std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
     }
     auto& slot = workspaces_[key];
-    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_);
+    const DType stored16 = activations16_ ? compute_dtype(precision) : DType::f32;
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_, stored16);
     return *slot;
 }
 
 void ModelImpl::set_recompute(Recompute r) {
     if (r == recompute_) return;
     recompute_ = r;
+    drop_training_workspaces();
+}
+
+void ModelImpl::set_activations16(bool on) {
+    if (on == activations16_) return;
+    activations16_ = on;
+    drop_training_workspaces();
+}
+
+void ModelImpl::drop_training_workspaces() {
     std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
 }
 
@@ -155,9 +167,13 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
                          std::vector<int32_t>* routing) {
     LayerActs& a = ws.layers[static_cast<size_t>(l)];
     const LayerW& lw = wf.layers[static_cast<size_t>(l)];
-    if (lw.moe)
-        moe_fwd(dev, cfg, l, lw, a.n2.y, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
-    else
+    if (lw.moe) {
+        // The gather of the expert rows reads f32: a 16-bit n2.y (hash routing) is widened
+        // into its transient, exactly (the products round the gathered rows to it anyway).
+        if (a.n2.y32) dev.convert(a.n2.y32.view(0, {ws.N, cfg.d_model}), a.n2.y);
+        const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
+        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+    } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(ws.N)}, a.n2.y, a.ffn, x_out, 1.0f);
 }
 

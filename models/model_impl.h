@@ -61,6 +61,11 @@ class ModelImpl {
     // drops the training workspaces planned with another mode).
     Recompute recompute() const { return recompute_; }
     void set_recompute(Recompute r);
+    // bf16 / fp16: whether training workspaces store the activations only matrix products
+    // read in the 16-bit compute dtype (default) or in f32 (bit-identical results; tests
+    // compare the two). Drops the training workspaces planned with the other setting.
+    bool activations16() const { return activations16_; }
+    void set_activations16(bool on);
 
     // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
@@ -116,7 +121,9 @@ class ModelImpl {
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
     static constexpr int kMaxInferenceWorkspaces = 4;
+    void drop_training_workspaces();
     Recompute recompute_ = Recompute::none;
+    bool activations16_ = true;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
 };
 

@@ -39,7 +39,12 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
                             static_cast<float>(m.aux_loss_alpha),
                             static_cast<float>(m.z_loss_alpha));
 
-    dev.gather_rows(a.xg, xn, a.row_token, N * k, D);
+    if (a.xg.dtype == DType::f32) {
+        dev.gather_rows(a.xg, xn, a.row_token, N * k, D);
+    } else {  // 16-bit storage: gathered in f32 into yrows (written later), then converted
+        dev.gather_rows(a.yrows, xn, a.row_token, N * k, D);
+        dev.convert(a.xg, a.yrows);
+    }
     ffn_fwd(dev, c.ffn, w.experts, a.host_counts, a.xg, a.experts, a.yrows, 0.0f);
     if (x_res)
         dev.moe_combine(x_res, a.yrows, a.slot_row, softmax ? a.topk_w : Tensor{}, N, k, D, true);

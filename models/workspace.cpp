@@ -13,6 +13,7 @@ struct Planner {
     const ModelConfig& c;
     int64_t N;
     int64_t& bytes;  // running total of what was allocated
+    DType lo;        // dtype of the activations only matrix products read (f32 or 16-bit)
 
     Tensor alloc(DType t, Shape s) const {
         bytes += s.numel() * static_cast<int64_t>(dtype_size(t));
@@ -20,10 +21,12 @@ struct Planner {
     }
     Tensor f32(Shape s) const { return alloc(DType::f32, s); }
     Tensor i32(Shape s) const { return alloc(DType::i32, s); }
+    Tensor gemm_only(Shape s) const { return alloc(lo, s); }
 
-    NormActs norm() const {
+    // y_gemm_only: only matrix products read y (16-bit storage allowed).
+    NormActs norm(bool y_gemm_only) const {
         NormActs a;
-        a.y = f32({N, c.d_model});
+        a.y = y_gemm_only ? gemm_only({N, c.d_model}) : f32({N, c.d_model});
         if (c.norm == NormKind::layernorm) a.mean = f32({N});
         a.rstd = f32({N});
         return a;
@@ -32,7 +35,7 @@ struct Planner {
         FfnActs a;
         if (c.ffn == FfnKind::swiglu) a.gate = f32({rows, F});
         a.up = f32({rows, F});
-        a.h = f32({rows, F});
+        a.h = gemm_only({rows, F});
         return a;
     }
     MoeActs moe() const {
@@ -49,18 +52,19 @@ struct Planner {
         a.counts = i32({E});
         a.row_token = i32({N * k});
         a.slot_row = i32({N * k});
-        a.xg = f32({N * k, D});
+        a.xg = gemm_only({N * k, D});
         a.yrows = f32({N * k, D});
         a.experts = ffn(N * k, c.d_ff);
         if (m.n_shared_experts > 0) a.shared = ffn(N, int64_t{m.n_shared_experts} * c.d_ff);
         return a;
     }
-    // The attention half of a layer: x_mid, both norms, q/k/v/o/lse.
-    void attention_part(LayerActs& a, int B, int T) const {
+    // The attention half of a layer: x_mid, both norms, q/k/v/o/lse. n2_gemm_only: only
+    // matrix products read the FFN norm's output (norm2_gemm_only of every layer served).
+    void attention_part(LayerActs& a, int B, int T, bool n2_gemm_only) const {
         const int64_t h = c.head_dim, H = c.n_heads, K = c.n_kv_heads;
         a.x_mid = f32({N, c.d_model});
-        a.n1 = norm();
-        a.n2 = norm();
+        a.n1 = norm(true);
+        a.n2 = norm(n2_gemm_only);
         a.attn.q = f32({N, H * h});
         a.attn.k = f32({N, K * h});
         a.attn.v = f32({N, K * h});
@@ -97,7 +101,7 @@ uint64_t next_buffer_generation() {
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
                                           bool training, int64_t logit_budget,
-                                          Recompute recompute) {
+                                          Recompute recompute, DType stored16) {
     auto ws = std::make_unique<Workspace>();
     ws->generation = next_buffer_generation();
     ws->B = B;
@@ -105,25 +109,29 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->N = int64_t{B} * T;
     ws->training = training;
     ws->recompute = training ? recompute : Recompute::none;
+    ws->stored16 = training ? stored16 : DType::f32;
     const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
-    Planner p{dev, c, N, ws->bytes};
+    Planner p{dev, c, N, ws->bytes, ws->stored16};
     ws->ids = p.i32({N});
     ws->targets = p.i32({N});
     ws->pos_ids = p.i32({N});
 
-    bool any_dense = false, any_moe = false;
-    for (int l = 0; l < c.n_layers; ++l) (c.is_moe_layer(l) ? any_moe : any_dense) = true;
+    bool any_dense = false, any_moe = false, all_n2_gemm_only = true;
+    for (int l = 0; l < c.n_layers; ++l) {
+        (c.is_moe_layer(l) ? any_moe : any_dense) = true;
+        all_n2_gemm_only = all_n2_gemm_only && norm2_gemm_only(c, l);
+    }
     if (training) {
         // Buffers every layer shares: the whole layer but its input (block) or the FFN / MoE
         // part (ffn); the backward re-runs the layer's forward into them.
         LayerActs shared;
-        if (recompute == Recompute::block) p.attention_part(shared, B, T);
+        if (recompute == Recompute::block) p.attention_part(shared, B, T, all_n2_gemm_only);
         if (recompute != Recompute::none) p.ffn_part(shared, any_dense, any_moe);
         // Residual stream: L + 1 distinct layer inputs, x_in(l+1) = output of layer l.
         Tensor x = p.f32({N, D});
         for (int l = 0; l < c.n_layers; ++l) {
             LayerActs a = shared;
-            if (recompute != Recompute::block) p.attention_part(a, B, T);
+            if (recompute != Recompute::block) p.attention_part(a, B, T, norm2_gemm_only(c, l));
             if (recompute == Recompute::none)
                 p.ffn_part(a, !c.is_moe_layer(l), c.is_moe_layer(l));
             a.x_in = x;
@@ -133,13 +141,13 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
         ws->x_final = x;
     } else {
         LayerActs shared;
-        p.attention_part(shared, B, T);
+        p.attention_part(shared, B, T, all_n2_gemm_only);
         p.ffn_part(shared, any_dense, any_moe);
         shared.x_in = shared.x_mid;  // the residual stream is updated in place
         ws->layers.assign(static_cast<size_t>(c.n_layers), shared);
         ws->x_final = shared.x_in;
     }
-    ws->nf = p.norm();
+    ws->nf = p.norm(false);  // f32: the transient of the 16-bit layer norm outputs
     ws->logit_rows = logit_chunk_rows(N, V, logit_budget);
     ws->logits = p.f32({ws->logit_rows, V});
     ws->losses = p.f32({N});
@@ -165,6 +173,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
             g.dlogits = p.f32({N, E});
         }
     }
+    bind_f32_transients(*ws);
     return ws;
 }
 

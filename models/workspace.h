@@ -5,6 +5,11 @@
 // layer's attention part plus one shared set of FFN / MoE buffers (ffn). Inference
 // workspaces share one set of layer buffers between all layers and update the residual
 // stream in place.
+// Mixed precision (bf16 / fp16 training workspaces): the activations whose only readers are
+// matrix products (norm outputs feeding projections, expert input rows, FFN hiddens) are
+// stored in the 16-bit compute dtype — the products round their operands to it anyway, so
+// the results are bit-identical to fp32 storage. Their f32 values are first written to a
+// transient f32 buffer shared by all layers (`y32` / `h32`, see workspace_storage16.cpp).
 #pragma once
 
 #include <memory>
@@ -18,6 +23,7 @@ namespace moetrain {
 
 struct NormActs {
     Tensor y, mean, rstd;  // y [N, D]; mean (layernorm only), rstd [N]
+    Tensor y32;            // y 16-bit: the shared f32 buffer the norm writes first; else empty
 };
 
 struct AttnActs {
@@ -26,6 +32,7 @@ struct AttnActs {
 
 struct FfnActs {
     Tensor gate, up, h;  // [rows, F]: pre-activations (gate: swiglu only) and the hidden h
+    Tensor h32;          // h 16-bit: the shared f32 buffer the activation writes first
 };
 
 struct MoeActs {
@@ -34,6 +41,7 @@ struct MoeActs {
     Tensor counts;                     // [E] i32
     Tensor row_token, slot_row;        // [N*k] i32 (Device::moe_sort)
     Tensor xg, yrows;                  // expert input / output rows [N*k, D], sorted by expert
+                                       // (a 16-bit xg is gathered into yrows first)
     FfnActs experts;                   // [N*k, F]
     FfnActs shared;                    // [N, S*F]
     std::vector<int32_t> host_counts;  // rows per expert, downloaded once per forward
@@ -52,7 +60,8 @@ struct GradScratch {
     Tensor dres;             // d loss / d residual stream [N, D]
     Tensor dxn;              // d loss / d norm output [N, D]
     Tensor dq, dk, dv, d_o;  // like q, k, v, o
-    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use
+    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use (dh is
+                             // also the forward's f32 transient of 16-bit hiddens)
     Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
     Tensor dw;               // d loss / d topk_w [N, k]
     Tensor dlogits;          // d loss / d router logits [N, E]
@@ -69,11 +78,12 @@ struct Workspace {
     int64_t N = 0;  // B*T rows
     bool training = false;
     Recompute recompute = Recompute::none;  // what the backward recomputes (training only)
+    DType stored16 = DType::f32;  // dtype of the GEMM-only activations (f32: all fp32)
     int64_t bytes = 0;                      // device bytes of every buffer planned below
     Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
-    NormActs nf;     // final norm
+    NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
     Tensor logits;   // one chunk of logits [logit_rows, V]
     int64_t logit_rows = 0;
     Tensor losses;  // per-token cross-entropy [N]
@@ -91,8 +101,20 @@ constexpr int64_t kLogitBudget = int64_t{1} << 24;
 // Rows of logits computed at once so that rows * V <= budget (at least one row).
 int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
 
+// `stored16`: the dtype training workspaces store the GEMM-only activations in (the compute
+// dtype of mixed precision, or f32); inference workspaces keep everything in f32.
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
                                           bool training, int64_t logit_budget,
-                                          Recompute recompute);
+                                          Recompute recompute, DType stored16);
+
+// ---- workspace_storage16.cpp ----
+// Whether layer l's FFN-norm output n2.y may be 16-bit: not when a softmax router reads it
+// (the router's product and its weight gradient run in fp32).
+bool norm2_gemm_only(const ModelConfig& c, int layer);
+// Points every 16-bit norm output at the f32 transient nf.y (free whenever a layer norm runs:
+// the head reads it only after the last layer's forward and before the backward starts) and
+// every 16-bit FFN hidden at g.dh (backward scratch, free during the forward and during a
+// layer's recompute, which precedes that layer's backward).
+void bind_f32_transients(Workspace& ws);
 
 }  // namespace moetrain

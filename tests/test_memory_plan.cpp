@@ -56,6 +56,13 @@ TEST_CASE("plan: each lever shrinks its own part") {
     CHECK(p16.weights > 0);
     CHECK(p16.weights < base.weights / 2);  // 2 bytes per matrix element only
     CHECK(p16.workspace > base.workspace);  // + GEMM operand conversion buffers
+    // Activations only products read are stored in bf16, 2 bytes less per element: each
+    // layer's attention norm output, expert input rows and hiddens, shared-expert hidden (the
+    // FFN norm output stays f32: the fp32 router reads it).
+    const MoeConfig& mc = *c.moe;
+    const double N = o.batch * o.seq, D = c.d_model, F = c.d_ff, k = mc.active_k();
+    const double per_layer = N * D + N * k * D + N * k * F + N * mc.n_shared_experts * F;
+    CHECK(base.activations - p16.activations == 2 * c.n_layers * per_layer);
 
     sgd.optimizer = OptimizerKind::sgd;
     CHECK(plan_training_memory(c, sgd).optimizer == 0);

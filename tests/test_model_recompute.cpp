@@ -6,11 +6,9 @@
 // exactly the activations the mode drops.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <memory>
 
-#include "model_impl.h"
-#include "test_xbackend_util.h"
+#include "model_bits_util.h"
 
 using namespace moetrain;
 namespace xb = moetrain::xbackend;
@@ -30,28 +28,6 @@ std::vector<xb::NamedConfig> configs() {
                                       xb::config_layernorm_learned_tied()};
     for (auto& c : v) c.cfg.n_layers = 3;
     return v;
-}
-
-// The index of the first differing element (size when equal); memcmp decides equality.
-template <typename V>
-size_t first_difference(const V& a, const V& b) {
-    REQUIRE(a.size() == b.size());
-    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0) return a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-        if (std::memcmp(&a[i], &b[i], sizeof(a[0])) != 0) return i;
-    return a.size();
-}
-
-void check_bits(const std::vector<float>& got, const std::vector<float>& want,
-                const std::string& what) {
-    const size_t i = first_difference(got, want);
-    CAPTURE(what);
-    if (i < want.size()) {
-        CAPTURE(i);
-        CAPTURE(got[i]);
-        CAPTURE(want[i]);
-        CHECK(i == want.size());
-    }
 }
 
 void check_loss(const LossStats& got, const LossStats& want) {
@@ -81,30 +57,12 @@ std::unique_ptr<Model> model_in(Device& dev, const ModelConfig& c, Recompute mod
     return m;
 }
 
-// Two accumulated micro-batches (grad_scale 1/2 each) with the routing recorded.
-struct FbRun {
-    std::vector<LossStats> losses;
-    std::vector<float> grads;
-    std::vector<int32_t> routing;
-    std::vector<ExpertLoad> loads;
-};
+using bits::FbRun;
 
 FbRun forward_backward_run(Device& dev, const ModelConfig& c, Recompute mode,
                            Precision precision = Precision::fp32) {
     const auto model = model_in(dev, c, mode, precision);
-    Model& m = *model;
-    const std::vector<int32_t> stream = xb::token_stream(c.vocab_size, 4096, 5);
-    FbRun r;
-    m.zero_grads();
-    m.impl().record_routing = &r.routing;
-    for (int i = 0; i < 2; ++i) {
-        const xb::Batch b = xb::batch_at(stream, i, kB, kT);
-        r.losses.push_back(m.forward_backward(b.x.data(), b.y.data(), kB, kT, 0.5f));
-    }
-    m.impl().record_routing = nullptr;
-    r.grads = m.get_flat(m.grads_flat());
-    r.loads = m.expert_load();
-    return r;
+    return bits::accumulate_two(*model, 5, kB, kT);
 }
 
 // Two Trainer steps of two micro-batches each, then the parameters.
@@ -194,7 +152,7 @@ TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-ide
                 const FbRun got = forward_backward_run(*d.dev, nc.cfg, mode);
                 REQUIRE(got.losses.size() == want.losses.size());
                 for (size_t i = 0; i < got.losses.size(); ++i) check_loss(got.losses[i], want.losses[i]);
-                check_bits(got.grads, want.grads, "gradients");
+                bits::check_bits(got.grads, want.grads, "gradients");
                 CHECK(got.routing == want.routing);  // recorded once per forward, not again
                 check_loads(got.loads, want.loads);
             }
@@ -218,7 +176,7 @@ TEST_CASE("recompute: bf16 and fp16 matrix products, gradients bit-identical too
                     const FbRun got = forward_backward_run(*d.dev, c, mode, p);
                     for (size_t i = 0; i < got.losses.size(); ++i)
                         check_loss(got.losses[i], want.losses[i]);
-                    check_bits(got.grads, want.grads, "gradients");
+                    bits::check_bits(got.grads, want.grads, "gradients");
                 }
             }
         }
@@ -240,7 +198,7 @@ TEST_CASE("recompute: Trainer steps with accumulation bit-identical (no double c
                     check_loss(got.steps[s].loss, want.steps[s].loss);
                     CHECK(got.steps[s].grad_norm == want.steps[s].grad_norm);
                 }
-                check_bits(got.params, want.params, "parameters after the steps");
+                bits::check_bits(got.params, want.params, "parameters after the steps");
                 check_loads(got.loads, want.loads);
             }
         }

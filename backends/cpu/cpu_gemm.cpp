@@ -46,15 +46,20 @@ void run_f32(const GemmArgs& g, const cpu::StoredMatrix& a, const cpu::StoredMat
 // JIT-compiles a bf16 primitive per exact shape (~0.5-1 ms, cached by shape), and the MoE
 // expert products change m (their token count) and, for the weight gradients, k every step.
 // So m is cut into kBf16RowChunk-row calls plus a binary split of the rest (512 + 64 + 4 rows
-// for m = 580: at most 9 row counts per (n, k)), and when both operands are packed anyway k is
-// padded with zeros to a multiple of kBf16KPad (exact: the padding adds 0 * 0 products).
+// for m = 580: at most 9 row counts per (n, k)), and k is padded with zeros to a multiple of
+// kBf16KPad (exact: the padding adds 0 * 0 products) when both operands are packed anyway or
+// when A is transposed (a weight gradient dy^T x: k is the token count). In the latter case a
+// bf16 operand is packed too, so the result does not depend on whether the activation x is
+// stored in bf16 or f32 (oneDNN's kernels for an odd k sum in another order).
 constexpr int64_t kBf16RowChunk = 512;
 constexpr int64_t kBf16KPad = 64;
 
 void gemm_bf16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::StoredMatrix b,
                float* c) {
-    const bool pack_a = a.dtype != DType::bf16, pack_b = b.dtype != DType::bf16;
-    const int64_t k = pack_a && pack_b ? (g.k + kBf16KPad - 1) / kBf16KPad * kBf16KPad : g.k;
+    const bool pad_k = (a.dtype != DType::bf16 && b.dtype != DType::bf16) ||
+                       (g.ta == Trans::T && g.k % kBf16KPad != 0);
+    const bool pack_a = pad_k || a.dtype != DType::bf16, pack_b = pad_k || b.dtype != DType::bf16;
+    const int64_t k = pad_k ? (g.k + kBf16KPad - 1) / kBf16KPad * kBf16KPad : g.k;
     // Stored shapes with k padded: A [m,k] (N) / [k,m] (T), B [k,n] (N) / [n,k] (T).
     const int64_t a_rows = g.ta == Trans::N ? g.m : k, a_cols = g.ta == Trans::N ? k : g.m;
     const int64_t b_rows = g.tb == Trans::N ? k : g.n, b_cols = g.tb == Trans::N ? g.n : k;
