@@ -58,7 +58,7 @@ struct GemmArgs {
 // tk_dev (i32 [1], may be empty) adds a length read from device memory when the op runs (a
 // decode step replayed from a graph): the ops use Tk + tk_dev[0], which must lie in [Tq, S]
 // (the host checks Tq <= Tk <= S on Tk alone). A device value outside that range is reported
-// like an invalid index (see "Device-side values" below) and the op skips its work.
+// like an invalid index (see "Device-side values" at the top) and the op skips its work.
 struct AttnDims {
     int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
     Tensor tk_dev = {};

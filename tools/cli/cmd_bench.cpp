@@ -190,6 +190,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     for (int b = 0; b < a.batch; ++b) prompts.push_back(random_tokens(rng, cfg.vocab_size, a.seq));
     GenerateOptions g;
     g.temperature = 0.0f;  // greedy: the step is the model, not the sampler
+    g.max_new_tokens = a.generate;
 
     const ModelCost cost = model_cost(cfg);
     const double bytes = decode_weight_bytes(cfg, cost.active_matmul_params);
