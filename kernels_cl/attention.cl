@@ -4,7 +4,7 @@
  * keys u <= that position; query head h reads kv head h / (H/K) (MHA, GQA, MQA alike).
  * One work-item per query row (forward, dq) or per key row (dk/dv), so every sum is
  * accumulated in a fixed order without atomics. The kernels that see Tk add the device length
- * tk[0] when has_tk (AttnDims::tk_dev); a Tk outside [Tq, S] is reported (code 10) and the
+ * tk[0] when has_tk (AttnDims::tk_dev); a Tk outside [Tq, S] is reported (code 12) and the
  * kernels write nothing. */
 
 #define MT_ATTN_MAX_HD 256
@@ -25,7 +25,7 @@ inline long mt_attn_tk(long Tk, long Tq, long S, __global const int* tk, long tk
                        __global int* err, long err_off) {
     long extra = mt_dev_value(tk, tk_off, has_tk), r = Tk + extra;
     if (r >= Tq && r <= S) return r;
-    if (get_global_id(0) == 0) mt_report(err + err_off, 10, (int)extra);
+    if (get_global_id(0) == 0) mt_report(err + err_off, 12, (int)extra);
     return -1;
 }
 

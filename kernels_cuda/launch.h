@@ -117,6 +117,10 @@ inline Geom moe_place(int64_t slots) {
 // Experts whose per-block counters fit the shared-memory budget.
 constexpr int64_t kMaxExperts = static_cast<int64_t>(kMaxDynamicShmem / sizeof(int32_t));
 
+// ---- grouped GEMM planning (backends/shared/grouped_gemm_plan.h): one block; thread 0 scans
+// the group sizes, then the block fills the pointer arrays / tile table ----
+inline Geom grouped_plan() { return {1, 1, 1, 256, 0}; }
+
 // ---- attention: a block of 4 warps, one query row (or key row) per warp ----
 // Values per lane for head_dim hd: 1, 2, 4 or 8 (the kernel template argument).
 inline int attn_lane_chunks(int64_t hd) {

@@ -10,6 +10,11 @@
 
 struct CUstream_st;  // cudaStream_t is `CUstream_st*`; the harness passes nullptr
 
+namespace moetrain::grouped {  // backends/shared/grouped_gemm_plan.h
+struct Span;
+struct Tile;
+}  // namespace moetrain::grouped
+
 namespace mtk {
 
 using Stream = CUstream_st*;
@@ -28,9 +33,11 @@ enum ErrorCode : int32_t {
     kErrGatherIndex = 6,       // gather_rows: row index outside the source
     kErrCombineRow = 7,        // moe_combine: slot_row entry outside the rows
     kErrCombineBwdRow = 8,     // moe_combine_bwd: slot_row entry outside the rows
-    kErrRopePosition = 9,      // rope: device position offset leaves [0, MT_POS_LIMIT)
-    kErrAttnLength = 10,       // attention: device length puts Tk outside [Tq, S]
-    kErrKvAppendPosition = 11, // kv_append: device position offset leaves the cache
+    kErrGroupRows = 9,         // gemm_grouped: a negative group size
+    kErrGroupTotal = 10,       // gemm_grouped: group sizes summing past the capacity
+    kErrRopePosition = 11,     // rope: device position offset leaves [0, MT_POS_LIMIT)
+    kErrAttnLength = 12,       // attention: device length puts Tk outside [Tq, S]
+    kErrKvAppendPosition = 13, // kv_append: device position offset leaves the cache
 };
 inline const char* error_message(int32_t code) {
     switch (code) {
@@ -42,6 +49,8 @@ inline const char* error_message(int32_t code) {
         case kErrGatherIndex: return "gather_rows: row index outside the source:";
         case kErrCombineRow: return "moe_combine: slot_row entry outside the rows:";
         case kErrCombineBwdRow: return "moe_combine_bwd: slot_row entry outside the rows:";
+        case kErrGroupRows: return "gemm_grouped: negative group size:";
+        case kErrGroupTotal: return "gemm_grouped: the group sizes sum past the capacity to";
         case kErrRopePosition: return "rope: device position offset outside [0, 2^30):";
         case kErrAttnLength: return "attention: device length makes Tk leave [Tq, S]:";
         case kErrKvAppendPosition: return "kv_append: device position offset outside the cache:";
@@ -143,6 +152,41 @@ void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
                      int64_t nrows, const int32_t* slot_row, const float* w, int64_t N,
                      int64_t k, int64_t dim, int32_t* err);
+
+// ---- grouped_gemm.cuh (Device::gemm_grouped; the plan: backends/shared/grouped_gemm_plan.h) ----
+// Dim m pointer-array inputs: A's first row and its row stride, B_0 and the distance between
+// consecutive B_i, both in bytes of the operands the products read; C (f32) with its row stride
+// in elements; the C that dummy entries write.
+struct GroupedOperands {
+    const void* a = nullptr;
+    int64_t a_row_bytes = 0;
+    const void* b = nullptr;
+    int64_t b_group_bytes = 0;
+    float* c = nullptr;
+    int64_t ldc = 0;
+    float* dummy_c = nullptr;
+};
+// One block: spans[groups] from sizes, then the `entries` pointers of every class (entry_tile).
+void grouped_pointers(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity,
+                      int64_t tile, int64_t big, int64_t entries, const GroupedOperands& o,
+                      moetrain::grouped::Span* spans, const void** a_ptrs, const void** b_ptrs,
+                      float** c_ptrs, int32_t* err);
+// One block: spans[groups], then table[tiles] of the padded tiles (tile_of, rounding up).
+void grouped_tiles(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity, int64_t tile,
+                   int64_t tiles, moetrain::grouped::Span* spans, moetrain::grouped::Tile* table,
+                   int32_t* err);
+// C_i = beta * C_i for i < groups (C_i = c + i * stride_c, m x n, row stride ldc).
+void grouped_scale(Stream s, float* c, int64_t groups, int64_t stride_c, int64_t m, int64_t n,
+                   int64_t ldc, float beta);
+// The `count` tiles table[0 .. count) of TM = tile rows each, copied from src (rows of `cols`,
+// row stride ld) into dst compact (count * tile rows of cols), converted to dst_kind; rows past
+// a tile's end and dummy tiles are zero.
+void grouped_pad(Stream s, void* dst, FloatKind dst_kind, const void* src, FloatKind src_kind,
+                 int64_t ld, int64_t cols, const moetrain::grouped::Tile* table, int64_t count,
+                 int64_t tile);
+// C_{table[p].group} += partial p (compact m x n, p < count, in order); dummies skipped.
+void grouped_reduce(Stream s, float* c, int64_t stride_c, int64_t ldc, const float* partials,
+                    const moetrain::grouped::Tile* table, int64_t count, int64_t m, int64_t n);
 
 // ---- loss.cuh ----
 void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,

@@ -19,6 +19,15 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
 // dx (=|+=) dy @ w (skipped when dx is empty); gw.w += dy^T @ x; gw.b += colsum(dy).
 void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
                 const LinearW& w, int64_t rows, bool accumulate_dx);
+// The three products of a linear layer over `rows` rows as GemmArgs (biases not included):
+// y = x @ w^T (+ beta y), dx = dy @ w (+ dx), gw.w += dy^T @ x. The grouped MoE experts run
+// the same products with one weight per row group (ffn.cpp, Device::gemm_grouped).
+GemmArgs linear_fwd_gemm(const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
+                         float beta);
+GemmArgs linear_dx_gemm(const Tensor& dx, const Tensor& dy, const LinearW& w, int64_t rows,
+                        bool accumulate_dx);
+GemmArgs linear_dw_gemm(const LinearW& gw, const Tensor& dy, const Tensor& x, const LinearW& w,
+                        int64_t rows);
 
 // ---- embedding.cpp: x = tok_emb[ids] (+ pos_emb[pos_ids]) ----
 void embedding_fwd(Device& dev, const ModelW& w, const Workspace& ws, const Tensor& x);
@@ -51,15 +60,27 @@ void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const Attn
                    const Tensor& dxn, int B, int T);
 
 // ---- ffn.cpp: a dense FFN (one group) or G experts over contiguous row groups ----
-// y (=|+=) FFN(x); group g owns rows_per_group[g] consecutive rows of x, acts and y. With y
-// empty only the activations the backward reads are computed (recompute, no down projection).
-void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const std::vector<int32_t>& rows_per_group,
-             const Tensor& x, const FfnActs& a, const Tensor& y, float beta_y);
-void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw,
-             const std::vector<int32_t>& rows_per_group, const Tensor& x, const FfnActs& a,
-             const Tensor& dy, const GradScratch& g, const Tensor& dx, bool accumulate_dx);
+// The rows an FFN runs over: `rows` rows of one dense FFN (counts empty; biases allowed), or
+// the `groups` MoE experts, group g owning counts[g] consecutive rows, where counts is an i32
+// device tensor whose sum is `rows` (read on the device only: Device::gemm_grouped).
+struct FfnRows {
+    int64_t rows = 0;
+    Tensor counts;
+    int64_t groups = 1;
+    static FfnRows dense(int64_t rows) { return {rows, Tensor{}, 1}; }
+    static FfnRows experts(int64_t rows, const Tensor& counts, int64_t groups) {
+        return {rows, counts, groups};
+    }
+};
+// y (=|+=) FFN(x) over the rows of x, acts and y. With y empty only the activations the
+// backward reads are computed (recompute, no down projection).
+void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, const Tensor& x,
+             const FfnActs& a, const Tensor& y, float beta_y);
+void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const FfnRows& rows,
+             const Tensor& x, const FfnActs& a, const Tensor& dy, const GradScratch& g,
+             const Tensor& dx, bool accumulate_dx);
 
-// ---- moe.cpp: router, sort by expert, one GEMM per expert, combine (+ shared experts) ----
+// ---- moe.cpp: router, sort by expert, grouped expert GEMMs, combine (+ shared experts) ----
 // x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
 // is given, the chosen experts are appended to it (gradient checks watch for flips). The
 // backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is

@@ -122,7 +122,7 @@ std::vector<float> Model::forward_logits(const int32_t* x, int B, int T) {
 }
 
 const std::vector<ExpertLoad>& Model::expert_load() const {
-    return impl_->load;
+    return impl_->expert_load();  // downloads the loads of the last forward once
 }
 
 StepRun Model::last_step_run() const {

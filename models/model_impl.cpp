@@ -41,6 +41,9 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
     wf = w;
     stats = dev.alloc(DType::f32, {4});
     micro = dev.alloc(DType::f32, {3});
+    int moe_layers = 0;
+    for (int l = 0; l < cfg.n_layers; ++l) moe_row_.push_back(cfg.is_moe_layer(l) ? moe_layers++ : -1);
+    if (moe_layers > 0) load_counts = dev.alloc(DType::i32, {moe_layers, cfg.moe->n_experts});
 }
 
 void ModelImpl::set_precision(Precision p) {
@@ -150,8 +153,8 @@ void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) 
         const Tensor& x_out = l + 1 < L ? ws.layers[static_cast<size_t>(l) + 1].x_in : ws.x_final;
         if (!same_view(x_out, a.x_mid)) dev.copy(x_out, a.x_mid);
         ffn_part(ws, l, x_out, micro.view(1, {2}), record_routing);
+        record_load(ws, l);
     }
-    record_load(ws);
 }
 
 void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
@@ -174,7 +177,7 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
         moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
     } else
-        ffn_fwd(dev, cfg.ffn, lw.ffn, {static_cast<int32_t>(ws.N)}, a.n2.y, a.ffn, x_out, 1.0f);
+        ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
 
 void ModelImpl::recompute_layer(Workspace& ws, int l) {
@@ -196,7 +199,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
         else
-            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, {static_cast<int32_t>(N)}, a.n2.y, a.ffn, g.dres,
+            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres,
                     g, g.dxn, false);
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
         attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
@@ -205,11 +208,32 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
     embedding_bwd(dev, gw, ws, g.dres);
 }
 
-void ModelImpl::record_load(const Workspace& ws) {
-    load.clear();
-    for (int l = 0; l < cfg.n_layers; ++l)
-        if (cfg.is_moe_layer(l))
-            load.push_back({l, ws.layers[static_cast<size_t>(l)].moe.host_counts});
+void ModelImpl::record_load(const Workspace& ws, int l) {
+    const int row = moe_row_[static_cast<size_t>(l)];
+    if (row < 0) return;
+    const int64_t E = cfg.moe->n_experts;
+    dev.copy(load_counts.view(row * E, {E}), ws.layers[static_cast<size_t>(l)].moe.counts);
+}
+
+void ModelImpl::loads_written() {
+    load_recorded_ = static_cast<bool>(load_counts);
+    load_fresh_ = false;
+}
+
+const std::vector<ExpertLoad>& ModelImpl::expert_load() {
+    if (!load_recorded_ || load_fresh_) return load_;
+    const int64_t E = cfg.moe->n_experts;
+    std::vector<int32_t> all(static_cast<size_t>(load_counts.numel()));
+    dev.download(all.data(), load_counts);
+    load_.clear();
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const int row = moe_row_[static_cast<size_t>(l)];
+        if (row < 0) continue;
+        const auto first = all.begin() + row * E;
+        load_.push_back({l, std::vector<int32_t>(first, first + E)});
+    }
+    load_fresh_ = true;
+    return load_;
 }
 
 int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
@@ -238,6 +262,7 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     } else {
         last_run = dev.run_recorded(step_key(ws, grad_scale, weight, ce_scale), queue);
     }
+    loads_written();
     return counted;
 }
 
@@ -250,6 +275,7 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
     load_batch(ws, x, nullptr, pos0);
     refresh_compute_weights();
     forward_layers(ws, &cache);
+    loads_written();
     head_last_logits(dev, cfg, wf, ws, logits);
     last_run = StepRun::eager;
 }
@@ -272,11 +298,12 @@ void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos,
     if (record_routing) {  // the routing record downloads the choices: never captured
         queue();
         last_run = StepRun::eager;
-        return;
+    } else {
+        std::ostringstream k;
+        k << key << " ws#" << ws.generation << " lo#" << lo_generation;
+        last_run = dev.run_recorded(k.str(), queue);
     }
-    std::ostringstream k;
-    k << key << " ws#" << ws.generation << " lo#" << lo_generation;
-    last_run = dev.run_recorded(k.str(), queue);
+    loads_written();
 }
 
 std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {
@@ -288,6 +315,7 @@ std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T)
     refresh_compute_weights();
     dev.fill(micro, 0.0f);
     forward_layers(ws, nullptr);
+    loads_written();
     return head_logits(dev, cfg, wf, ws);
 }
 

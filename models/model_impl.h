@@ -50,7 +50,11 @@ class ModelImpl {
     // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
     Tensor stats;
     Tensor micro;  // one micro-batch's ce, aux, z
-    std::vector<ExpertLoad> load;
+    // Expert loads of the last forward: every MoE layer's forward copies its expert counts into
+    // its row of load_counts ([MoE layers, E] i32, on the device), downloaded only when
+    // expert_load() is read, so a step reads nothing back per layer.
+    Tensor load_counts;
+    const std::vector<ExpertLoad>& expert_load();
     // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
     // to exercise the chunked head.
     int64_t logit_budget = kLogitBudget;
@@ -113,7 +117,10 @@ class ModelImpl {
     // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
     void recompute_layer(Workspace& ws, int l);
     void backward_layers(Workspace& ws, float grad_scale);
-    void record_load(const Workspace& ws);
+    // Queues the copy of MoE layer l's expert counts into load_counts (device work only).
+    void record_load(const Workspace& ws, int l);
+    // After a forward was queued: the loads changed (host bookkeeping, outside any recording).
+    void loads_written();
     // The Device::run_recorded key of queue_micro_batch: everything its device work depends on.
     std::string step_key(const Workspace& ws, float grad_scale, float weight,
                          float ce_scale) const;
@@ -125,6 +132,9 @@ class ModelImpl {
     Recompute recompute_ = Recompute::none;
     bool activations16_ = true;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
+    std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
+    std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)
+    bool load_recorded_ = false, load_fresh_ = false;
 };
 
 }  // namespace moetrain

@@ -1,8 +1,9 @@
 // Mixture-of-Experts FFN (MODEL.md 2-3): softmax top-k or hash routing, a stable sort of the
 // (token, slot) pairs by expert, a gather of the routed rows so every expert owns one
-// contiguous block (one GEMM per expert, sized by the expert counts downloaded once per
-// layer), a weighted combine back into the residual stream, always-on shared experts, the
-// aux / z losses, and the backward of all of it. Dropless: every routed row is computed.
+// contiguous block (the expert products are grouped GEMMs that read the expert counts on the
+// device: no host read inside the layer), a weighted combine back into the residual stream,
+// always-on shared experts, the aux / z losses, and the backward of all of it. Dropless:
+// every routed row is computed, so the N*k rows are exactly filled by the experts.
 #include "layers.h"
 
 namespace moetrain {
@@ -27,9 +28,7 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.hash_route(a.topk_idx, ids, N, layer, E);
     }
     dev.moe_sort(a.counts, a.row_token, a.slot_row, a.topk_idx, N, k, E);
-    a.host_counts.resize(static_cast<size_t>(E));
-    dev.download(a.host_counts.data(), a.counts);
-    if (routing) {
+    if (routing) {  // gradient checks only (a debugging path): this host read is allowed
         std::vector<int32_t> chosen(static_cast<size_t>(N * k));
         dev.download(chosen.data(), a.topk_idx.view(0, {N * k}));
         routing->insert(routing->end(), chosen.begin(), chosen.end());
@@ -45,11 +44,12 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.gather_rows(a.yrows, xn, a.row_token, N * k, D);
         dev.convert(a.xg, a.yrows);
     }
-    ffn_fwd(dev, c.ffn, w.experts, a.host_counts, a.xg, a.experts, a.yrows, 0.0f);
+    ffn_fwd(dev, c.ffn, w.experts, FfnRows::experts(N * k, a.counts, E), a.xg, a.experts, a.yrows,
+            0.0f);
     if (x_res)
         dev.moe_combine(x_res, a.yrows, a.slot_row, softmax ? a.topk_w : Tensor{}, N, k, D, true);
     if (w.shared.present())
-        ffn_fwd(dev, c.ffn, w.shared, {static_cast<int32_t>(N)}, xn, a.shared, x_res, 1.0f);
+        ffn_fwd(dev, c.ffn, w.shared, FfnRows::dense(N), xn, a.shared, x_res, 1.0f);
 }
 
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
@@ -60,14 +60,14 @@ void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& g
     const bool softmax = m.router == RouterKind::softmax_topk;
     const bool shared = w.shared.present();
     if (shared)
-        ffn_bwd(dev, c.ffn, w.shared, gw.shared, {static_cast<int32_t>(N)}, xn, a.shared, dres, g,
-                dxn, false);
+        ffn_bwd(dev, c.ffn, w.shared, gw.shared, FfnRows::dense(N), xn, a.shared, dres, g, dxn,
+                false);
 
     // Combine: drows = w * dy for every routed row, dw = dy . expert output.
     dev.moe_combine_bwd(g.drows, softmax ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,
                         softmax ? a.topk_w : Tensor{}, N, k, D);
-    ffn_bwd(dev, c.ffn, w.experts, gw.experts, a.host_counts, a.xg, a.experts, g.drows, g, g.dxg,
-            false);
+    ffn_bwd(dev, c.ffn, w.experts, gw.experts, FfnRows::experts(N * k, a.counts, E), a.xg,
+            a.experts, g.drows, g, g.dxg, false);
     // Undo the gather: each token sums the gradients of its k rows.
     dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
     if (!softmax) return;

@@ -44,7 +44,6 @@ struct MoeActs {
                                        // (a 16-bit xg is gathered into yrows first)
     FfnActs experts;                   // [N*k, F]
     FfnActs shared;                    // [N, S*F]
-    std::vector<int32_t> host_counts;  // rows per expert, downloaded once per forward
 };
 
 struct LayerActs {

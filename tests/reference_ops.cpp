@@ -88,6 +88,35 @@ void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c) {
     }
 }
 
+void gemm_grouped(const Gemm& g, const Vec& a, const Vec& b, Vec& c, const IVec& rows,
+                  GroupDim dim) {
+    auto store = [&](double& cv, double acc) {
+        cv = g.beta == 0 ? g.alpha * acc : g.alpha * acc + g.beta * cv;
+    };
+    int64_t o = 0;
+    for (size_t i = 0; i < rows.size(); o += rows[i], ++i) {
+        const auto gi = static_cast<int64_t>(i);
+        if (dim == GroupDim::m) {  // C[o:o+r, :] = alpha A[o:o+r, :] @ op(B_i) + beta C[o:o+r, :]
+            const double* Bi = b.data() + gi * g.stride_b;
+            for (int64_t r = o; r < o + rows[i]; ++r)
+                for (int64_t col = 0; col < g.n; ++col) {
+                    double acc = 0;
+                    for (int64_t p = 0; p < g.k; ++p)
+                        acc += a[r * g.lda + p] *
+                               (g.tb == Trans::N ? Bi[p * g.ldb + col] : Bi[col * g.ldb + p]);
+                    store(c[r * g.ldc + col], acc);
+                }
+        } else {  // C_i = alpha A[o:o+r, :]^T @ B[o:o+r, :] + beta C_i
+            for (int64_t r = 0; r < g.m; ++r)
+                for (int64_t col = 0; col < g.n; ++col) {
+                    double acc = 0;
+                    for (int64_t p = o; p < o + rows[i]; ++p) acc += a[p * g.lda + r] * b[p * g.ldb + col];
+                    store(c[gi * g.stride_c + r * g.ldc + col], acc);
+                }
+        }
+    }
+}
+
 void add(Vec& out, const Vec& a, const Vec& b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }

@@ -35,6 +35,10 @@ struct Gemm {
 // The sizes, scalars and strides of a device GemmArgs (its tensors are not used).
 Gemm gemm_dims(const GemmArgs& g);
 void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c);
+// Device::gemm_grouped: group i has rows[i] rows (>= 0, sum <= the capacity g.m / g.k); g's
+// batch fields are ignored (the grouped op takes stride_b (dim m) / stride_c (dim k) only).
+void gemm_grouped(const Gemm& g, const Vec& a, const Vec& b, Vec& c, const IVec& rows,
+                  GroupDim dim);
 void add(Vec& out, const Vec& a, const Vec& b, int64_t n);
 void axpby(Vec& y, double alpha, const Vec& x, double beta, int64_t n);
 void add_bias(Vec& y, const Vec& bias, int64_t rows, int64_t cols);

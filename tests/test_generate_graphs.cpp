@@ -1,9 +1,11 @@
 // Generation with CUDA Graphs (Device::run_recorded) on gives the same tokens as graphs off,
 // and the decode steps report eager, eager, captured, replayed... (the prefill and the first
 // draw run eagerly; each later step is one recorded step reading its position and Philox step
-// from device memory). Dense configs with rope and with learned positions, batched prompts,
-// temperature / top-k sampling; a second generation gets new buffers, hence a new graph. Runs
-// on the backends that record graphs (cuda, and the cudasim test module without a GPU).
+// from device memory). A dense config with rope, a dense one with learned positions and an MoE
+// one (softmax top-k router, shared expert: the grouped GEMMs read their sizes on the device),
+// batched prompts, temperature / top-k sampling; a second generation gets new buffers, hence a
+// new graph. Runs on the backends that record graphs (cuda, and the cudasim test module
+// without a GPU).
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -36,11 +38,14 @@ TEST_CASE("generate: decode steps replayed from a CUDA graph equal eager decodin
     learned.pos = PosKind::learned;
     learned.norm = NormKind::layernorm;
     learned.bias = true;
-    for (const ModelConfig& c : {rm::small_config(), learned}) {
+    ModelConfig moe = rm::with_moe(rm::small_config(), 4, 2, 1);
+    moe.moe->n_shared_experts = 1;
+    for (const ModelConfig& c : {rm::small_config(), learned, moe}) {
         for (auto& d : test::test_devices()) {
             if (!test::records_graphs(*d.dev)) continue;  // eager only: nothing to compare
             CAPTURE(d.id);
             CAPTURE(c.pos == PosKind::learned);
+            CAPTURE(c.moe.has_value());
             std::unique_ptr<Device> plain = test::open_without_graphs(d.id);
             Model mg(*d.dev, c), me(*plain, c);
             rm::randomize_weights(mg, 5);

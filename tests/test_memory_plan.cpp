@@ -29,8 +29,10 @@ TEST_CASE("plan: every part equals the allocations of a real model on the cpu") 
             CHECK(p.grads == doctest::Approx(4 * P).epsilon(1e-3));  // + 7 floats of loss stats
             CHECK(p.optimizer == 8 * P);
             CHECK(p.activations > 0);
-            CHECK(p.activations + p.workspace ==
+            CHECK(p.activations + p.workspace - p.op_scratch ==
                   static_cast<double>(m.training_workspace_bytes(o.batch, o.seq)));
+            // fp32: only the grouped expert GEMMs (MoE) take op scratch.
+            CHECK((p.op_scratch > 0) == static_cast<bool>(nc.cfg.moe));
         }
     }
 }
@@ -55,7 +57,8 @@ TEST_CASE("plan: each lever shrinks its own part") {
     CHECK(p16.master_weights == base.weights);  // the fp32 parameters move to "master"
     CHECK(p16.weights > 0);
     CHECK(p16.weights < base.weights / 2);  // 2 bytes per matrix element only
-    CHECK(p16.workspace > base.workspace);  // + GEMM operand conversion buffers
+    // + GEMM operand conversion buffers, or the grouped expert GEMMs' buffers if larger.
+    CHECK(p16.op_scratch > 0);
     // Activations only products read are stored in bf16, 2 bytes less per element: each
     // layer's attention norm output, expert input rows and hiddens, shared-expert hidden (the
     // FFN norm output stays f32: the fp32 router reads it).

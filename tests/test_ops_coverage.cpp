@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 const std::set<std::string> kTestedOps = {
     "backend_name", "name", "alloc_buffer", "upload", "download", "copy", "fill", "convert",
-    "synchronize", "gemm", "add", "axpby", "add_bias", "bias_grad", "embedding_fwd",
+    "synchronize", "gemm", "gemm_grouped", "add", "axpby", "add_bias", "bias_grad", "embedding_fwd",
     "embedding_bwd", "rmsnorm_fwd", "rmsnorm_bwd", "layernorm_fwd", "layernorm_bwd", "rope",
     "attention_fwd", "attention_bwd", "act_fwd", "act_bwd", "swiglu_fwd", "swiglu_bwd",
     "softmax", "router_fwd", "router_bwd", "router_aux_loss", "hash_route", "moe_sort",

@@ -1,6 +1,7 @@
 // Training with CUDA Graphs (Device::run_recorded) on gives bit-identical losses, norms and
-// weights to graphs off, and the steps report eager, eager, captured, replayed... Runs on the
-// backends that record graphs (cuda, and the cudasim test module without a GPU).
+// weights to graphs off, and the steps report eager, eager, captured, replayed..., for a dense
+// and an MoE model. Runs on the backends that record graphs (cuda, and the cudasim test module
+// without a GPU).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -15,7 +16,8 @@ using namespace moetrain;
 namespace rm = moetrain::refmodel;
 
 TEST_CASE("train: steps replayed from a CUDA graph equal eager steps bit for bit") {
-    for (const ModelConfig& c : {rm::small_config()}) {
+    // Dense, and MoE (grouped expert GEMMs: no host read inside the step, so it is captured).
+    for (const ModelConfig& c : {rm::small_config(), rm::with_moe(rm::small_config(), 4, 2)}) {
         for (auto& d : test::test_devices()) {
             if (!test::records_graphs(*d.dev)) continue;  // eager only: nothing to compare
             CAPTURE(d.id);

@@ -27,6 +27,8 @@
 namespace moetrain {
 
 enum class Trans : uint8_t { N, T };
+// Which dimension of a grouped product the row groups split (Device::gemm_grouped).
+enum class GroupDim : uint8_t { m, k };
 enum class Act : uint8_t { gelu, relu, silu };  // gelu = tanh approximation (MODEL.md 2)
 
 // C = alpha * op(A) @ op(B) + beta * C, row-major; op(A) is [m,k], op(B) is [k,n], C is [m,n].
@@ -110,6 +112,24 @@ public:
 
     // ---- dense algebra ----
     virtual void gemm(const GemmArgs& g) = 0;
+    // Grouped products over consecutive row groups (the MoE experts) whose sizes live on the
+    // device. Group i < groups has r_i = group_rows[i] rows (i32, >= 0) starting at row
+    // o_i = r_0 + ... + r_{i-1}; sum r_i <= the capacity g.m (dim m) or g.k (dim k), which
+    // fixes the work a backend plans for (rows past sum r_i are not touched).
+    //  dim m (forward, input gradient): ta must be N, tb N or T; the tensors are A [cap, k],
+    //   C [cap, n] and `groups` B matrices B_i = g.b + i * g.stride_b;
+    //   C[o_i : o_i+r_i, :] = alpha * A[o_i : o_i+r_i, :] @ op(B_i) + beta * C[o_i : o_i+r_i, :].
+    //  dim k (weight gradient): ta must be T, tb N; A [cap, m], B [cap, n] and `groups` C
+    //   matrices C_i = g.c + i * g.stride_c [m, n];
+    //   C_i = alpha * A[o_i : o_i+r_i, :]^T @ B[o_i : o_i+r_i, :] + beta * C_i (r_i = 0 gives
+    //   beta * C_i).
+    // compute, dtypes, lda / ldb / ldc and "beta = 0 does not read C" as in gemm(); g.batch
+    // must be 1 and the other stride_* 0. Invalid group_rows (negative, sum over the capacity)
+    // are an error: thrown at once where group_rows is read on the host (cpu, opencl), else
+    // (cuda) reported at the next download() / synchronize() with the groups clamped to the
+    // capacity. Backends that support graph capture (cuda) issue no host synchronisation.
+    virtual void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                              GroupDim dim) = 0;
     // out[i] = a[i] + b[i], i < n (out may alias a or b).
     virtual void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) = 0;
     // y[i] = alpha * x[i] + beta * y[i], i < n.

@@ -31,7 +31,10 @@ struct MemoryPlan {
     double optimizer = 0;       // AdamW moments (fp32 or 8-bit + block scales); SGD: 0
     double activations = 0;     // what the forward keeps for the backward (recompute mode)
     double workspace = 0;       // backward scratch, a logits chunk, batch ids, loss buffers,
-                                // and (16-bit) the backend's GEMM operand conversion buffers
+                                // and the backend's op scratch (op_scratch)
+    double op_scratch = 0;      // part of workspace: the backend's largest op temporary, i.e.
+                                // (16-bit) GEMM operand conversion or (MoE, cuda) the grouped
+                                // expert GEMMs' pointer arrays and round buffers
     double total() const {
         return weights + master_weights + grads + optimizer + activations + workspace;
     }

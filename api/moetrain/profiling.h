@@ -39,6 +39,8 @@ public:
     void synchronize() override { inner_.synchronize(); }
 
     void gemm(const GemmArgs& g) override;
+    void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                      GroupDim dim) override;
     void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
     void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
     void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;

@@ -47,6 +47,8 @@ public:
 
     // ---- dense algebra (cpu_gemm.cpp, cpu_elementwise.cpp) ----
     void gemm(const GemmArgs& g) override;
+    void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                      GroupDim dim) override;  // cpu_gemm_grouped.cpp
     void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
     void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
     void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;

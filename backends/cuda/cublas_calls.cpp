@@ -32,6 +32,12 @@ ColumnMajorGemm to_column_major(const GemmArgs& g) {
 }
 
 namespace {
+cudaDataType operand_type(DType compute) {
+    MT_CHECK(compute == DType::f32 || compute == DType::bf16 || compute == DType::f16,
+             "gemm: compute ", dtype_name(compute), " is not f32, bf16 or f16");
+    return compute == DType::f32 ? CUDA_R_32F : compute == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
 void gemm_ex(cublasHandle_t handle, const GemmArgs& g, cudaDataType ab, const void* a,
              const void* b, float* c, const char* what) {
     ColumnMajorGemm cm = to_column_major(g);
@@ -53,6 +59,21 @@ void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const v
     const bool bf16 = g.compute == DType::bf16;
     gemm_ex(handle, g, bf16 ? CUDA_R_16BF : CUDA_R_16F, a, b, c,
             bf16 ? "cublasGemmStridedBatchedEx (bf16 gemm)" : "cublasGemmStridedBatchedEx (f16 gemm)");
+}
+
+void gemm_batched(cublasHandle_t handle, const GemmArgs& g, const void* const* a_ptrs,
+                  const void* const* b_ptrs, float* const* c_ptrs, int64_t batch) {
+    GemmArgs one = g;
+    one.batch = batch;
+    one.stride_a = one.stride_b = one.stride_c = 0;
+    const ColumnMajorGemm cm = to_column_major(one);
+    const cudaDataType ab = operand_type(g.compute);
+    // cuBLAS's first operand is our B, its second our A (the transpose trick).
+    check_cublas(cublasGemmBatchedEx(handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha,
+                                     b_ptrs, ab, cm.lda, a_ptrs, ab, cm.ldb, &g.beta,
+                                     reinterpret_cast<void* const*>(c_ptrs), CUDA_R_32F, cm.ldc,
+                                     cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmBatchedEx (grouped gemm)");
 }
 
 }  // namespace moetrain::cuda

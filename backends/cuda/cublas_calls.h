@@ -30,4 +30,11 @@ void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const fl
 // C: CUBLAS_COMPUTE_32F (fp32 accumulation, tensor cores where the GPU has them).
 void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c);
 
+// C_e = alpha op(A_e) op(B_e) + beta C_e for e < batch, with the matrices at the device
+// pointers a_ptrs[e], b_ptrs[e], c_ptrs[e] (device arrays; cublasGemmBatchedEx). g gives the
+// row-major sizes, transposes, ld, alpha, beta and compute (g.batch, strides and tensors are
+// not used); A and B are stored as g.compute, C as f32; CUBLAS_COMPUTE_32F.
+void gemm_batched(cublasHandle_t handle, const GemmArgs& g, const void* const* a_ptrs,
+                  const void* const* b_ptrs, float* const* c_ptrs, int64_t batch);
+
 }  // namespace moetrain::cuda

@@ -7,9 +7,10 @@
 // argument checks that turn a wrong tensor into a moetrain::Error naming the op and argument.
 //
 // Index values (token ids, targets, expert indices) are checked by the kernels, which skip an
-// invalid one and report it into the context's error word. cross_entropy and moe_sort check
-// the word at once (except inside a graph capture); every other op's report surfaces at the
-// next download() or synchronize(), as a moetrain::Error naming the op and the index.
+// invalid one and report it into the context's error word. cross_entropy checks the word at
+// once (except inside a graph capture); every other op's report (moe_sort's and gemm_grouped's
+// included, so that an MoE layer queues no host wait) surfaces at the next download() or
+// synchronize(), as a moetrain::Error naming the op and the index.
 // run_recorded captures a step into a CUDA Graph and replays it (graph_cache.h) unless the
 // device was opened with DeviceOptions::cuda_graphs off.
 #pragma once
@@ -67,6 +68,9 @@ public:
 
     // ---- dense algebra (cuda_ops_dense.cpp; gemm through cublas_calls.cpp) ----
     void gemm(const GemmArgs& g) override;
+    // No host synchronisation: sized by the capacity (cuda_ops_grouped.cpp).
+    void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                      GroupDim dim) override;
     void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
     void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
     void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;

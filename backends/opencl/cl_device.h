@@ -92,6 +92,9 @@ public:
 
     // ---- dense algebra (cl_gemm.cpp, cl_ops_elementwise.cpp) ----
     void gemm(const GemmArgs& g) override;
+    // Downloads group_rows (a host wait), then one gemm per group (cl_gemm.cpp).
+    void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                      GroupDim dim) override;
     void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
     void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
     void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;

@@ -4,11 +4,15 @@
 // (and PoCL no cl_khr_fp16), so the 16-bit products (GemmArgs::compute bf16 / f16) first
 // write each operand compact into device scratch as f32 values rounded through `compute`
 // (kernels_cl/convert.cl; a 16-bit operand is widened exactly) and run sgemm on those: exact
-// products of the rounded values, summed in fp32.
+// products of the rounded values, summed in fp32. gemm_grouped reads the group sizes back to
+// the host (the one host wait of the op) and runs one gemm per group.
 #include <clblast.h>
+
+#include <vector>
 
 #include "cl_device.h"
 #include "shared/gemm_dtypes.h"
+#include "shared/grouped_gemm.h"
 
 namespace moetrain::opencl {
 namespace {
@@ -107,6 +111,14 @@ void ClDevice::gemm(const GemmArgs& g) {
     MT_CHECK(s == clblast::StatusCode::kSuccess, "gemm: CLBlast failed with ", status_name(s),
              " (", static_cast<int>(s), ") for m=", g.m, " n=", g.n, " k=", g.k,
              " batch=", g.batch);
+}
+
+void ClDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                            GroupDim dim) {
+    check_grouped_args(g, group_rows, groups, dim);
+    std::vector<int32_t> rows(static_cast<size_t>(groups));
+    if (groups > 0) download(rows.data(), group_rows.view(0, {groups}));
+    run_grouped_on_host(g, rows.data(), groups, dim, [&](const GemmArgs& e) { gemm(e); });
 }
 
 }  // namespace moetrain::opencl

@@ -3,9 +3,11 @@
 #include "moetrain/memory_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "model_impl.h"
 #include "planning/planning_device.h"
+#include "shared/grouped_gemm_plan.h"
 
 namespace moetrain {
 namespace {
@@ -25,6 +27,8 @@ double scratch_bytes(const Workspace& ws) {
                      &g.dw, &g.dlogits});
 }
 
+// The backends' op scratch is one area grown to the largest request (cpu, cuda), counted here
+// for its two large users:
 // 16-bit products with an f32 operand convert it into a backend scratch buffer (cpu, cuda):
 // the largest pair of f32 operands of any product, at 2 bytes per element.
 double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
@@ -40,6 +44,27 @@ double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
     const double layer = rows * (widest + D);
     const double head = static_cast<double>(ws.logit_rows) * (c.vocab_size + D);
     return 2.0 * std::max(layer, head);
+}
+
+// The MoE expert products are grouped GEMMs; the CUDA backend takes their pointer arrays, dummy
+// tiles, 16-bit operand copies (dim m) and weight-gradient round buffers (dim k) from its op
+// scratch (backends/shared/grouped_gemm_plan.h): the largest request of the four shapes.
+double grouped_scratch(const ModelConfig& c, const Workspace& ws, Precision precision) {
+    if (!c.moe) return 0;
+    const int64_t cap = ws.N * c.moe->active_k(), E = c.moe->n_experts, D = c.d_model,
+                  F = c.d_ff;
+    const bool half = precision != Precision::fp32;
+    const int64_t op_bytes = half ? 2 : 4;
+    size_t most = 0;
+    for (auto [n, k] : {std::pair{F, D}, std::pair{D, F}}) {  // gate / up / dx: n x k products
+        // dim m: the f32 activation rows are converted for 16-bit products (the weights are
+        // the 16-bit working copy already).
+        most = std::max(most, grouped::make_plan(false, cap, E, cap, n, n, op_bytes,
+                                                 half ? cap * k : 0, 0).total());
+        // dim k: the weight gradients [n, k].
+        most = std::max(most, grouped::make_plan(true, cap, E, n, k, k, op_bytes, 0, 0).total());
+    }
+    return static_cast<double>(most);
 }
 
 }  // namespace
@@ -75,7 +100,9 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     const double all = static_cast<double>(dev.allocated() - mark);
     p.workspace = scratch_bytes(ws);
     p.activations = all - p.workspace;
-    if (o.precision != Precision::fp32) p.workspace += conversion_scratch(c, ws);
+    p.op_scratch = std::max(o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0,
+                            grouped_scratch(c, ws, o.precision));
+    p.workspace += p.op_scratch;
     return p;
 }
 

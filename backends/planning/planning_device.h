@@ -31,6 +31,7 @@ public:
     void fill(const Tensor&, float) override { refuse("fill"); }
     void convert(const Tensor&, const Tensor&) override { refuse("convert"); }
     void gemm(const GemmArgs&) override { refuse("gemm"); }
+    void gemm_grouped(const GemmArgs&, const Tensor&, int64_t, GroupDim) override { refuse("gemm_grouped"); }
     void add(const Tensor&, const Tensor&, const Tensor&, int64_t) override { refuse("add"); }
     void axpby(const Tensor&, float, const Tensor&, float, int64_t) override { refuse("axpby"); }
     void add_bias(const Tensor&, const Tensor&, int64_t, int64_t) override { refuse("add_bias"); }

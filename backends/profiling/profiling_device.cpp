@@ -62,6 +62,17 @@ void ProfilingDevice::gemm(const GemmArgs& g) {
     double bytes = F * d(g.batch) * (d(g.m * g.k) + d(g.k * g.n) + d(g.m * g.n) * (g.beta ? 2 : 1));
     timed("gemm", flops, bytes, [&] { inner_.gemm(g); });
 }
+// Counted at the capacity (the group sizes stay on the device): exact for a dropless MoE,
+// whose groups fill it.
+void ProfilingDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                                   GroupDim dim) {
+    const double flops = 2.0 * d(g.m) * d(g.n) * d(g.k);
+    const double weights = d(groups) * d(dim == GroupDim::m ? g.k * g.n : g.m * g.n);
+    const double rows = dim == GroupDim::m ? d(g.m) * d(g.k + g.n * (g.beta ? 2 : 1))
+                                           : d(g.k) * d(g.m + g.n);
+    const double bytes = F * (rows + weights * (dim == GroupDim::k && g.beta ? 2 : 1));
+    timed("gemm_grouped", flops, bytes, [&] { inner_.gemm_grouped(g, group_rows, groups, dim); });
+}
 void ProfilingDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
     timed("add", d(n), 3 * F * d(n), [&] { inner_.add(out, a, b, n); });
 }

@@ -64,7 +64,7 @@ void run_plan(const PlanArgs& a) {
         : o.optimizer == OptimizerKind::adamw8bit ? "AdamW m, v in 8 bits + a scale per 256"
                                                   : "SGD: none");
     row("activations", p.activations, "kept for the backward pass");
-    row("workspace", p.workspace, "backward scratch, logits chunk, batch, conversion buffers");
+    row("workspace", p.workspace, "backward scratch, logits chunk, batch, backend op scratch");
     row("total", p.total(), "");
     const bool fits = p.total() <= capacity;
     std::printf("%s: %.2f GB -> %s (%.0f%% of it)\n", where.c_str(), capacity / 1e9,

@@ -2,13 +2,13 @@
 // memory, for the `cudasim` test module: the real CUDA backend sources (Device, context,
 // allocator, argument checks, launchers) built with the kernels running under the SIMT harness,
 // so the whole op test suite can drive the CUDA Device on a machine without a GPU.
-// Declarations come from the real CUDA headers; only the definitions are ours. The GEMM is
-// cuBLAS's column-major strided-batched contract written as plain loops (double accumulation),
-// for f32, bf16 and f16 A / B (both the same type) with an f32 C. Stream work (kernel grids,
-// copies, fills, GEMMs) goes through simt::submit, so a fake CUDA Graph capture records it
-// (arguments copied, pointers read when replayed) instead of running it, and a graph launch
-// runs the recorded list; a synchronisation or allocation during a capture invalidates it, as
-// the thread-local capture mode of the real runtime does.
+// Declarations come from the real CUDA headers; only the definitions are ours. The GEMMs are
+// cuBLAS's column-major strided-batched and pointer-array batched contracts written as plain
+// loops (double accumulation), for f32, bf16 and f16 A / B (both the same type) with an f32 C.
+// Stream work (kernel grids, copies, fills, GEMMs) goes through simt::submit, so a fake CUDA
+// Graph capture records it (arguments copied, pointers read when replayed) instead of running
+// it, and a graph launch runs the recorded list; a synchronisation or allocation during a
+// capture invalidates it, as the thread-local capture mode of the real runtime does.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -45,8 +45,29 @@ double load(const void* p, cudaDataType t, long long i) {
     const uint16_t h = static_cast<const uint16_t*>(p)[i];
     return t == CUDA_R_16BF ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
 }
-size_t elem_bytes(cudaDataType t) {
-    return t == CUDA_R_32F ? 4 : 2;
+size_t elem_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+bool supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
+    const bool known = a == CUDA_R_32F || a == CUDA_R_16BF || a == CUDA_R_16F;
+    return known && b == a && c == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F;
+}
+
+// One column-major product C = al op(A) op(B) + be C (A and B of type t, C f32), double
+// accumulation; be = 0 does not read C.
+void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, float al,
+              const void* a, cudaDataType t, int lda, const void* b, int ldb, float be, float* c,
+              int ldc) {
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            double acc = 0;
+            for (int p = 0; p < k; ++p) {
+                double av = load(a, t, transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda : p + static_cast<long long>(i) * lda);
+                double bv = load(b, t, transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb : j + static_cast<long long>(p) * ldb);
+                acc += av * bv;
+            }
+            float& cv = c[i + static_cast<long long>(j) * ldc];
+            cv = be == 0.0f ? static_cast<float>(al * acc) : static_cast<float>(al * acc + be * cv);
+        }
 }
 }  // namespace
 
@@ -201,41 +222,41 @@ const char* cublasGetStatusName(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE";
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(
-    cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
-    const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA, const void* B,
-    cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C, cudaDataType Ctype,
-    int ldc, long long strideC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
-    auto supported = [](cudaDataType t) {
-        return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F;
-    };
-    if (!supported(Atype) || Btype != Atype || Ctype != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long strideA, const void* B,
+                                          cudaDataType Btype, int ldb, long long strideB,
+                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                          long long strideC, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t) {
+    if (!supported(Atype, Btype, Ctype, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     simt::submit([=] {
-        for (int bt = 0; bt < batch; ++bt) {
-            const void* a = static_cast<const char*>(A) + bt * strideA * elem_bytes(Atype);
-            const void* b = static_cast<const char*>(B) + bt * strideB * elem_bytes(Btype);
-            float* c = static_cast<float*>(C) + bt * strideC;
-            for (int j = 0; j < n; ++j)
-                for (int i = 0; i < m; ++i) {
-                    double acc = 0;
-                    for (int p = 0; p < k; ++p) {
-                        double av =
-                            load(a, Atype,
-                                 transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda
-                                                       : p + static_cast<long long>(i) * lda);
-                        double bv =
-                            load(b, Btype,
-                                 transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb
-                                                       : j + static_cast<long long>(p) * ldb);
-                        acc += av * bv;
-                    }
-                    float& cv = c[i + static_cast<long long>(j) * ldc];
-                    cv = be == 0.0f ? static_cast<float>(al * acc)
-                                    : static_cast<float>(al * acc + be * cv);
-                }
-        }
+        for (int bt = 0; bt < batch; ++bt)
+            gemm_one(transa, transb, m, n, k, al,
+                     static_cast<const char*>(A) + bt * strideA * elem_bytes(Atype), Atype, lda,
+                     static_cast<const char*>(B) + bt * strideB * elem_bytes(Btype), ldb, be,
+                     static_cast<float*>(C) + bt * strideC, ldc);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+// The pointer arrays ("device" memory is host memory here) are read when the work runs, so a
+// replayed graph uses the pointers its planning kernels wrote in that replay.
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k,
+                                   const void* alpha, const void* const Aarray[],
+                                   cudaDataType Atype, int lda, const void* const Barray[],
+                                   cudaDataType Btype, int ldb, const void* beta,
+                                   void* const Carray[], cudaDataType Ctype, int ldc, int batch,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t) {
+    if (!supported(Atype, Btype, Ctype, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+    simt::submit([=] {
+        for (int bt = 0; bt < batch; ++bt)
+            gemm_one(transa, transb, m, n, k, al, Aarray[bt], Atype, lda, Barray[bt], ldb, be,
+                     static_cast<float*>(Carray[bt]), ldc);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include "convert.cuh"
 #include "elementwise.cuh"
 #include "embedding.cuh"
+#include "grouped_gemm.cuh"
 #include "kv_cache.cuh"
 #include "loss.cuh"
 #include "moe_permute.cuh"

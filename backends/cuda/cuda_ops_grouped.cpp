@@ -1,0 +1,157 @@
+// CudaDevice::gemm_grouped (docs/CUDA.md, "Grouped GEMM"): the group sizes never leave the
+// device, so the op queues a fixed sequence of kernels and cuBLAS calls sized by the capacity
+// and the group count alone (backends/shared/grouped_gemm_plan.h) and can be captured in a
+// CUDA Graph. Its scratch (pointer arrays / tile table, 16-bit operand copies, dummy C, dim-k
+// round buffers) is one request to the context scratch, the same size for every call of a
+// shape, so after the first call nothing is allocated.
+//  dim m: grouped_pointers writes the pointer arrays of every tile class, then one
+//    cublasGemmBatchedEx per class (the big tiles, then the 2^j-row remainder tiles) writes
+//    disjoint row tiles of C with alpha / beta as given.
+//  dim k: C_i = beta C_i, grouped_tiles lays the groups out in padded TM-row tiles, then per
+//    round: the round's tiles of A and B copied compact (zero padded, in the compute dtype), one
+//    strided-batched product per tile into its partial buffer, and grouped_reduce adding the
+//    partials into their C_i in tile order.
+#include <algorithm>
+#include <climits>
+
+#include "cuda/cublas_calls.h"
+#include "cuda/cuda_device.h"
+#include "shared/grouped_gemm.h"
+#include "shared/grouped_gemm_plan.h"
+
+namespace moetrain::cuda {
+namespace {
+
+namespace gp = grouped;
+constexpr const char* kOp = "gemm_grouped";
+
+mtk::FloatKind kind_of(DType t) { return static_cast<mtk::FloatKind>(static_cast<int>(t)); }
+
+// Consecutive parts of one scratch block, in the order of gp::Plan.
+struct Carve {
+    char* base;
+    size_t at = 0;
+    template <typename T>
+    T* take(size_t bytes) {
+        T* p = bytes ? reinterpret_cast<T*>(base + at) : nullptr;
+        at += bytes;
+        return p;
+    }
+};
+
+// Device pointer of an operand holding `n` elements (nullptr for an empty one nothing reads).
+void* operand(CudaDevice& dev, const Tensor& t, int64_t n, const char* arg) {
+    return n == 0 && !t.buf ? nullptr : dev.raw(t, kOp, arg);
+}
+
+void grouped_m(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
+    const GroupedSpans sp = grouped_spans(g, groups, GroupDim::m);
+    const bool half = g.compute != DType::f32;
+    const int64_t esize = half ? 2 : 4;
+    const bool conv_a = half && g.a.dtype == DType::f32, conv_b = half && g.b.dtype == DType::f32;
+    const gp::Plan p = gp::make_plan(false, g.m, groups, g.m, g.n, g.ldc, esize,
+                                     conv_a ? sp.a : 0, conv_b ? sp.b : 0);
+    const void* a = operand(dev, g.a, sp.a, "a");
+    const void* b = operand(dev, g.b, sp.b, "b");
+    auto* c = static_cast<float*>(dev.raw(g.c, kOp, "c"));
+    Carve s{static_cast<char*>(dev.context().scratch(p.total()))};
+    auto* spans = s.take<gp::Span>(p.spans);
+    const size_t ptr_bytes = static_cast<size_t>(p.entries) * sizeof(void*);  // table: A, B, C
+    auto** a_ptrs = s.take<const void*>(ptr_bytes);
+    auto** b_ptrs = s.take<const void*>(ptr_bytes);
+    auto** c_ptrs = s.take<float*>(p.table - 2 * ptr_bytes);
+    auto* ca = s.take<char>(p.convert_a);
+    auto* cb = s.take<char>(p.convert_b);
+    auto* dummy = s.take<float>(p.dummy_c);
+    mtk::Stream st = dev.stream(kOp);
+    if (conv_a && sp.a > 0) {
+        mtk::convert(st, ca, kind_of(g.compute), a, mtk::FloatKind::f32, sp.a);
+        a = ca;
+    }
+    if (conv_b && sp.b > 0) {
+        mtk::convert(st, cb, kind_of(g.compute), b, mtk::FloatKind::f32, sp.b);
+        b = cb;
+    }
+    const mtk::GroupedOperands o{a, g.lda * esize, b, g.stride_b * esize, c, g.ldc, dummy};
+    mtk::grouped_pointers(st, sizes, groups, g.m, p.tile, p.big, p.entries, o, spans, a_ptrs,
+                          b_ptrs, c_ptrs, dev.error_word());
+    dev.launched(kOp);
+    GemmArgs t = g;  // one batched call per tile class: m = the class's tile rows
+    for (int64_t cls = -1; cls < p.classes; ++cls) {
+        const int64_t e0 = cls < 0 ? 0 : p.big + cls * groups;
+        const int64_t count = cls < 0 ? p.big : groups;
+        if (count == 0) continue;
+        t.m = cls < 0 ? p.tile : int64_t{1} << cls;
+        gemm_batched(dev.context().cublas(), t, a_ptrs + e0, b_ptrs + e0, c_ptrs + e0, count);
+    }
+}
+
+void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
+    const GroupedSpans sp = grouped_spans(g, groups, GroupDim::k);
+    auto* c = static_cast<float*>(dev.raw(g.c, kOp, "c"));
+    mtk::Stream st = dev.stream(kOp);
+    if (g.beta != 1.0f || g.k == 0)
+        mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
+    dev.launched(kOp);
+    if (g.k == 0) return;
+    const int64_t esize = g.compute == DType::f32 ? 4 : 2;
+    const gp::Plan p = gp::make_plan(true, g.k, groups, g.m, g.n, g.ldc, esize, 0, 0);
+    const void* a = operand(dev, g.a, sp.a, "a");
+    const void* b = operand(dev, g.b, sp.b, "b");
+    Carve s{static_cast<char*>(dev.context().scratch(p.total()))};
+    auto* spans = s.take<gp::Span>(p.spans);
+    auto* table = s.take<gp::Tile>(p.table);
+    auto* pa = s.take<char>(p.padded_a);
+    auto* pb = s.take<char>(p.padded_b);
+    auto* partials = s.take<float>(p.partials);
+    mtk::grouped_tiles(st, sizes, groups, g.k, p.tile, p.tiles, spans, table, dev.error_word());
+    dev.launched(kOp);
+    GemmArgs t;  // partial_p = alpha * A'_p^T B'_p over the round's padded tiles
+    t.ta = Trans::T;
+    t.tb = Trans::N;
+    t.m = g.m;
+    t.n = g.n;
+    t.k = p.tile;
+    t.alpha = g.alpha;
+    t.beta = 0.0f;
+    t.lda = g.m;
+    t.ldb = g.n;
+    t.ldc = g.n;
+    t.stride_a = p.tile * g.m;
+    t.stride_b = p.tile * g.n;
+    t.stride_c = g.m * g.n;
+    t.compute = g.compute;
+    for (int64_t r = 0; r < p.rounds; ++r) {
+        const int64_t t0 = r * p.per_round, count = std::min(p.per_round, p.tiles - t0);
+        mtk::grouped_pad(st, pa, kind_of(g.compute), a, kind_of(g.a.dtype), g.lda, g.m, table + t0,
+                         count, p.tile);
+        mtk::grouped_pad(st, pb, kind_of(g.compute), b, kind_of(g.b.dtype), g.ldb, g.n, table + t0,
+                         count, p.tile);
+        dev.launched(kOp);
+        t.batch = count;
+        if (g.compute == DType::f32)
+            gemm_f32(dev.context().cublas(), t, reinterpret_cast<const float*>(pa),
+                     reinterpret_cast<const float*>(pb), partials);
+        else
+            gemm_16bit(dev.context().cublas(), t, pa, pb, partials);
+        mtk::grouped_reduce(st, c, g.stride_c, g.ldc, partials, table + t0, count, g.m, g.n);
+        dev.launched(kOp);
+    }
+}
+
+}  // namespace
+
+void CudaDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                              GroupDim dim) {
+    check_grouped_args(g, group_rows, groups, dim);
+    MT_CHECK(grouped_capacity(g, dim) <= INT_MAX, kOp, ": capacity ", grouped_capacity(g, dim),
+             " exceeds int32 row indices");
+    const int32_t* sizes = i32(group_rows, groups, kOp, "group_rows");
+    if (groups == 0 || g.m == 0 || g.n == 0) return;
+    if (dim == GroupDim::m)
+        grouped_m(*this, g, sizes, groups);
+    else
+        grouped_k(*this, g, sizes, groups);
+}
+
+}  // namespace moetrain::cuda
