@@ -3,7 +3,9 @@
  * Tk <= S valid rows); lse [B,H,Tq]. Query t sits at absolute position t + (Tk - Tq) and sees
  * keys u <= that position; query head h reads kv head h / (H/K) (MHA, GQA, MQA alike).
  * One work-item per query row (forward, dq) or per key row (dk/dv), so every sum is
- * accumulated in a fixed order without atomics. */
+ * accumulated in a fixed order without atomics. The kernels that see Tk add the device length
+ * tk[0] when has_tk (AttnDims::tk_dev); a Tk outside [Tq, S] is reported (code 12) and the
+ * kernels write nothing. */
 
 #define MT_ATTN_MAX_HD 256
 #define MT_ATTN_BLOCK 16
@@ -16,6 +18,15 @@ inline float mt_dot_gp(__global const float* a, const float* b, int hd) {
 
 inline void mt_load_row(float* dst, __global const float* src, int hd) {
     for (int d = 0; d < hd; ++d) dst[d] = src[d];
+}
+
+/* Tk plus the device length; -1 when that leaves [Tq, S] (reported once, by work-item 0). */
+inline long mt_attn_tk(long Tk, long Tq, long S, __global const int* tk, long tk_off, int has_tk,
+                       __global int* err, long err_off) {
+    long extra = mt_dev_value(tk, tk_off, has_tk), r = Tk + extra;
+    if (r >= Tq && r <= S) return r;
+    if (get_global_id(0) == 0) mt_report(err + err_off, 12, (int)extra);
+    return -1;
 }
 
 /* Query row id = (b * H + h) * Tq + t -> t, h, b, the last visible key and the q/o row. */
@@ -36,9 +47,13 @@ inline mt_query mt_query_of(long id, long Tq, long Tk, long H, int hd) {
 __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* lse, long lse_off,
                                __global const float* q, long q_off, __global const float* k,
                                long k_off, __global const float* v, long v_off, long B, long Tq,
-                               long Tk, long S, long H, long K, int hd, float scale) {
+                               long Tk, long S, long H, long K, int hd, float scale,
+                               __global const int* tk, long tk_off, int has_tk, __global int* err,
+                               long err_off) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
+    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    if (Tk < 0) return;
     mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
     long kvh = Q.h / (H / K), last = Q.last, qrow = Q.row;
     float qv[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD], s[MT_ATTN_BLOCK];
@@ -90,9 +105,13 @@ __kernel void mt_attention_bwd_dq(__global float* dq, long dq_off, __global cons
                                   __global const float* k, long k_off, __global const float* v,
                                   long v_off, __global const float* lse, long lse_off,
                                   __global const float* delta, long delta_off, long B, long Tq,
-                                  long Tk, long S, long H, long K, int hd, float scale) {
+                                  long Tk, long S, long H, long K, int hd, float scale,
+                                  __global const int* tk, long tk_off, int has_tk,
+                                  __global int* err, long err_off) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
+    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    if (Tk < 0) return;
     mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
     long kvh = Q.h / (H / K), last = Q.last, row = Q.row;
     float qv[MT_ATTN_MAX_HD], dov[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD];
@@ -119,9 +138,13 @@ __kernel void mt_attention_bwd_dkdv(__global float* dk, long dk_off, __global fl
                                     long k_off, __global const float* v, long v_off,
                                     __global const float* lse, long lse_off,
                                     __global const float* delta, long delta_off, long B, long Tq,
-                                    long Tk, long S, long H, long K, int hd, float scale) {
+                                    long Tk, long S, long H, long K, int hd, float scale,
+                                    __global const int* tk, long tk_off, int has_tk,
+                                    __global int* err, long err_off) {
     long id = get_global_id(0);
     if (id >= B * K * S) return;
+    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    if (Tk < 0) return;
     long u = id % S, bk = id / S, kvh = bk % K, b = bk / K;
     long row = ((b * S + u) * K + kvh) * hd;
     if (u >= Tk) {

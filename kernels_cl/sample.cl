@@ -46,7 +46,8 @@ __kernel void mt_sample_greedy(__global int* out, long out_off, __global const f
 __kernel void mt_sample_topp(__global int* out, long out_off, __global const float* logits,
                              long logits_off, __global float* keys, long keys_off,
                              __global int* ids, long ids_off, long V, long P2, float temperature,
-                             long top_k, float top_p, ulong seed, ulong step) {
+                             long top_k, float top_p, ulong seed, ulong step,
+                             __global const int* sd, long sd_off, int has_sd) {
     __local float scratch[MT_WG_MAX];
     long b = get_group_id(0);
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
@@ -98,6 +99,7 @@ __kernel void mt_sample_topp(__global int* out, long out_off, __global const flo
     }
     float total = 0.0f;
     for (long i = 0; i < kept; ++i) total += kr[i];
+    step += (ulong)(uint)mt_dev_value(sd, sd_off, has_sd); /* SampleArgs::step_dev */
     float u = mt_philox_uniform(seed, step, (ulong)b);
     int pick = ir[kept - 1]; /* when rounding leaves u beyond the last cumulative value */
     float cum = 0.0f;

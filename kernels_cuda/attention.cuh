@@ -9,11 +9,26 @@
 // Backward: D = rowsum(dout * o); dq as the forward pass (keys streamed, queries in warps);
 // dk/dv with one key per warp and the queries (of every head sharing the kv head) streamed
 // through shared memory with one query per lane. Every sum runs in a fixed order: no atomics.
+// A device length (AttnShape::tk_dev, a decode step replayed from a graph) is added to Tk by
+// each kernel before anything else; the launch geometry depends on Tq and S only.
 #pragma once
 
 #include "common.cuh"
 
 namespace mtk {
+
+// Adds the device length to d.Tk (when d.tk_dev is set). False when that leaves [Tq, S]: the
+// first thread of the grid reports it and every thread returns (grid-uniform, before any
+// barrier), so nothing is written.
+__device__ __forceinline__ bool with_device_length(AttnShape& d) {
+    if (!d.tk_dev) return true;
+    const int64_t extra = *d.tk_dev;
+    d.Tk += extra;
+    if (d.Tk >= d.Tq && d.Tk <= d.S) return true;
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0)
+        report_error(d.err, kErrAttnLength, static_cast<int32_t>(extra));
+    return false;
+}
 
 // The dot product of a shared-memory row with the warp's row (both hd long).
 __device__ __forceinline__ float row_dot(const float* a, const float* b, int hd) {
@@ -68,6 +83,7 @@ template <int NC>
 __global__ void attn_fwd_kernel(float* __restrict__ o, float* __restrict__ lse,
                                 const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, AttnShape d, float scale, int kt) {
+    if (!with_device_length(d)) return;
     const int hd = static_cast<int>(d.hd);
     float* ks = mt_dynamic_shared<float>();  // [kt][hd+1]
     float* vs = ks + kt * (hd + 1);          // [kt][hd]
@@ -130,6 +146,7 @@ __global__ void attn_bwd_dq_kernel(float* __restrict__ dq, const float* __restri
                                    const float* __restrict__ q, const float* __restrict__ k,
                                    const float* __restrict__ v, const float* __restrict__ lse,
                                    const float* __restrict__ D, AttnShape d, float scale, int kt) {
+    if (!with_device_length(d)) return;
     const int hd = static_cast<int>(d.hd);
     float* ks = mt_dynamic_shared<float>();  // [kt][hd+1]
     float* vs = ks + kt * (hd + 1);          // [kt][hd+1]
@@ -185,6 +202,7 @@ __global__ void attn_bwd_dkdv_kernel(float* __restrict__ dk, float* __restrict__
                                      const float* __restrict__ k, const float* __restrict__ v,
                                      const float* __restrict__ lse, const float* __restrict__ D,
                                      AttnShape d, float scale, int qt) {
+    if (!with_device_length(d)) return;
     const int hd = static_cast<int>(d.hd);
     float* qs = mt_dynamic_shared<float>();  // [qt][hd+1]
     float* dos = qs + qt * (hd + 1);         // [qt][hd+1]

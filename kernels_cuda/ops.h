@@ -36,6 +36,9 @@ enum ErrorCode : int32_t {
     kErrCombineBwdRow = 8,     // moe_combine_bwd: slot_row entry outside the rows
     kErrGroupRows = 9,         // gemm_grouped: a negative group size
     kErrGroupTotal = 10,       // gemm_grouped: group sizes summing past the capacity
+    kErrRopePosition = 11,     // rope: device position offset leaves [0, MT_POS_LIMIT)
+    kErrAttnLength = 12,       // attention: device length puts Tk outside [Tq, S]
+    kErrKvAppendPosition = 13, // kv_append: device position offset leaves the cache
 };
 inline const char* error_message(int32_t code) {
     switch (code) {
@@ -49,6 +52,9 @@ inline const char* error_message(int32_t code) {
         case kErrCombineBwdRow: return "moe_combine_bwd: slot_row entry outside the rows:";
         case kErrGroupRows: return "gemm_grouped: negative group size:";
         case kErrGroupTotal: return "gemm_grouped: the group sizes sum past the capacity to";
+        case kErrRopePosition: return "rope: device position offset outside [0, 2^30):";
+        case kErrAttnLength: return "attention: device length makes Tk leave [Tq, S]:";
+        case kErrKvAppendPosition: return "kv_append: device position offset outside the cache:";
         default: return "unknown device error:";
     }
 }
@@ -90,13 +96,21 @@ void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, c
                    const float* g, const float* mean, const float* rstd, int64_t rows,
                    int64_t dim, bool accumulate_dx, float* scratch);
 
-// ---- rope.cuh ----
+// ---- rope.cuh (pos_dev: the device-side position offset, may be nullptr) ----
 void rope(Stream s, float* x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-          int64_t pos0, bool inverse);
+          int64_t pos0, const int32_t* pos_dev, bool inverse, int32_t* err);
+
+// ---- kv_cache.cuh: cache[b, pos0 + pos_dev[0] + t, :] = rows[b, t, :], elements of 1, 2 or 4
+// bytes (pos_dev may be nullptr) ----
+void kv_append(Stream s, void* cache, const void* rows, int elem_bytes, int64_t B, int64_t T,
+               int64_t S, int64_t row_len, int64_t pos0, const int32_t* pos_dev, int32_t* err);
 
 // ---- attention.cuh (sizes as moetrain::AttnDims; hd <= kMaxHeadDim) ----
+// tk_dev: the device length added to Tk (may be nullptr); err: where an invalid one is reported.
 struct AttnShape {
     int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+    const int32_t* tk_dev = nullptr;
+    int32_t* err = nullptr;
 };
 void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
                    const float* v, const AttnShape& d, float scale);
@@ -210,6 +224,7 @@ struct SampleParams {
     int64_t top_k = 0;
     float top_p = 1.0f;
     uint64_t seed = 0, step = 0;
+    const int32_t* step_dev = nullptr;  // added to step as uint32 (moetrain::SampleArgs)
 };
 void sample(Stream s, int32_t* out_ids, const float* logits, int64_t B, int64_t V,
             const SampleParams& p, uint64_t* scratch);

@@ -2,8 +2,8 @@
 // Otherwise: p = softmax(logits / temperature); the row's (p, id) pairs are packed into 64-bit
 // keys that sort ascending as (p descending, id ascending), bitonic-sorted in the row's scratch;
 // top-k cuts the prefix, top-p keeps the shortest prefix whose cumulative p reaches top_p; the
-// Philox uniform u of (seed, step, row) then picks the first kept id whose cumulative
-// renormalised probability exceeds u. Prefix sums are block scans in double.
+// Philox uniform u of (seed, step + uint32(step_dev[0]), row) then picks the first kept id whose
+// cumulative renormalised probability exceeds u. Prefix sums are block scans in double.
 #pragma once
 
 #include "common.cuh"
@@ -114,7 +114,8 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
         if (cut < keep) keep = cut + 1;
     }
     block_prefix_find(keys, keep, 1.0, 2.0, false, &total);  // total of the kept probabilities
-    const double u = mt_philox_uniform(sp.seed, sp.step, blockIdx.x);
+    const uint64_t step = sp.step + (sp.step_dev ? static_cast<uint32_t>(*sp.step_dev) : 0u);
+    const double u = mt_philox_uniform(sp.seed, step, blockIdx.x);
     int64_t pick = block_prefix_find(keys, keep, total, u, true, &total);
     if (pick >= keep) pick = keep - 1;
     if (threadIdx.x == 0) out_ids[blockIdx.x] = static_cast<int32_t>(keys[pick] & 0xffffffffull);

@@ -1,7 +1,8 @@
 // Causal self-attention (MODEL.md 2): q/k/v projections, half-split RoPE with the NTK-adjusted
 // base, MHA/GQA/MQA through the kv-head mapping of Device::attention_fwd, output projection
-// into the residual stream. The KV-cache path (generation) copies the new keys/values into the
-// cache and attends over positions 0 .. pos0 + T - 1. Backward side by side.
+// into the residual stream. The KV-cache path (generation) appends the new keys/values to the
+// cache and attends over positions 0 .. p + T - 1, where p = pos0 (+ the slot's device-side
+// position, read by the ops when they run). Backward side by side.
 #include <cmath>
 
 #include "layers.h"
@@ -23,11 +24,11 @@ float attn_scale(const ModelConfig& c) {
 
 // Rotates q [B,T,H,h] and k [B,T,K,h] in place (inverse = the backward rotation).
 void rope_qk(Device& dev, const ModelConfig& c, const Tensor& q, const Tensor& k, int B, int T,
-             int64_t pos0, bool inverse) {
+             int64_t pos0, const Tensor& pos_dev, bool inverse) {
     if (c.pos != PosKind::rope) return;
     const float theta = static_cast<float>(c.rope_theta_eff());
-    dev.rope(q, B, T, c.n_heads, c.head_dim, theta, pos0, inverse);
-    dev.rope(k, B, T, c.n_kv_heads, c.head_dim, theta, pos0, inverse);
+    dev.rope(q, B, T, c.n_heads, c.head_dim, theta, pos0, pos_dev, inverse);
+    dev.rope(k, B, T, c.n_kv_heads, c.head_dim, theta, pos0, pos_dev, inverse);
 }
 
 }  // namespace
@@ -39,23 +40,21 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
     linear_fwd(dev, a.k, xn, w.wk, N, 0.0f);
     linear_fwd(dev, a.v, xn, w.wv, N, 0.0f);
     const int64_t pos0 = cache ? cache->pos0 : 0;
-    rope_qk(dev, c, a.q, a.k, B, T, pos0, false);
+    const Tensor pos_dev = cache ? cache->pos_dev : Tensor{};
+    rope_qk(dev, c, a.q, a.k, B, T, pos0, pos_dev, false);
 
     AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
     Tensor keys = a.k, values = a.v;
     if (cache) {
         MT_CHECK(pos0 + T <= cache->S, "KV cache overflow: positions up to ", pos0 + T,
                  " but the cache holds ", cache->S);
-        const int64_t block = T * kv_row;
-        for (int b = 0; b < B; ++b) {
-            const int64_t dst = (b * cache->S + pos0) * kv_row;
-            dev.copy(cache->k.view(dst, {block}), a.k.view(b * block, {block}));
-            dev.copy(cache->v.view(dst, {block}), a.v.view(b * block, {block}));
-        }
+        dev.kv_append(cache->k, a.k, B, T, cache->S, kv_row, pos0, pos_dev);
+        dev.kv_append(cache->v, a.v, B, T, cache->S, kv_row, pos0, pos_dev);
         keys = cache->k;
         values = cache->v;
         d.Tk = pos0 + T;
         d.S = cache->S;
+        d.tk_dev = pos_dev;
     }
     dev.attention_fwd(a.o, a.lse, a.q, keys, values, d, attn_scale(c));
     linear_fwd(dev, x_res, a.o, w.wo, N, 1.0f);
@@ -68,7 +67,7 @@ void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const Attn
     linear_bwd(dev, g.d_o, gw.wo, dres, a.o, w.wo, N, false);
     const AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
     dev.attention_bwd(g.dq, g.dk, g.dv, g.d_o, a.q, a.k, a.v, a.o, a.lse, d, attn_scale(c));
-    rope_qk(dev, c, g.dq, g.dk, B, T, 0, true);
+    rope_qk(dev, c, g.dq, g.dk, B, T, 0, Tensor{}, true);
     linear_bwd(dev, dxn, gw.wq, g.dq, xn, w.wq, N, false);
     linear_bwd(dev, dxn, gw.wk, g.dk, xn, w.wk, N, true);
     linear_bwd(dev, dxn, gw.wv, g.dv, xn, w.wv, N, true);

@@ -42,10 +42,14 @@ void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw
 
 // ---- attention.cpp ----
 // Where keys and values live: the layer's own k/v (training, S = T, pos0 = 0) or a KV cache
-// [B, S, K, h] the new rows are copied into at positions pos0 .. pos0 + T - 1.
+// [B, S, K, h] the new rows are written into at positions p .. p + T - 1, p = pos0 +
+// pos_dev[0]. pos_dev (i32 [1] in device memory, or empty = 0) lets a decode step read its
+// position on the device, so its recorded work (Device::run_recorded) is the same at every
+// position: RoPE, the cache rows written and the attention length all add it.
 struct KvSlot {
     Tensor k, v;
     int64_t S = 0, pos0 = 0;
+    Tensor pos_dev;
 };
 // x_res += Wo(attention(xn)) (+ bo).
 void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tensor& xn,

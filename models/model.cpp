@@ -125,6 +125,10 @@ const std::vector<ExpertLoad>& Model::expert_load() const {
     return impl_->expert_load();  // downloads the loads of the last forward once
 }
 
+StepRun Model::last_step_run() const {
+    return impl_->last_run;
+}
+
 void Model::set_recompute(Recompute r) {
     impl_->set_recompute(r);
 }

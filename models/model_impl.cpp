@@ -277,6 +277,33 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
     forward_layers(ws, &cache);
     loads_written();
     head_last_logits(dev, cfg, wf, ws, logits);
+    last_run = StepRun::eager;
+}
+
+void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos,
+                            const std::vector<KvSlot>& cache, const Tensor& logits,
+                            const std::string& key, const std::function<void()>& then) {
+    MT_CHECK(B >= 1, "batch size B=", B, " must be positive");
+    MT_CHECK(pos >= 0 && pos < cfg.max_seq_len, "decode position ", pos, " outside [0, ",
+             cfg.max_seq_len, ")");
+    Workspace& ws = workspace(B, 1, false);
+    load_batch(ws, x, nullptr, pos);
+    refresh_compute_weights();
+    // Only device work below, the same at every position (the slots read it on the device).
+    auto queue = [&] {
+        forward_layers(ws, &cache);
+        head_last_logits(dev, cfg, wf, ws, logits);
+        then();
+    };
+    if (record_routing) {  // the routing record downloads the choices: never captured
+        queue();
+        last_run = StepRun::eager;
+    } else {
+        std::ostringstream k;
+        k << key << " ws#" << ws.generation << " lo#" << lo_generation;
+        last_run = dev.run_recorded(k.str(), queue);
+    }
+    loads_written();
 }
 
 std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {

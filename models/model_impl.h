@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -83,11 +84,21 @@ class ModelImpl {
     // CUDA Graph replay once warmed up); last_run says how the last one ran.
     int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
                               float weight, bool backward);
+    // How the last queue_micro_batch, forward_cached (always eager) or decode_step ran.
     StepRun last_run = StepRun::eager;
     // Forward over T new tokens per row at positions pos0.. using the per-layer KV cache,
-    // then logits [B, V] of each row's last position.
+    // then logits [B, V] of each row's last position (generation's prefill; runs eagerly).
     void forward_cached(const int32_t* x, int B, int T, int64_t pos0,
                         const std::vector<KvSlot>& cache, const Tensor& logits);
+    // Generation's decode step: uploads one token per row (x[B], at position pos: the learned
+    // position ids), then queues the forward over the KV cache, the logits [B, V] and `then`
+    // (the sampler) as one recorded step (Device::run_recorded) keyed by `key` plus the
+    // workspace and weight generations. The cache slots must read the position from device
+    // memory (KvSlot::pos_dev) so that this work is the same at every position; `key` names
+    // the cache, logits and sampler buffers and arguments. last_run says how it ran.
+    void decode_step(const int32_t* x, int B, int64_t pos, const std::vector<KvSlot>& cache,
+                     const Tensor& logits, const std::string& key,
+                     const std::function<void()>& then);
     // Logits of every position, [B*T, V] on the host.
     std::vector<float> forward_all_logits(const int32_t* x, int B, int T);
     // Loss terms of one batch with the cross-entropy summed in double on the host.

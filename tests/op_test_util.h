@@ -96,6 +96,12 @@ inline std::vector<DeviceUnderTest> test_devices() {
 inline bool records_graphs(const Device& d) {
     return d.backend_name() == "cuda" || d.backend_name() == "cudasim";
 }
+// A second device `id` (as in DeviceUnderTest::id) opened with graphs off: the eager baseline.
+inline std::unique_ptr<Device> open_without_graphs(const std::string& id) {
+    DeviceOptions o;
+    o.cuda_graphs = false;
+    return open_device(id, o);
+}
 
 // ---- random data --------------------------------------------------------------------------
 

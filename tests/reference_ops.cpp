@@ -243,6 +243,16 @@ void rope(Vec& x, int64_t B, int64_t T, int64_t nh, int64_t hd, double theta, in
             }
 }
 
+// ---- KV cache -------------------------------------------------------------------------------
+
+void kv_append(Vec& cache, const Vec& rows, int64_t B, int64_t T, int64_t S, int64_t row_len,
+               int64_t p) {
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t c = 0; c < row_len; ++c)
+                cache[(b * S + p + t) * row_len + c] = rows[(b * T + t) * row_len + c];
+}
+
 // ---- attention ----------------------------------------------------------------------------
 
 namespace {

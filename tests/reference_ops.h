@@ -64,7 +64,13 @@ void layernorm_bwd(Vec& dx, Vec& dg, Vec& db, const Vec& dy, const Vec& x, const
 void rope(Vec& x, int64_t B, int64_t T, int64_t nh, int64_t hd, double theta, int64_t pos0,
           bool inverse);
 
-// ---- attention (naive: the full score matrix, in double) ----
+// ---- KV cache ----
+// cache[b, p + t, :] = rows[b, t, :] (p = the position the op resolves, host + device part).
+void kv_append(Vec& cache, const Vec& rows, int64_t B, int64_t T, int64_t S, int64_t row_len,
+               int64_t p);
+
+// ---- attention (naive: the full score matrix, in double; d.tk_dev is not read: pass the
+// resolved Tk) ----
 void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v,
                    const AttnDims& d, double scale);
 void attention_bwd(Vec& dq, Vec& dk, Vec& dv, const Vec& dout, const Vec& q, const Vec& k,

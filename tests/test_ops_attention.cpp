@@ -1,7 +1,9 @@
 // Op tests, causal attention: attention_fwd (o and lse) and attention_bwd (dq, dk, dv) against
 // the naive float64 reference for MHA, GQA, MQA, T = 1, key counts across block edges,
 // KV-cache decode (Tq = 1 < Tk) and chunked prefill (Tq < Tk), with capacity S > Tk (rows >= Tk
-// of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5.
+// of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5. With part of Tk given as a
+// device-side length (AttnDims::tk_dev) the results are the same bits; a device length outside
+// [Tq, S] is reported.
 #include <cmath>
 #include <sstream>
 
@@ -67,6 +69,21 @@ TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
             check_close(from_device(dev, tdq), dq, tol, "attention dq");
             check_close(from_device(dev, tdk), dk, tol, "attention dk");
             check_close(from_device(dev, tdv), dv, tol, "attention dv");
+
+            // Tk = Tq on the host, Tk - Tq on the device: bit-identical outputs.
+            AttnDims ad = a;
+            ad.Tk = a.Tq;
+            ad.tk_dev = to_device(dev, std::vector<int32_t>{static_cast<int32_t>(a.Tk - a.Tq)});
+            Tensor to2 = zeros(dev, nq), tlse2 = zeros(dev, a.B * a.H * a.Tq);
+            dev.attention_fwd(to2, tlse2, tq, tk, tv, ad, static_cast<float>(scale));
+            CHECK(from_device(dev, to2) == from_device(dev, to));
+            CHECK(from_device(dev, tlse2) == from_device(dev, tlse));
+            Tensor dq2 = zeros(dev, nq), dk2 = zeros(dev, nk), dv2 = zeros(dev, nk);
+            dev.attention_bwd(dq2, dk2, dv2, to_device(dev, dout), tq, tk, tv, to, tlse, ad,
+                              static_cast<float>(scale));
+            CHECK(from_device(dev, dq2) == from_device(dev, tdq));
+            CHECK(from_device(dev, dk2) == from_device(dev, tdk));
+            CHECK(from_device(dev, dv2) == from_device(dev, tdv));
         }
     }
 }
@@ -82,5 +99,16 @@ TEST_CASE("ops: attention rejects inconsistent dims") {
         CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_len, 0.5f), Error);
         AttnDims bad_cap{1, 2, 3, 2, 2, 2, 4};  // Tk > S
         CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_cap, 0.5f), Error);
+        // Device lengths making Tk = Tq - 1 and S + 1: reported at once or at the next wait.
+        for (int32_t extra : {int32_t{-1}, int32_t{2}}) {
+            CAPTURE(extra);
+            AttnDims dev_len{1, 2, 2, 3, 2, 2, 4};
+            dev_len.tk_dev = to_device(dev, std::vector<int32_t>{extra});
+            CHECK_THROWS_AS((dev.attention_fwd(t, t, t, t, t, dev_len, 0.5f), dev.synchronize()),
+                            Error);
+            CHECK_THROWS_AS(
+                (dev.attention_bwd(t, t, t, t, t, t, t, t, t, dev_len, 0.5f), dev.synchronize()),
+                Error);
+        }
     }
 }

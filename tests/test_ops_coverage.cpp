@@ -22,7 +22,7 @@ const std::set<std::string> kTestedOps = {
     "attention_fwd", "attention_bwd", "act_fwd", "act_bwd", "swiglu_fwd", "swiglu_bwd",
     "softmax", "router_fwd", "router_bwd", "router_aux_loss", "hash_route", "moe_sort",
     "gather_rows", "moe_combine", "moe_combine_bwd", "cross_entropy", "sum", "sum_squares",
-    "adamw", "adamw8bit", "sgd", "sample", "run_recorded",
+    "adamw", "adamw8bit", "sgd", "sample", "run_recorded", "kv_append",
 };
 
 std::string read_text(const fs::path& p) {

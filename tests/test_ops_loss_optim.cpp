@@ -1,7 +1,8 @@
 // Op tests, loss / reductions / optimizers / sampling: cross_entropy (ignored targets, with
 // and without the gradient), sum and sum_squares (accumulate, long vectors), adamw and sgd
 // (clipping active and inactive, grad_scale), sample (greedy with ties, temperature, top-k,
-// top-p, several rows). Floats within rel 1e-4, abs 1e-5; sampled ids exactly.
+// top-p, several rows, the Philox step from the device). Floats within rel 1e-4, abs 1e-5;
+// sampled ids exactly.
 #include <cmath>
 
 #include "op_test_util.h"
@@ -119,6 +120,20 @@ TEST_CASE("ops: sample greedy ties, temperature, top-k, top-p") {
                 ref::IVec want(static_cast<size_t>(B));
                 ref::sample(want, logits, B, V, s);
                 check_equal(from_device_i32(dev, ids), want, "sample");
+                // The step from the device (step_dev, read as uint32): all of it, or -1 on the
+                // device with the host step 1 higher (wrapping modulo 2^32 into 2^32 + step).
+                for (int32_t dev_step : {static_cast<int32_t>(step), int32_t{-1}}) {
+                    CAPTURE(dev_step);
+                    SampleArgs sd = s;
+                    sd.step = dev_step == -1 ? step + 1 : 0;
+                    sd.step_dev = to_device(dev, std::vector<int32_t>{dev_step});
+                    Tensor ids2 = zeros(dev, B, DType::i32);
+                    dev.sample(ids2, to_device(dev, logits), B, V, sd);
+                    SampleArgs sr = s;
+                    sr.step = dev_step == -1 ? step + (uint64_t{1} << 32) : step;
+                    ref::sample(want, logits, B, V, sr);
+                    check_equal(from_device_i32(dev, ids2), want, "sample (device step)");
+                }
             }
         }
     }

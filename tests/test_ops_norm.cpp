@@ -1,6 +1,7 @@
 // Op tests, normalisation and positions: rmsnorm / layernorm forward and backward (with and
 // without dx accumulation, layernorm with and without bias) and RoPE (forward, inverse, pos0
-// offset) against the float64 reference. Tolerance rel 1e-4, abs 1e-5 unless stated.
+// offset, a device-side offset equal bit for bit to the same host position, an invalid one
+// reported) against the float64 reference. Tolerance rel 1e-4, abs 1e-5 unless stated.
 #include <cmath>
 
 #include "op_test_util.h"
@@ -106,18 +107,38 @@ TEST_CASE("ops: rope forward, inverse, position offset") {
             for (bool inverse : {false, true}) {
                 CAPTURE(inverse);
                 Tensor tx = to_device(dev, x);
-                dev.rope(tx, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, inverse);
+                dev.rope(tx, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, Tensor{}, inverse);
                 auto want = x;
                 ref::rope(want, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, inverse);
                 // Angles up to ~1000 rad: cos/sin of a float angle differ by ~|angle| * 1e-7.
-                check_close(from_device(dev, tx), want, Tol{1e-4, 1e-5 + 2e-7 * static_cast<double>(c.pos0 + c.T)},
+                const std::vector<double> got = from_device(dev, tx);
+                check_close(got, want, Tol{1e-4, 1e-5 + 2e-7 * static_cast<double>(c.pos0 + c.T)},
                             "rope");
-                dev.rope(tx, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, !inverse);
+                // The same positions with all of pos0, half of it, or -2 (the host part then
+                // pos0 + 2) from pos_dev: the same bits.
+                const auto p0 = static_cast<int32_t>(c.pos0);
+                for (int32_t offset : {p0, p0 / 2, int32_t{-2}}) {
+                    CAPTURE(offset);
+                    Tensor td = to_device(dev, x);
+                    dev.rope(td, c.B, c.T, c.nh, c.hd, c.theta, c.pos0 - offset,
+                             to_device(dev, std::vector<int32_t>{offset}), inverse);
+                    CHECK(from_device(dev, td) == got);
+                }
+                dev.rope(tx, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, Tensor{}, !inverse);
                 check_close(from_device(dev, tx), x, Tol{1e-4, 1e-5 + 2e-7 * static_cast<double>(c.pos0 + c.T)},
                             "rope then its inverse");
             }
         }
         Tensor odd = zeros(dev, 6);
-        CHECK_THROWS_AS(dev.rope(odd, 1, 1, 2, 3, 10000.0f, 0, false), Error);
+        CHECK_THROWS_AS(dev.rope(odd, 1, 1, 2, 3, 10000.0f, 0, Tensor{}, false), Error);
+        // A device offset that puts a position below 0 or at 2^30: reported, x left alone.
+        Tensor x8 = to_device(dev, std::vector<double>(16, 1.0));
+        for (int32_t offset : {int32_t{-3}, int32_t{(1 << 30) - 2}}) {
+            CAPTURE(offset);
+            Tensor pd = to_device(dev, std::vector<int32_t>{offset});
+            CHECK_THROWS_AS((dev.rope(x8, 1, 2, 2, 4, 10000.0f, 1, pd, false), dev.synchronize()),
+                            Error);
+            CHECK(from_device(dev, x8) == std::vector<double>(16, 1.0));
+        }
     }
 }

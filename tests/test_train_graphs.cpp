@@ -15,16 +15,6 @@
 using namespace moetrain;
 namespace rm = moetrain::refmodel;
 
-namespace {
-
-std::unique_ptr<Device> open_without_graphs(const std::string& id) {
-    DeviceOptions o;
-    o.cuda_graphs = false;
-    return open_device(id, o);
-}
-
-}  // namespace
-
 TEST_CASE("train: steps replayed from a CUDA graph equal eager steps bit for bit") {
     // Dense, and MoE (grouped expert GEMMs: no host read inside the step, so it is captured).
     for (const ModelConfig& c : {rm::small_config(), rm::with_moe(rm::small_config(), 4, 2)}) {
@@ -32,7 +22,7 @@ TEST_CASE("train: steps replayed from a CUDA graph equal eager steps bit for bit
             if (!test::records_graphs(*d.dev)) continue;  // eager only: nothing to compare
             CAPTURE(d.id);
             CAPTURE(c.moe.has_value());
-            std::unique_ptr<Device> plain = open_without_graphs(d.id);
+            std::unique_ptr<Device> plain = test::open_without_graphs(d.id);
             const int B = 2, T = 8, steps = 6;
             TrainOptions o;
             o.lr = 3e-3;

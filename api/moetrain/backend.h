@@ -12,7 +12,7 @@
 
 #include "moetrain/device.h"
 
-#define MOETRAIN_BACKEND_ABI 2
+#define MOETRAIN_BACKEND_ABI 3
 
 namespace moetrain {
 

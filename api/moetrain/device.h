@@ -9,6 +9,12 @@
 //  - Floating tensors are f32 unless an op says otherwise; index tensors are i32.
 //  - "accumulate" means out += result; otherwise out = result.
 //  - Reductions accumulate in fp32 or wider and are deterministic for a fixed thread count.
+//  - Device-side values: a few ops take an optional i32 [1] tensor (rope's pos_dev, kv_append's
+//    pos_dev, AttnDims::tk_dev, SampleArgs::step_dev) whose value is added to a host argument
+//    when the op runs, so that one recorded step (run_recorded) serves every decode position.
+//    The host checks the host arguments at once; a device value that leaves the documented
+//    range is reported like an invalid index (cpu: thrown at once; cuda / opencl: the op skips
+//    its work and the next download() or synchronize() throws naming the op and the value).
 #pragma once
 
 #include <cstdint>
@@ -51,8 +57,13 @@ struct GemmArgs {
 // Attention sizes. q/o: [B,Tq,H,hd]; k/v: [B,S,K,hd] (S = capacity >= Tk, batch stride S*K*hd);
 // lse: [B,H,Tq]. Query t sits at absolute position t + (Tk - Tq) and attends keys u <= it.
 // Query head j uses kv head j / (H/K).
+// tk_dev (i32 [1], may be empty) adds a length read from device memory when the op runs (a
+// decode step replayed from a graph): the ops use Tk + tk_dev[0], which must lie in [Tq, S]
+// (the host checks Tq <= Tk <= S on Tk alone). A device value outside that range is reported
+// like an invalid index (see "Device-side values" at the top) and the op skips its work.
 struct AttnDims {
     int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+    Tensor tk_dev = {};
 };
 
 struct AdamWArgs {
@@ -66,6 +77,9 @@ struct SampleArgs {
     float top_p = 1.0f;     // 1 = off
     uint64_t seed = 0;
     uint64_t step = 0;  // Philox counter = (step, row)
+    // i32 [1], may be empty: added to step when the op runs, read as an unsigned 32-bit count
+    // (step + uint32(step_dev[0]), modulo 2^64), so a replayed decode step draws a new number.
+    Tensor step_dev = {};
 };
 
 // How Device::run_recorded ran a step: called record() (eager), captured it into a graph and
@@ -152,10 +166,18 @@ public:
                                bool accumulate_dx) = 0;
 
     // ---- positions ----
-    // In-place half-split RoPE on x[B,T,nh,hd]; row t has position pos0 + t; theta is the
-    // already NTK-adjusted base. inverse = rotate by -angle (the backward pass).
+    // In-place half-split RoPE on x[B,T,nh,hd]; row t has position p + t with p = pos0 +
+    // pos_dev[0] (pos_dev: i32 [1] or empty = 0; every position must lie in [0, 2^30)); theta
+    // is the already NTK-adjusted base. inverse = rotate by -angle (the backward pass).
     virtual void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-                      int64_t pos0, bool inverse) = 0;
+                      int64_t pos0, const Tensor& pos_dev, bool inverse) = 0;
+
+    // ---- KV cache ----
+    // cache[b, p + t, :] = rows[b, t, :] for b < B, t < T, with p = pos0 + pos_dev[0] (pos_dev:
+    // i32 [1] or empty = 0); cache is [B, S, row_len], rows [B, T, row_len], both of one dtype
+    // (any). Needs 0 <= p and p + T <= S (pos0 + T <= S is checked on the host).
+    virtual void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
+                           int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) = 0;
 
     // ---- attention (causal, flash-style: no Tq x Tk matrix is kept) ----
     virtual void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,

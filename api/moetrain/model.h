@@ -96,6 +96,10 @@ public:
     std::vector<float> forward_logits(const int32_t* x, int B, int T);
     // Expert loads of the last forward (empty for dense models).
     const std::vector<ExpertLoad>& expert_load() const;
+    // How the device work of the last micro-batch or generation step ran (Device::run_recorded:
+    // eager, or captured into / replayed from a CUDA Graph). A generation's prefill is eager;
+    // its decode steps are recorded steps.
+    StepRun last_step_run() const;
 
     // ---- memory ----
     // Gradient checkpointing mode of the training passes from now on (default none).

@@ -61,7 +61,9 @@ public:
                        const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
                        int64_t rows, int64_t dim, bool accumulate_dx) override;
     void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-              int64_t pos0, bool inverse) override;
+              int64_t pos0, const Tensor& pos_dev, bool inverse) override;
+    void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T, int64_t S,
+                   int64_t row_len, int64_t pos0, const Tensor& pos_dev) override;
     void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const AttnDims& d, float scale) override;
     void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
@@ -114,6 +116,8 @@ private:
     // Runs fn, synchronises, and books the time under `op`.
     template <typename Fn>
     void timed(const char* op, double flops, double bytes, Fn&& fn);
+    // t[0] of a device-side value argument (device.h), 0 when t is empty.
+    int64_t device_value(const Tensor& t);
 
     Device& inner_;
     std::map<std::string, OpProfile> table_;

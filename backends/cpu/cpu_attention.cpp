@@ -34,6 +34,17 @@ void check_dims(const AttnDims& d, const char* op) {
     MT_CHECK(d.hd > 0, op, ": head_dim must be positive");
 }
 
+// d with the device length tk_dev[0] added to Tk (device.h AttnDims), after the host checks.
+AttnDims resolved(const CpuDevice& dev, const AttnDims& d, const char* op) {
+    check_dims(d, op);
+    AttnDims r = d;
+    const int64_t extra = dev.device_value(d.tk_dev, op, "tk_dev");
+    r.Tk += extra;
+    MT_CHECK(r.Tk >= r.Tq && r.Tk <= r.S, op, ": device length ", extra, " makes Tk ", r.Tk,
+             ", outside [Tq, S] = [", r.Tq, ", ", r.S, "]");
+    return r;
+}
+
 // Element offsets into the q/o-shaped [B,Tq,H,hd], k/v-shaped [B,S,K,hd] and lse-shaped
 // [B,H,Tq] tensors, their row strides, and the row stride of a score block.
 struct Layout {
@@ -86,8 +97,8 @@ struct ThreadScratch {
 }  // namespace
 
 void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,
-                              const Tensor& k, const Tensor& v, const AttnDims& d, float scale) {
-    check_dims(d, "attention_fwd");
+                              const Tensor& k, const Tensor& v, const AttnDims& dims, float scale) {
+    const AttnDims d = resolved(*this, dims, "attention_fwd");
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
     float* po = f32(o, nq, "attention_fwd", "o");
     float* plse = f32(lse, d.B * d.H * d.Tq, "attention_fwd", "lse");
@@ -135,8 +146,8 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
 void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& dout, const Tensor& q, const Tensor& k,
                               const Tensor& v, const Tensor& o, const Tensor& lse,
-                              const AttnDims& d, float scale) {
-    check_dims(d, "attention_bwd");
+                              const AttnDims& dims, float scale) {
+    const AttnDims d = resolved(*this, dims, "attention_bwd");
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
     float* pdq = f32(dq, nq, "attention_bwd", "dq");
     float* pdk = f32(dk, nk, "attention_bwd", "dk");

@@ -73,9 +73,11 @@ public:
                        const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
                        int64_t rows, int64_t dim, bool accumulate_dx) override;
 
-    // ---- positions (cpu_rope.cpp) ----
+    // ---- positions and the KV cache (cpu_rope.cpp, cpu_kv_cache.cpp) ----
     void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-              int64_t pos0, bool inverse) override;
+              int64_t pos0, const Tensor& pos_dev, bool inverse) override;
+    void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T, int64_t S,
+                   int64_t row_len, int64_t pos0, const Tensor& pos_dev) override;
 
     // ---- attention (cpu_attention.cpp) ----
     void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
@@ -148,6 +150,11 @@ public:
     float* f32_opt(const Tensor& t, int64_t n, const char* op, const char* arg) const;
     // Raw pointer (any dtype) after the device check.
     void* raw(const Tensor& t, const char* op, const char* arg) const;
+    // The value of a "device-side value" argument (device.h): t[0] of an i32 [1] tensor, 0 when
+    // t is empty.
+    int64_t device_value(const Tensor& t, const char* op, const char* arg) const {
+        return t.buf ? *i32(t, 1, op, arg) : 0;
+    }
 
     // Temporary memory of an op (at least `floats` floats, 64-byte aligned, contents
     // undefined), valid until the next call. It only grows, so once the first training step

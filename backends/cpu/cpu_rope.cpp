@@ -1,5 +1,6 @@
 // CPU rotary position embedding (MODEL.md 2, half-split convention), in place on
-// x[B,T,nh,hd]; the angle comes from the shared float32 formula of mt_math.h.
+// x[B,T,nh,hd] at positions pos0 + pos_dev[0] + t; the angle comes from the shared float32
+// formula of mt_math.h.
 #include <cmath>
 #include <vector>
 
@@ -10,11 +11,15 @@
 namespace moetrain {
 
 void CpuDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-                     int64_t pos0, bool inverse) {
+                     int64_t pos0, const Tensor& pos_dev, bool inverse) {
     check_sizes("rope", {B, T, nh, hd, pos0});
     MT_CHECK(hd % 2 == 0, "rope: head_dim ", hd, " is odd");
     MT_CHECK(theta > 0, "rope: theta ", theta, " must be positive");
     float* px = f32(x, B * T * nh * hd, "rope", "x");
+    const int64_t offset = device_value(pos_dev, "rope", "pos_dev");
+    pos0 += offset;
+    MT_CHECK(pos0 >= 0 && pos0 + T <= MT_POS_LIMIT, "rope: device position offset ", offset,
+             " puts positions ", pos0, "..", pos0 + T - 1, " outside [0, 2^30)");
     const int64_t half = hd / 2;
     // cos / sin of every (position, pair), shared by the batch rows and heads.
     std::vector<float> cs(static_cast<size_t>(T * half)), sn(cs.size());

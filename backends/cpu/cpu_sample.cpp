@@ -61,8 +61,10 @@ void CpuDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, i
     MT_CHECK(s.top_p > 0.0f && s.top_p <= 1.0f, "sample: top_p ", s.top_p, " outside (0, 1]");
     int32_t* po = i32(out_ids, B, "sample", "out_ids");
     const float* pl = f32(logits, B * V, "sample", "logits");
+    SampleArgs args = s;  // the Philox step with the device part added (device.h)
+    args.step += static_cast<uint32_t>(device_value(s.step_dev, "sample", "step_dev"));
 #pragma omp parallel for schedule(static) if (B > 1)
-    for (int64_t b = 0; b < B; ++b) po[b] = sample_row(pl + b * V, V, s, b);
+    for (int64_t b = 0; b < B; ++b) po[b] = sample_row(pl + b * V, V, args, b);
 }
 
 }  // namespace moetrain

@@ -91,7 +91,9 @@ public:
                        const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
                        int64_t rows, int64_t dim, bool accumulate_dx) override;
     void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-              int64_t pos0, bool inverse) override;
+              int64_t pos0, const Tensor& pos_dev, bool inverse) override;
+    void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T, int64_t S,
+                   int64_t row_len, int64_t pos0, const Tensor& pos_dev) override;
     void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const AttnDims& d, float scale) override;
     void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
@@ -154,6 +156,10 @@ public:
     int32_t* i32(const Tensor& t, int64_t n, const char* op, const char* arg);
     // Like f32 but an empty tensor is allowed and gives nullptr.
     float* f32_opt(const Tensor& t, int64_t n, const char* op, const char* arg);
+    // A device-side value argument (device.h: i32 [1]): its device pointer, nullptr if empty.
+    const int32_t* device_value(const Tensor& t, const char* op, const char* arg) {
+        return t.buf ? i32(t, 1, op, arg) : nullptr;
+    }
     // Device pointer (any dtype) after the device and extent checks.
     void* raw(const Tensor& t, const char* op, const char* arg);
     // The stream, with this device made current on the calling thread.

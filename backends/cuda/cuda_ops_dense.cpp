@@ -1,12 +1,13 @@
-// CUDA ops: GEMM (cuBLAS), element-wise algebra, embedding, normalisation, RoPE, attention and
-// activations. Each op checks its tensors, calls the kernel launcher of kernels_cuda/ops.h on
-// the device stream and checks the launch.
+// CUDA ops: GEMM (cuBLAS), element-wise algebra, embedding, normalisation, RoPE, the KV-cache
+// append, attention and activations. Each op checks its tensors, calls the kernel launcher of
+// kernels_cuda/ops.h on the device stream and checks the launch.
 #include <climits>
 
 #include "cuda/cublas_calls.h"
 #include "cuda/cuda_device.h"
 #include "launch.h"
 #include "shared/gemm_dtypes.h"
+#include "shared/kv_append_checks.h"
 
 namespace moetrain::cuda {
 
@@ -172,12 +173,26 @@ void CudaDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor&
 }
 
 void CudaDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-                      int64_t pos0, bool inverse) {
+                      int64_t pos0, const Tensor& pos_dev, bool inverse) {
     check_sizes("rope", {B, T, nh, hd, pos0});
     MT_CHECK(hd % 2 == 0, "rope: head_dim ", hd, " is odd");
     MT_CHECK(pos0 + T <= INT_MAX, "rope: position ", pos0 + T, " too large");
-    mtk::rope(stream("rope"), f32(x, B * T * nh * hd, "rope", "x"), B, T, nh, hd, theta, pos0, inverse);
+    float* px = f32(x, B * T * nh * hd, "rope", "x");
+    const int32_t* pd = device_value(pos_dev, "rope", "pos_dev");
+    mtk::rope(stream("rope"), px, B, T, nh, hd, theta, pos0, pd, inverse, error_word());
     launched("rope");
+}
+
+void CudaDevice::kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
+                           int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) {
+    const char* op = "kv_append";
+    check_kv_append(cache, rows, B, T, S, row_len, pos0);
+    void* dst = checked(cache, cache.dtype, B * S * row_len, op, "cache");
+    const void* src = checked(rows, rows.dtype, B * T * row_len, op, "rows");
+    const int32_t* pd = device_value(pos_dev, op, "pos_dev");
+    mtk::kv_append(stream(op), dst, src, static_cast<int>(dtype_size(cache.dtype)), B, T, S,
+                   row_len, pos0, pd, error_word());
+    launched(op);
 }
 
 namespace {
@@ -191,7 +206,7 @@ mtk::AttnShape checked_shape(const AttnDims& d, const char* op) {
              " outside 1..", mtk::kMaxHeadDim, " (the CUDA attention kernels' limit)");
     MT_CHECK(d.H <= 65535 && d.B <= 65535, op, ": batch ", d.B, " / heads ", d.H,
              " exceed the CUDA grid limit 65535");
-    return {d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd};
+    return {d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd, nullptr, nullptr};
 }
 }  // namespace
 
@@ -199,6 +214,8 @@ void CudaDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor&
                                const Tensor& k, const Tensor& v, const AttnDims& d, float scale) {
     const char* op = "attention_fwd";
     mtk::AttnShape s = checked_shape(d, op);
+    s.tk_dev = device_value(d.tk_dev, op, "tk_dev");
+    s.err = error_word();
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
     mtk::attention_fwd(stream(op), f32(o, nq, op, "o"), f32(lse, d.B * d.H * d.Tq, op, "lse"),
                        f32(q, nq, op, "q"), f32(k, nk, op, "k"), f32(v, nk, op, "v"), s, scale);
@@ -211,6 +228,8 @@ void CudaDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor&
                                const AttnDims& d, float scale) {
     const char* op = "attention_bwd";
     mtk::AttnShape s = checked_shape(d, op);
+    s.tk_dev = device_value(d.tk_dev, op, "tk_dev");
+    s.err = error_word();
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
     float* pdq = f32(dq, nq, op, "dq");
     float* pdk = f32(dk, nk, op, "dk");

@@ -227,7 +227,8 @@ void CudaDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, 
     int32_t* ids = i32(out_ids, B, op, "out_ids");
     const float* l = f32(logits, B * V, op, "logits");
     auto* scratch = static_cast<uint64_t*>(context().scratch(mtk::sample_scratch_bytes(B, V)));
-    mtk::SampleParams p{s.temperature, s.top_k, s.top_p, s.seed, s.step};
+    mtk::SampleParams p{s.temperature, s.top_k, s.top_p, s.seed, s.step,
+                        device_value(s.step_dev, op, "step_dev")};
     mtk::sample(stream(op), ids, l, B, V, p, scratch);
     launched(op);
 }

@@ -238,6 +238,9 @@ void ClDevice::check_device_error() {
         case 6: what = "gather_rows: row index outside the source:"; break;
         case 7: what = "moe_combine: slot_row entry outside the rows:"; break;
         case 8: what = "moe_combine_bwd: slot_row entry outside the rows:"; break;
+        case 11: what = "rope: device position offset outside [0, 2^30):"; break;
+        case 12: what = "attention: device length makes Tk leave [Tq, S]:"; break;
+        case 13: what = "kv_append: device position offset outside the cache:"; break;
         default: break;
     }
     fail(what, " ", word[1], " (detected on ", name_, ")");

@@ -35,6 +35,12 @@ struct DevPtr {
     cl_mem mem;
     cl_long off;
 };
+// A device-side value argument (device.h: i32 [1] or empty) as three kernel parameters,
+// `__global const int* p, long p_off, int has_p` (read with mt_dev_value, common.clh).
+struct DevValue {
+    DevPtr ptr;
+    cl_int has;
+};
 // A __local kernel argument of `bytes` bytes.
 struct LocalBytes {
     size_t bytes;
@@ -113,9 +119,12 @@ public:
                        const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
                        int64_t rows, int64_t dim, bool accumulate_dx) override;
 
-    // ---- positions and attention (cl_ops_rope.cpp, cl_ops_attention.cpp) ----
+    // ---- positions, KV cache, attention (cl_ops_rope.cpp, cl_ops_kv_cache.cpp,
+    // cl_ops_attention.cpp) ----
     void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-              int64_t pos0, bool inverse) override;
+              int64_t pos0, const Tensor& pos_dev, bool inverse) override;
+    void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T, int64_t S,
+                   int64_t row_len, int64_t pos0, const Tensor& pos_dev) override;
     void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const AttnDims& d, float scale) override;
     void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
@@ -179,6 +188,9 @@ public:
     DevPtr arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
     // Like arg(), but an empty tensor is allowed and passed as a dummy buffer.
     DevPtr opt_arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
+    DevValue dev_value(const Tensor& t, const char* what) const {
+        return {opt_arg(t, 1, what, DType::i32), cl_int{!t.empty()}};
+    }
     // The device error word (kernels report bad indices into it with mt_report, common.clh).
     DevPtr error_word() const { return {err_, 0}; }
     // Throws the error a kernel reported since the last check (and clears it); waits for the
@@ -230,6 +242,10 @@ private:
     static void set_arg(cl_kernel k, cl_uint& index, const DevPtr& p, const char* name) {
         set_raw(k, index, sizeof(cl_mem), &p.mem, name);
         set_raw(k, index, sizeof(cl_long), &p.off, name);
+    }
+    static void set_arg(cl_kernel k, cl_uint& index, const DevValue& v, const char* name) {
+        set_arg(k, index, v.ptr, name);
+        set_raw(k, index, sizeof(cl_int), &v.has, name);
     }
     static void set_arg(cl_kernel k, cl_uint& index, const LocalBytes& l, const char* name) {
         set_raw(k, index, l.bytes, nullptr, name);

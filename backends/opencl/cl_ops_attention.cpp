@@ -26,7 +26,8 @@ void ClDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q
            arg(lse, rows, "attention_fwd: lse"), arg(q, nq, "attention_fwd: q"),
            arg(k, nk, "attention_fwd: k"), arg(v, nk, "attention_fwd: v"), cl_long{d.B},
            cl_long{d.Tq}, cl_long{d.Tk}, cl_long{d.S}, cl_long{d.H}, cl_long{d.K},
-           static_cast<cl_int>(d.hd), scale);
+           static_cast<cl_int>(d.hd), scale, dev_value(d.tk_dev, "attention_fwd: tk_dev"),
+           error_word());
 }
 
 void ClDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -44,10 +45,11 @@ void ClDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& d
     cl_long B = d.B, Tq = d.Tq, Tk = d.Tk, S = d.S, H = d.H, K = d.K;
     cl_int hd = static_cast<cl_int>(d.hd);
     launch("attention", "mt_attention_bwd_delta", items(rows, 64), delta, pdo, po, B, Tq, H, hd);
+    DevValue tk = dev_value(d.tk_dev, "attention_bwd: tk_dev");
     launch("attention", "mt_attention_bwd_dq", items(rows, 64), pdq, pdo, pq, pk, pv, plse, delta,
-           B, Tq, Tk, S, H, K, hd, scale);
+           B, Tq, Tk, S, H, K, hd, scale, tk, error_word());
     launch("attention", "mt_attention_bwd_dkdv", items(d.B * d.K * d.S, 64), pdk, pdv, pdo, pq, pk,
-           pv, plse, delta, B, Tq, Tk, S, H, K, hd, scale);
+           pv, plse, delta, B, Tq, Tk, S, H, K, hd, scale, tk, error_word());
 }
 
 }  // namespace moetrain::opencl

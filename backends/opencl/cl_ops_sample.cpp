@@ -24,7 +24,7 @@ void ClDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, in
     DevPtr ids = scratch(1, entries * sizeof(cl_int));
     launch("sample", "mt_sample_topp", reduce_groups(B), out, pl, keys, ids, cl_long{V},
            cl_long{p2}, s.temperature, cl_long{s.top_k}, s.top_p, cl_ulong{s.seed},
-           cl_ulong{s.step});
+           cl_ulong{s.step}, dev_value(s.step_dev, "sample: step_dev"));
 }
 
 }  // namespace moetrain::opencl

@@ -42,7 +42,8 @@ public:
     void rmsnorm_bwd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, bool) override { refuse("rmsnorm_bwd"); }
     void layernorm_fwd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, float) override { refuse("layernorm_fwd"); }
     void layernorm_bwd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, bool) override { refuse("layernorm_bwd"); }
-    void rope(const Tensor&, int64_t, int64_t, int64_t, int64_t, float, int64_t, bool) override { refuse("rope"); }
+    void rope(const Tensor&, int64_t, int64_t, int64_t, int64_t, float, int64_t, const Tensor&, bool) override { refuse("rope"); }
+    void kv_append(const Tensor&, const Tensor&, int64_t, int64_t, int64_t, int64_t, int64_t, const Tensor&) override { refuse("kv_append"); }
     void attention_fwd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttnDims&, float) override { refuse("attention_fwd"); }
     void attention_bwd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttnDims&, float) override { refuse("attention_bwd"); }
     void act_fwd(Act, const Tensor&, const Tensor&, int64_t) override { refuse("act_fwd"); }

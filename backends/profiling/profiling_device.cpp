@@ -1,5 +1,6 @@
 // ProfilingDevice: forwards every op to the wrapped device, synchronises, and books wall time,
-// FLOPs and an estimate of the bytes each op reads and writes (f32 = 4 bytes).
+// FLOPs and an estimate of the bytes each op reads and writes (f32 = 4 bytes). Attention's
+// cost counts the device-side length too (AttnDims::tk_dev, downloaded: ops wait anyway).
 #include "moetrain/profiling.h"
 
 #include <algorithm>
@@ -24,6 +25,12 @@ void ProfilingDevice::timed(const char* op, double flops, double bytes, Fn&& fn)
     p.seconds += s;
     p.flops += flops;
     p.bytes += bytes;
+}
+
+int64_t ProfilingDevice::device_value(const Tensor& t) {
+    int32_t v = 0;
+    if (t.buf) inner_.download(&v, t.view(0, {1}));  // ops are synchronous here anyway
+    return v;
 }
 
 std::vector<OpProfile> ProfilingDevice::table() const {
@@ -117,24 +124,32 @@ void ProfilingDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Te
     });
 }
 void ProfilingDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd,
-                           float theta, int64_t pos0, bool inverse) {
+                           float theta, int64_t pos0, const Tensor& pos_dev, bool inverse) {
     double n = d(B * T * nh * hd);
-    timed("rope", 3 * n, 2 * F * n, [&] { inner_.rope(x, B, T, nh, hd, theta, pos0, inverse); });
+    timed("rope", 3 * n, 2 * F * n,
+          [&] { inner_.rope(x, B, T, nh, hd, theta, pos0, pos_dev, inverse); });
+}
+void ProfilingDevice::kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
+                                int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) {
+    timed("kv_append", 0, 2.0 * d(B * T * row_len) * d(dtype_size(rows.dtype)),
+          [&] { inner_.kv_append(cache, rows, B, T, S, row_len, pos0, pos_dev); });
 }
 void ProfilingDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,
                                     const Tensor& k, const Tensor& v, const AttnDims& a,
                                     float scale) {
     // q.k and p.v over the causal half: 2 * 2 * B * H * Tq * Tk/2 * hd (Tq = Tk in training).
-    double flops = 2.0 * d(a.B * a.H) * d(a.Tq) * d(a.Tk) * d(a.hd);
-    double bytes = F * d(a.B) * (2 * d(a.Tq * a.H * a.hd) + 2 * d(a.Tk * a.K * a.hd));
+    const double Tk = d(a.Tk + device_value(a.tk_dev));
+    double flops = 2.0 * d(a.B * a.H) * d(a.Tq) * Tk * d(a.hd);
+    double bytes = F * d(a.B) * (2 * d(a.Tq * a.H * a.hd) + 2 * Tk * d(a.K * a.hd));
     timed("attention_fwd", flops, bytes, [&] { inner_.attention_fwd(o, lse, q, k, v, a, scale); });
 }
 void ProfilingDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                                     const Tensor& dout, const Tensor& q, const Tensor& k,
                                     const Tensor& v, const Tensor& o, const Tensor& lse,
                                     const AttnDims& a, float scale) {
-    double flops = 5.0 * d(a.B * a.H) * d(a.Tq) * d(a.Tk) * d(a.hd);  // recompute s + 4 products
-    double bytes = F * d(a.B) * (4 * d(a.Tq * a.H * a.hd) + 4 * d(a.Tk * a.K * a.hd));
+    const double Tk = d(a.Tk + device_value(a.tk_dev));
+    double flops = 5.0 * d(a.B * a.H) * d(a.Tq) * Tk * d(a.hd);  // recompute s + 4 products
+    double bytes = F * d(a.B) * (4 * d(a.Tq * a.H * a.hd) + 4 * Tk * d(a.K * a.hd));
     timed("attention_bwd", flops, bytes,
           [&] { inner_.attention_bwd(dq, dk, dv, dout, q, k, v, o, lse, a, scale); });
 }

@@ -73,6 +73,8 @@ MT_FN float mt_relu_grad(float z) { return z > 0.0f ? 1.0f : 0.0f; }
 MT_FN float mt_rope_inv_freq(float theta_eff, int i, int hd) {
     return mt_expf(-(2.0f * (float)i / (float)hd) * mt_logf(theta_eff));
 }
+/* Positions a device-side offset may reach (Device::rope / kv_append pos_dev): [0, 2^30). */
+#define MT_POS_LIMIT 1073741824
 /* Rotation angle of pair i at absolute position pos (float32, as Hugging Face computes it). */
 MT_FN float mt_rope_angle(float theta_eff, int i, int hd, int pos) {
     return (float)pos * mt_rope_inv_freq(theta_eff, i, hd);

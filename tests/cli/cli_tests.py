@@ -495,6 +495,11 @@ def bench_and_gradcheck():
     j = json.loads(p.stdout.strip().splitlines()[-1])
     assert set(j) >= {"tokens_per_s", "ms_per_step", "gflops", "mfu", "peak_rss_mb"}, j
     assert j["tokens_per_s"] > 0 and "gemm" in p.stdout
+    # --generate N decodes N tokens (a 120-token prompt leaves room for 8 of tiny's 128).
+    p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
+            "--generate", 8, "--warmup", 0)
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    assert j["tokens_per_s"] > 0 and j["graph_replayed_steps"] == 0, j
     g = run("gradcheck", "--device", "cpu", "--preset", "tiny")
     assert "passed" in g.stdout, g.stdout
 

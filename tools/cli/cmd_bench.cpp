@@ -6,7 +6,8 @@
 // next to that of `none` (activation_mb, workspace_mb in the JSON).
 // `--generate N` instead times batch-B KV-cache decoding of N tokens after a T-token prompt
 // (median time per decode step) against the memory-bandwidth bound (weight bytes per token /
-// --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s).
+// --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s;
+// graph_replayed_steps = timed decode steps replayed from a CUDA graph).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -189,6 +190,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     for (int b = 0; b < a.batch; ++b) prompts.push_back(random_tokens(rng, cfg.vocab_size, a.seq));
     GenerateOptions g;
     g.temperature = 0.0f;  // greedy: the step is the model, not the sampler
+    g.max_new_tokens = a.generate;
 
     const ModelCost cost = model_cost(cfg);
     const double bytes = decode_weight_bytes(cfg, cost.active_matmul_params);
@@ -197,12 +199,16 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
                 device.name().c_str(), a.batch, a.seq, a.generate, bytes / 1e6);
     std::vector<double> ms;
+    int replayed = 0;  // timed decode steps that were CUDA graph replays
     for (int run = 0; run < a.warmup + 1; ++run) {  // warm-up runs plan buffers and kernels
         const bool timed = run == a.warmup;
         if (profiler && timed) profiler->reset();
         auto last = Clock::now();
         generate_batch(model, prompts, g, [&](int64_t i, std::span<const int32_t>) {
-            if (timed && i > 0) ms.push_back(ms_since(last));  // i = 0 follows the prefill
+            if (timed && i > 0) {  // i = 0 follows the prefill
+                ms.push_back(ms_since(last));
+                replayed += model.last_step_run() == StepRun::replayed;
+            }
             last = Clock::now();
             return true;
         });
@@ -224,6 +230,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     j["weight_mb_per_token"] = bytes / 1e6;
     j["bandwidth_bound_tokens_per_s"] = bound;
     j["bound_fraction"] = tps / bound;
+    j["graph_replayed_steps"] = replayed;
     std::printf("%s\n", j.dump().c_str());
 }
 

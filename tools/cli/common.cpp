@@ -30,8 +30,8 @@ void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
         cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
             ->check(non_negative());
     cmd->add_option("--cuda-graphs", cuda_graphs,
-                    "cuda: capture the training / evaluation step into a CUDA Graph after two "
-                    "warm-up steps and replay it (on | off)")
+                    "cuda: capture the training / evaluation / decode step into a CUDA Graph "
+                    "after two warm-up steps and replay it (on | off)")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
 }

@@ -8,6 +8,7 @@
 #include "elementwise.cuh"
 #include "embedding.cuh"
 #include "grouped_gemm.cuh"
+#include "kv_cache.cuh"
 #include "loss.cuh"
 #include "moe_permute.cuh"
 #include "norm.cuh"
