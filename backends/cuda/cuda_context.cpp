@@ -51,6 +51,7 @@ CudaContext::~CudaContext() {
     if (cublas_) cublasDestroy(cublas_);
     allocator_->free(cublas_workspace_);
     allocator_->free(scratch_);
+    for (void* p : retired_scratch_) allocator_->free(p);
     allocator_->free(error_word_);
     allocator_->release_cached();
     if (stream_) cudaStreamDestroy(stream_);
@@ -60,7 +61,11 @@ void* CudaContext::scratch(size_t bytes) {
     if (bytes > scratch_bytes_) {
         MT_CHECK(!capturing_, "op scratch would grow from ", scratch_bytes_, " to ", bytes,
                  " bytes inside a captured CUDA graph");
-        allocator_->free(scratch_);  // stream order: queued users finish before the next user
+        if (scratch_in_graph_ && scratch_)
+            retired_scratch_.push_back(scratch_);  // a graph may replay this address
+        else
+            allocator_->free(scratch_);  // stream order: queued users finish before the next user
+        scratch_in_graph_ = false;
         scratch_ = nullptr;
         scratch_bytes_ = 0;
         scratch_ = allocator_->allocate(bytes);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "cuda/caching_allocator.h"
 
@@ -41,15 +42,19 @@ public:
 
     // Scratch memory for one op's temporaries, valid until the next scratch() call. Grows
     // (through the caching allocator) only when a larger request arrives, i.e. during warm-up;
-    // growing while a graph is being captured is an error (the graph would keep the old
-    // pointer).
+    // growing while a graph is being captured is an error. A scratch area a captured graph
+    // may use is never freed while the context lives (graphs replay its address): growing
+    // past it retires it instead.
     void* scratch(size_t bytes);
 
     // True while the stream is capturing a graph (set by the graph runtime): nothing may
     // allocate, upload, download or synchronize, and error-word checks wait for the next
     // download after the replay.
     bool capturing() const { return capturing_; }
-    void set_capturing(bool on) { capturing_ = on; }
+    void set_capturing(bool on) {
+        capturing_ = on;
+        if (on) scratch_in_graph_ = true;
+    }
 
     // The two-word device error word (code, value) kernels report invalid indices into
     // (kernels_cuda/ops.h ErrorCode); zero while nothing was reported.
@@ -69,6 +74,8 @@ private:
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;
     bool capturing_ = false;
+    bool scratch_in_graph_ = false;       // a capture began while scratch_ was current
+    std::vector<void*> retired_scratch_;  // earlier scratch areas graphs may still use
 };
 
 }  // namespace moetrain::cuda
