@@ -49,13 +49,13 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
 void ModelImpl::set_precision(Precision p) {
     if (p != precision) drop_training_workspaces();  // their 16-bit activations change dtype
     precision = p;
+    lo_generation = next_buffer_generation();  // steps recorded with the old weights go stale
     if (p == Precision::fp32) {
         params_lo = Tensor{};
         wf = w;
         return;
     }
     params_lo = dev.alloc(compute_dtype(p), {std::max<int64_t>(n_decay, 1)});
-    lo_generation = next_buffer_generation();
     wf = with_compute_matrices(w, params_lo);
     lo_version = params_version - 1;  // stale: converted before the next forward
 }

@@ -40,7 +40,7 @@ class ModelImpl {
     // w with the matrices replaced by params_lo views otherwise, see with_compute_matrices).
     Precision precision = Precision::fp32;
     Tensor params_lo;
-    uint64_t lo_generation = 0;  // next_buffer_generation() when params_lo was allocated
+    uint64_t lo_generation = 0;  // next_buffer_generation() at the last set_precision
     ModelW wf;
     uint64_t params_version = 0, lo_version = 0;
     void set_precision(Precision p);

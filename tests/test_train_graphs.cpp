@@ -53,3 +53,25 @@ TEST_CASE("train: steps replayed from a CUDA graph equal eager steps bit for bit
         }
     }
 }
+
+TEST_CASE("train: a precision switch never replays a graph recorded with the old weights") {
+    const ModelConfig c = rm::small_config();
+    const rm::Batch b = rm::random_batch(c.vocab_size, 2, 8, 7);
+    for (auto& d : test::test_devices()) {
+        if (!test::records_graphs(*d.dev)) continue;
+        CAPTURE(d.id);
+        Model m(*d.dev, c), ref(*d.dev, c);
+        m.init_weights(3);
+        ref.init_weights(3);
+        m.set_precision(Precision::bf16);
+        // Eval steps: two warm-ups, a capture, replays (the graph multiplies with the bf16 copy).
+        const double l16 = m.forward_loss(b.x.data(), b.y.data(), 2, 8).loss;
+        for (int i = 0; i < 4; ++i) CHECK(m.forward_loss(b.x.data(), b.y.data(), 2, 8).loss == l16);
+        CHECK(m.last_step_run() == StepRun::replayed);
+        // fp32 frees the bf16 copy: the next evals must run fp32 products, not the old graph.
+        m.set_precision(Precision::fp32);
+        const double l32 = ref.forward_loss(b.x.data(), b.y.data(), 2, 8).loss;
+        CHECK(l32 != l16);
+        for (int i = 0; i < 4; ++i) CHECK(m.forward_loss(b.x.data(), b.y.data(), 2, 8).loss == l32);
+    }
+}

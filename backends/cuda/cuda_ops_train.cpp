@@ -86,10 +86,11 @@ void CudaDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const T
     int32_t* rt = i32(row_token, N * k, op, "row_token");
     int32_t* sr = i32(slot_row, N * k, op, "slot_row");
     const int32_t* idx = i32(topk_idx, N * k, op, "topk_idx");
+    const mtk::Stream st = stream(op);  // this device current before cub sizes its temp storage
     const mtk::ExclusiveScan scan = exclusive_sum_i32_scan();  // cub, cub_scan.h
     const size_t scan_temp = scan.temp_bytes(mtk::moe_sort_scan_items(N * k, E));
     void* scratch = context().scratch(mtk::moe_sort_scratch_bytes(N * k, E, scan_temp));
-    mtk::moe_sort(stream(op), c, rt, sr, idx, N, k, E, scan, scratch, error_word());
+    mtk::moe_sort(st, c, rt, sr, idx, N, k, E, scan, scratch, error_word());
     launched(op);  // a bad expert index is reported at the next download() / synchronize()
 }
 

@@ -30,6 +30,7 @@ StepRun GraphCache::run(const std::string& key, const std::function<void()>& rec
         record();
         return StepRun::eager;
     }
+    if (!entries_.count(key)) prune_entries();
     Entry& e = entries_[key];
     e.last_use = ++clock_;
     if (e.graph) {
@@ -46,27 +47,48 @@ StepRun GraphCache::run(const std::string& key, const std::function<void()>& rec
 
 StepRun GraphCache::capture(const std::string& key, Entry& e, const std::function<void()>& record) {
     std::string why;
-    runtime_.begin_capture();
+    try {
+        runtime_.begin_capture();
+    } catch (const std::exception& ex) {
+        return fall_back(key, e, ex.what(), record);
+    }
     capturing_ = true;
     try {
         record();
     } catch (const std::exception& ex) {
         why = ex.what();
+    } catch (...) {  // not an error we report: leave capture mode, then let it propagate
+        capturing_ = false;
+        std::string ignored;
+        if (void* g = runtime_.end_capture(&ignored)) runtime_.destroy(g);
+        throw;
     }
     capturing_ = false;
     std::string end_why;
     void* graph = runtime_.end_capture(&end_why);
-    if (graph && why.empty()) {
-        e.graph = graph;
-        evict_beyond_limit();
-        runtime_.launch(graph);
-        return StepRun::captured;
+    if (!graph || !why.empty()) {
+        if (graph) runtime_.destroy(graph);
+        if (why.empty()) why = end_why.empty() ? "the runtime returned no graph" : end_why;
+        return fall_back(key, e, why, record);
     }
-    if (graph) runtime_.destroy(graph);
-    e.failure = why.empty() ? (end_why.empty() ? "the runtime returned no graph" : end_why) : why;
+    try {
+        runtime_.launch(graph);
+    } catch (...) {  // a launch error is a real CUDA error: never retry this graph
+        runtime_.destroy(graph);
+        e.failure = "cudaGraphLaunch failed";
+        throw;
+    }
+    e.graph = graph;
+    evict_beyond_limit();
+    return StepRun::captured;
+}
+
+StepRun GraphCache::fall_back(const std::string& key, Entry& e, const std::string& why,
+                              const std::function<void()>& record) {
+    e.failure = why;
     std::fprintf(stderr,
                  "moetrain: cuda graphs: cannot capture step '%s' (%s); it runs without graphs\n",
-                 key.c_str(), e.failure.c_str());
+                 key.c_str(), why.c_str());
     // Nothing captured ran: do the work now (an error the record raises propagates).
     record();
     ++e.eager_runs;
@@ -81,6 +103,18 @@ void GraphCache::evict_beyond_limit() {
         runtime_.destroy(oldest->graph);
         oldest->graph = nullptr;
         oldest->eager_runs = 0;  // a later use warms up and captures again
+    }
+}
+
+void GraphCache::prune_entries() {
+    while (entries_.size() >= kMaxEntries) {  // forget the oldest key that holds no graph
+        auto oldest = entries_.end();
+        for (auto it = entries_.begin(); it != entries_.end(); ++it)
+            if (!it->second.graph &&
+                (oldest == entries_.end() || it->second.last_use < oldest->second.last_use))
+                oldest = it;
+        if (oldest == entries_.end()) return;
+        entries_.erase(oldest);
     }
 }
 

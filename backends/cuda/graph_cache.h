@@ -4,7 +4,8 @@
 // later calls replay the graph. A capture that fails (the record downloaded, synchronized or
 // allocated, or the runtime refused) is discarded and its key runs eagerly from then on, with
 // one line on stderr saying why; the record is re-run eagerly right away, so the call still
-// does its work. At most `max_graphs` graphs are kept (least recently used evicted).
+// does its work. At most `max_graphs` graphs are kept (least recently used evicted), and at
+// most kMaxEntries keys are remembered (the oldest without a graph forgotten first).
 #pragma once
 
 #include <cstdint>
@@ -35,11 +36,14 @@ class GraphCache {
     GraphCache(const GraphCache&) = delete;
     GraphCache& operator=(const GraphCache&) = delete;
 
+    static constexpr size_t kMaxEntries = 64;
+
     StepRun run(const std::string& key, const std::function<void()>& record);
 
     bool enabled() const { return enabled_; }
     bool capturing() const { return capturing_; }
-    size_t graphs() const;  // executable graphs held
+    size_t graphs() const;                           // executable graphs held
+    size_t keys() const { return entries_.size(); }  // keys remembered
     std::string failure(
         const std::string& key) const;  // why `key` cannot be captured ("" if it can)
 
@@ -51,7 +55,11 @@ class GraphCache {
         uint64_t last_use = 0;
     };
     StepRun capture(const std::string& key, Entry& e, const std::function<void()>& record);
+    // Marks `key` uncapturable (said once on stderr) and runs the record eagerly.
+    StepRun fall_back(const std::string& key, Entry& e, const std::string& why,
+                      const std::function<void()>& record);
     void evict_beyond_limit();
+    void prune_entries();  // before a new key: keep at most kMaxEntries - 1 others
 
     GraphRuntime& runtime_;
     bool enabled_;

@@ -19,12 +19,13 @@ namespace {
 // Records what the cache asked for; a "graph" is a number; captures can be made to fail.
 class FakeGraphRuntime final : public GraphRuntime {
   public:
-    bool capturing = false, fail_end = false;
+    bool capturing = false, fail_end = false, fail_begin = false, fail_launch = false;
     int next = 1;
     std::vector<std::string> calls;
     std::set<long> live;
     void begin_capture() override {
         CHECK_FALSE(capturing);
+        if (fail_begin) throw std::runtime_error("cudaStreamBeginCapture: not permitted");
         capturing = true;
         calls.push_back("begin");
     }
@@ -41,6 +42,7 @@ class FakeGraphRuntime final : public GraphRuntime {
     }
     void launch(void* g) override {
         CHECK(live.count(reinterpret_cast<long>(g)));
+        if (fail_launch) throw std::runtime_error("cudaGraphLaunch: launch failure");
         calls.push_back("launch " + std::to_string(reinterpret_cast<long>(g)));
     }
     void destroy(void* g) override {
@@ -143,4 +145,38 @@ TEST_CASE("cuda graphs: the least recently used graph is evicted beyond the limi
     CHECK(rt.live == std::set<long>{1, 3});
     CHECK(cache.run("a", nop) == StepRun::replayed);
     CHECK(cache.run("b", nop) == StepRun::captured);  // captured again (warm-up 0)
+}
+
+TEST_CASE("cuda graphs: a stream that cannot begin a capture runs the key eagerly") {
+    FakeGraphRuntime rt;
+    rt.fail_begin = true;
+    GraphCache cache(rt, true, 0);
+    int work = 0;
+    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);
+    CHECK(work == 1);
+    CHECK(cache.failure("k") == "cudaStreamBeginCapture: not permitted");
+    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);  // no second attempt
+    CHECK(work == 2);
+}
+
+TEST_CASE("cuda graphs: a failed first launch propagates and the graph is never replayed") {
+    FakeGraphRuntime rt;
+    rt.fail_launch = true;
+    GraphCache cache(rt, true, 0);
+    int work = 0;
+    CHECK_THROWS_WITH(cache.run("k", [&] { ++work; }), "cudaGraphLaunch: launch failure");
+    CHECK(rt.live.empty());
+    CHECK(cache.graphs() == 0);
+    rt.fail_launch = false;
+    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);
+    CHECK(work == 2);
+}
+
+TEST_CASE("cuda graphs: keys without graphs are forgotten beyond the key limit") {
+    FakeGraphRuntime rt;
+    GraphCache cache(rt, true, 0, 2);
+    CHECK(cache.run("kept", [] {}) == StepRun::captured);
+    for (int i = 0; i < 200; ++i) cache.run("once " + std::to_string(i), [] {});
+    CHECK(cache.keys() <= GraphCache::kMaxEntries);
+    CHECK(cache.graphs() == 2);
 }
