@@ -9,29 +9,17 @@ Both run under the same environment (OPENBLAS_CORETYPE etc. are left as they are
 1-minute load average (os.getloadavg) is printed before every run and its range is part of
 the final JSON, since other processes on the machine change the numbers.
 """
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def last_json(out):
-    return json.loads(out.strip().splitlines()[-1])
+from bench_args import HERE, last_json, shape_parser
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", default=os.path.join(HERE, "..", "build", "moetrain"))
-    ap.add_argument("--preset", required=True)
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--seq", type=int, required=True)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=2)
+    ap = shape_parser(runs=5, steps=5)
     ap.add_argument("--no-torch", action="store_true", help="moetrain only")
     ap.add_argument("--generate", type=int, default=0,
                     help="time N decode tokens after a --seq prompt instead (moetrain only)")

@@ -6,13 +6,12 @@ options. Prints one markdown row per lever and a last JSON line with every row.
 
     python3 bench/levers.py --moetrain build/moetrain --preset moe-mini --batch 8 --seq 256
 """
-import argparse
 import json
 import os
 import statistics
 import subprocess
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from bench_args import HERE, last_json, shape_parser
 LEVERS = [
     ("fp32 (baseline)", []),
     ("--precision bf16", ["--precision", "bf16"]),
@@ -25,20 +24,12 @@ LEVERS = [
 ]
 
 
-def last_json(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+def run_json(cmd):
+    return last_json(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", default=os.path.join(HERE, "..", "build", "moetrain"))
-    ap.add_argument("--preset", required=True)
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--seq", type=int, required=True)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
+    ap = shape_parser(runs=3, steps=2)
     ap.add_argument("--levers", default="",
                     help="comma-separated lever names to run (default: all), e.g. "
                          "'fp32 (baseline),--precision bf16'")
@@ -52,11 +43,11 @@ def main():
     print(f"| lever | tokens/s | peak RSS MB | plan MB | RSS / plan | load |")
     print("|---|---|---|---|---|---|")
     for name, flags in levers:
-        plan = last_json([a.moetrain, "plan"] + shape + flags)
+        plan = run_json([a.moetrain, "plan"] + shape + flags)
         tps, rss, loads = [], [], []
         for _ in range(a.runs):
             loads.append(os.getloadavg()[0])
-            m = last_json([a.moetrain, "bench", "--device", "cpu", "--steps", str(a.steps),
+            m = run_json([a.moetrain, "bench", "--device", "cpu", "--steps", str(a.steps),
                            "--warmup", "1", "--threads", str(a.threads)] + shape + flags)
             tps.append(m["tokens_per_s"])
             rss.append(m["peak_rss_mb"])
