@@ -42,7 +42,8 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
     stats = dev.alloc(DType::f32, {4});
     micro = dev.alloc(DType::f32, {3});
     int moe_layers = 0;
-    for (int l = 0; l < cfg.n_layers; ++l) moe_row_.push_back(cfg.is_moe_layer(l) ? moe_layers++ : -1);
+    for (int l = 0; l < cfg.n_layers; ++l)
+        moe_row_.push_back(cfg.is_moe_layer(l) ? moe_layers++ : -1);
     if (moe_layers > 0) load_counts = dev.alloc(DType::i32, {moe_layers, cfg.moe->n_experts});
 }
 
@@ -134,14 +135,16 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
-std::string ModelImpl::step_key(const Workspace& ws, float grad_scale, float weight,
-                                float ce_scale) const {
-    auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
-    std::ostringstream key;
-    key << (ws.training ? "train" : "eval") << " B" << ws.B << " T" << ws.T << " ws#"
-        << ws.generation << " lo#" << lo_generation << std::hex << " gs=" << bits(grad_scale)
-        << " w=" << bits(weight) << " ce=" << bits(ce_scale) << " stats@" << stats.buf.get();
-    return key.str();
+void ModelImpl::run_step(const std::string& key, const Workspace& ws,
+                         const std::function<void()>& queue) {
+    if (record_routing) {  // the routing record downloads the choices: never captured
+        queue();
+        last_run = StepRun::eager;
+        return;
+    }
+    std::ostringstream k;
+    k << key << " ws#" << ws.generation << " lo#" << lo_generation;
+    last_run = dev.run_recorded(k.str(), queue);
 }
 
 void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
@@ -199,8 +202,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
         else
-            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres,
-                    g, g.dxn, false);
+            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
+                    g.dxn, false);
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
         attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
         norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
@@ -256,12 +259,11 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
         if (backward) backward_layers(ws, grad_scale);
         dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
     };
-    if (record_routing) {  // the routing record downloads the choices: never captured
-        queue();
-        last_run = StepRun::eager;
-    } else {
-        last_run = dev.run_recorded(step_key(ws, grad_scale, weight, ce_scale), queue);
-    }
+    auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+    std::ostringstream key;  // the buffers are the workspace's, the model's and stats / micro
+    key << (backward ? "train" : "eval") << " B" << B << " T" << T << std::hex
+        << " gs=" << bits(grad_scale) << " w=" << bits(weight) << " ce=" << bits(ce_scale);
+    run_step(key.str(), ws, queue);
     loads_written();
     return counted;
 }
@@ -280,9 +282,9 @@ void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
     last_run = StepRun::eager;
 }
 
-void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos,
-                            const std::vector<KvSlot>& cache, const Tensor& logits,
-                            const std::string& key, const std::function<void()>& then) {
+void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos, const std::vector<KvSlot>& cache,
+                            const Tensor& logits, const std::string& key,
+                            const std::function<void()>& then) {
     MT_CHECK(B >= 1, "batch size B=", B, " must be positive");
     MT_CHECK(pos >= 0 && pos < cfg.max_seq_len, "decode position ", pos, " outside [0, ",
              cfg.max_seq_len, ")");
@@ -295,14 +297,7 @@ void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos,
         head_last_logits(dev, cfg, wf, ws, logits);
         then();
     };
-    if (record_routing) {  // the routing record downloads the choices: never captured
-        queue();
-        last_run = StepRun::eager;
-    } else {
-        std::ostringstream k;
-        k << key << " ws#" << ws.generation << " lo#" << lo_generation;
-        last_run = dev.run_recorded(k.str(), queue);
-    }
+    run_step(key, ws, queue);
     loads_written();
 }
 

@@ -121,9 +121,11 @@ class ModelImpl {
     void record_load(const Workspace& ws, int l);
     // After a forward was queued: the loads changed (host bookkeeping, outside any recording).
     void loads_written();
-    // The Device::run_recorded key of queue_micro_batch: everything its device work depends on.
-    std::string step_key(const Workspace& ws, float grad_scale, float weight,
-                         float ce_scale) const;
+    // Runs `queue` (device work only) as one recorded step (Device::run_recorded) and sets
+    // last_run. `key` names the step's scalar arguments and own buffers; the workspace and
+    // 16-bit weight generations are appended here. While routing is recorded (downloads) the
+    // step runs eagerly, never captured.
+    void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
