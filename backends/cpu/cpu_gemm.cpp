@@ -141,9 +141,7 @@ void CpuDevice::gemm(const GemmArgs& g) {
     auto stored = [&](const Tensor& t, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
                       const char* arg) {
         const int64_t need = gemm_span(g.batch, stride, rows, cols, ld);
-        const void* p = raw(t, "gemm", arg);
-        MT_CHECK(t.numel() >= need, "gemm: tensor '", arg, "' has ", t.numel(),
-                 " elements, the op needs ", need);
+        const void* p = checked(t, t.dtype, need, "gemm", arg);
         return cpu::StoredMatrix{p, t.dtype, rows, cols, ld, g.batch, stride};
     };
     const cpu::StoredMatrix a = stored(g.a, a_rows, a_cols, g.lda, g.stride_a, "a");
