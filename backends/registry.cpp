@@ -223,10 +223,9 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
 
 DeviceInfo device_info(const std::string& spec) {
     const ResolvedDevice r = resolve_device(spec);
-    if (r.index >= 0) return r.devices[static_cast<size_t>(r.index)];
-    for (const DeviceInfo& d : r.devices)
-        if (d.available) return d;
-    fail("device '", spec, "' is not available: no usable device");
+    const int index = r.index >= 0 ? r.index : r.backend->default_device();  // as open_device
+    if (index < 0) fail("device '", spec, "' is not available: no usable device");
+    return r.devices[static_cast<size_t>(index)];
 }
 
 }  // namespace moetrain

@@ -38,6 +38,13 @@ public:
     virtual std::string unavailable_reason() = 0;
     virtual std::vector<DeviceInfo> devices() = 0;
     virtual std::unique_ptr<Device> open(int index, const DeviceOptions& opts) = 0;
+    // The device open(-1) opens, -1 when none is usable. By default the first available one.
+    virtual int default_device() {
+        const std::vector<DeviceInfo> d = devices();
+        for (size_t i = 0; i < d.size(); ++i)
+            if (d[i].available) return static_cast<int>(i);
+        return -1;
+    }
 };
 
 // What the registry knows about one backend.

@@ -30,8 +30,7 @@ public:
         probe();
         MT_CHECK(reason_.empty(), "device '" MOETRAIN_CUDA_BACKEND_NAME "' is not available: ", reason_);
         if (index < 0) {  // default: the first usable device
-            for (size_t i = 0; i < devices_.size() && index < 0; ++i)
-                if (devices_[i].available) index = static_cast<int>(i);
+            index = default_device();
             MT_CHECK(index >= 0, "no usable CUDA device: ", devices_.empty() ? "none found"
                                                                            : devices_[0].reason);
         }

@@ -86,13 +86,9 @@ public:
     std::unique_ptr<Device> open(int index, const DeviceOptions&) override {
         enumerate();
         MT_CHECK(reason_.empty(), "OpenCL backend is not available: ", reason_);
-        if (index < 0) {  // default: first usable GPU, else first usable device
-            auto usable = [](const FoundDevice& f) { return f.info.available; };
-            auto gpu = std::find_if(found_.begin(), found_.end(),
-                                    [&](const FoundDevice& f) { return usable(f) && f.gpu; });
-            auto any = std::find_if(found_.begin(), found_.end(), usable);
-            MT_CHECK(any != found_.end(), "no usable OpenCL device: ", found_[0].info.reason);
-            index = static_cast<int>((gpu != found_.end() ? gpu : any) - found_.begin());
+        if (index < 0) {
+            index = default_device();
+            MT_CHECK(index >= 0, "no usable OpenCL device: ", found_[0].info.reason);
         }
         MT_CHECK(index < static_cast<int>(found_.size()), "opencl:", index,
                  " does not exist (", found_.size(), " OpenCL devices)");
@@ -100,6 +96,16 @@ public:
         MT_CHECK(f.info.available, f.info.id, " is not usable: ", f.info.reason);
         return std::make_unique<ClDevice>(f.platform, f.device,
                                           f.info.name + " (" + f.info.id + ")");
+    }
+
+    int default_device() override {  // the first usable GPU, else the first usable device
+        enumerate();
+        auto usable = [](const FoundDevice& f) { return f.info.available; };
+        auto gpu = std::find_if(found_.begin(), found_.end(),
+                                [&](const FoundDevice& f) { return usable(f) && f.gpu; });
+        auto any = std::find_if(found_.begin(), found_.end(), usable);
+        if (any == found_.end()) return -1;
+        return static_cast<int>((gpu != found_.end() ? gpu : any) - found_.begin());
     }
 
 private:
