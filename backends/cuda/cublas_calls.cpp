@@ -2,6 +2,7 @@
 #include "cuda/cublas_calls.h"
 
 #include <climits>
+#include <string>
 
 #include "cuda/cuda_errors.h"
 
@@ -38,27 +39,18 @@ cudaDataType operand_type(DType compute) {
     return compute == DType::f32 ? CUDA_R_32F : compute == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 
-void gemm_ex(cublasHandle_t handle, const GemmArgs& g, cudaDataType ab, const void* a,
-             const void* b, float* c, const char* what) {
+}  // namespace
+
+void gemm_strided(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c) {
+    const cudaDataType ab = operand_type(g.compute);
+    const std::string what =
+        std::string("cublasGemmStridedBatchedEx (") + dtype_name(g.compute) + " gemm)";
     ColumnMajorGemm cm = to_column_major(g);
     check_cublas(cublasGemmStridedBatchedEx(handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha,
                                             b, ab, cm.lda, cm.stride_a, a, ab, cm.ldb,
                                             cm.stride_b, &g.beta, c, CUDA_R_32F, cm.ldc, cm.stride_c,
                                             cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 what);
-}
-}  // namespace
-
-void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c) {
-    gemm_ex(handle, g, CUDA_R_32F, a, b, c, "cublasGemmStridedBatchedEx (f32 gemm)");
-}
-
-void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c) {
-    MT_CHECK(g.compute == DType::bf16 || g.compute == DType::f16, "gemm: compute ",
-             dtype_name(g.compute), " is not a 16-bit type");
-    const bool bf16 = g.compute == DType::bf16;
-    gemm_ex(handle, g, bf16 ? CUDA_R_16BF : CUDA_R_16F, a, b, c,
-            bf16 ? "cublasGemmStridedBatchedEx (bf16 gemm)" : "cublasGemmStridedBatchedEx (f16 gemm)");
+                 what.c_str());
 }
 
 void gemm_batched(cublasHandle_t handle, const GemmArgs& g, const void* const* a_ptrs,

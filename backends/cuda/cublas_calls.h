@@ -23,12 +23,10 @@ struct ColumnMajorGemm {
 // Throws moetrain::Error when a size does not fit cuBLAS's 32-bit arguments.
 ColumnMajorGemm to_column_major(const GemmArgs& g);
 
-// C = alpha op(A) op(B) + beta C for f32 device pointers, strict fp32 (no TF32) accumulation.
-void gemm_f32(cublasHandle_t handle, const GemmArgs& g, const float* a, const float* b, float* c);
-
-// The same for A and B stored as g.compute (bf16 or f16; CUDA_R_16BF / CUDA_R_16F) with an f32
-// C: CUBLAS_COMPUTE_32F (fp32 accumulation, tensor cores where the GPU has them).
-void gemm_16bit(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c);
+// C = alpha op(A) op(B) + beta C (strided-batched) with A and B stored as g.compute and an f32
+// C, CUBLAS_COMPUTE_32F: f32 operands give strict fp32 products (no TF32), bf16 / f16 ones
+// (CUDA_R_16BF / CUDA_R_16F) fp32 accumulation on tensor cores where the GPU has them.
+void gemm_strided(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c);
 
 // C_e = alpha op(A_e) op(B_e) + beta C_e for e < batch, with the matrices at the device
 // pointers a_ptrs[e], b_ptrs[e], c_ptrs[e] (device arrays; cublasGemmBatchedEx). g gives the

@@ -43,7 +43,7 @@ void CudaDevice::gemm(const GemmArgs& g) {
         const float* a = f32(g.a, na, "gemm", "a");
         const float* b = f32(g.b, nb, "gemm", "b");
         stream("gemm");
-        gemm_f32(context().cublas(), g, a, b, c);
+        gemm_strided(context().cublas(), g, a, b, c);
         return;
     }
     const void* a = checked(g.a, g.a.dtype, na, "gemm", "a");
@@ -63,7 +63,7 @@ void CudaDevice::gemm(const GemmArgs& g) {
         b = scratch + pa;
     }
     launched("gemm");
-    gemm_16bit(context().cublas(), g, a, b, c);
+    gemm_strided(context().cublas(), g, a, b, c);
 }
 
 void CudaDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {

@@ -90,7 +90,7 @@ void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
     const GroupedSpans sp = grouped_spans(g, groups, GroupDim::k);
     auto* c = static_cast<float*>(dev.raw(g.c, kOp, "c"));
     mtk::Stream st = dev.stream(kOp);
-    if (g.beta != 1.0f || g.k == 0)
+    if (g.beta != 1.0f)
         mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
     dev.launched(kOp);
     if (g.k == 0) return;
@@ -129,11 +129,7 @@ void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
                          count, p.tile);
         dev.launched(kOp);
         t.batch = count;
-        if (g.compute == DType::f32)
-            gemm_f32(dev.context().cublas(), t, reinterpret_cast<const float*>(pa),
-                     reinterpret_cast<const float*>(pb), partials);
-        else
-            gemm_16bit(dev.context().cublas(), t, pa, pb, partials);
+        gemm_strided(dev.context().cublas(), t, pa, pb, partials);
         mtk::grouped_reduce(st, c, g.stride_c, g.ldc, partials, table + t0, count, g.m, g.n);
         dev.launched(kOp);
     }
