@@ -148,7 +148,7 @@ __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restr
 
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
               const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
-              void* scratch, int32_t* err) {
+              size_t scan_temp_bytes, void* scratch, int32_t* err) {
     const int64_t slots = N * k, chunks = moe_sort_chunks(slots);
     const int64_t items = moe_sort_scan_items(slots, E);
     const int e = static_cast<int>(E);
@@ -158,7 +158,7 @@ void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
     if (slots > 0) {
         MT_LAUNCH(moe_count_kernel, moe_count(slots, E), s, topk_idx, slots, e, hist, err);
         scan.run(s, hist, base, items, static_cast<char*>(scratch) + 2 * hist_bytes,
-                 scan.temp_bytes(items));
+                 scan_temp_bytes);
     }
     // No tokens: chunks = 0 and every count is 0.
     MT_LAUNCH(moe_counts_kernel, moe_counts(E), s, hist, base, chunks, e, counts);

@@ -150,11 +150,11 @@ struct ExclusiveScan {
     void (*run)(Stream s, const int32_t* in, int32_t* out, int64_t n, void* temp,
                 size_t temp_bytes);
 };
-// scratch (256-byte aligned): moe_sort_scratch_bytes(N*k, E, scan.temp_bytes(
-// moe_sort_scan_items(N*k, E))).
+// scan_temp_bytes = scan.temp_bytes(moe_sort_scan_items(N*k, E)); scratch (256-byte
+// aligned): moe_sort_scratch_bytes(N*k, E, scan_temp_bytes).
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
               const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
-              void* scratch, int32_t* err);
+              size_t scan_temp_bytes, void* scratch, int32_t* err);
 void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const int32_t* index,
                  int64_t R, int64_t dim, int32_t* err);
 // w may be nullptr (all weights 1); rows has nrows rows of dim.

@@ -90,7 +90,7 @@ void CudaDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const T
     const mtk::ExclusiveScan scan = exclusive_sum_i32_scan();  // cub, cub_scan.h
     const size_t scan_temp = scan.temp_bytes(mtk::moe_sort_scan_items(N * k, E));
     void* scratch = context().scratch(mtk::moe_sort_scratch_bytes(N * k, E, scan_temp));
-    mtk::moe_sort(st, c, rt, sr, idx, N, k, E, scan, scratch, error_word());
+    mtk::moe_sort(st, c, rt, sr, idx, N, k, E, scan, scan_temp, scratch, error_word());
     launched(op);  // a bad expert index is reported at the next download() / synchronize()
 }
 

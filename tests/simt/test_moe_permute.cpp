@@ -22,7 +22,9 @@ const mtk::ExclusiveScan kScan = moetrain::cuda::exclusive_sum_i32_scan();
 class SortScratch {
 public:
     SortScratch(int64_t slots, int64_t E)
-        : buf_(mtk::moe_sort_scratch_bytes(slots, E, kScan.temp_bytes(mtk::moe_sort_scan_items(slots, E))) / 4 + 64, -1) {}
+        : scan_bytes_(kScan.temp_bytes(mtk::moe_sort_scan_items(slots, E))),
+          buf_(mtk::moe_sort_scratch_bytes(slots, E, scan_bytes_) / 4 + 64, -1) {}
+    size_t scan_bytes() const { return scan_bytes_; }
     void* data() {
         auto* p = buf_.data();
         while (reinterpret_cast<uintptr_t>(p) % 256 != 0) ++p;
@@ -30,6 +32,7 @@ public:
     }
 
 private:
+    size_t scan_bytes_;
     IVec buf_;
 };
 }  // namespace
@@ -52,7 +55,7 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
             SortScratch scratch(slots, c.E);
             IVec err = {0, 0};
             mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), c.N,
-                          c.k, c.E, kScan, scratch.data(), err.data());
+                          c.k, c.E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
             CHECK(err[0] == 0);
             return std::make_tuple(counts, row_token, slot_row);
         });
@@ -147,7 +150,7 @@ TEST_CASE("simt: moe_permute indices outside their range are skipped and reporte
     IVec topk = {0, 5, 1}, counts(4), row_token(3, -1), slot_row(3, -1);
     SortScratch scratch(3, 4);
     mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), 3, 1, 4,
-                  kScan, scratch.data(), err.data());
+                  kScan, scratch.scan_bytes(), scratch.data(), err.data());
     CHECK(err[0] == mtk::kErrSortExpert);
     CHECK(err[1] == 5);
     CHECK(counts == IVec{1, 1, 0, 0});
