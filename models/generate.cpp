@@ -79,7 +79,6 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
     // Prefill (eager): the prompt at positions 0 .. T0 - 1, then the first draw (step 0).
     std::vector<int32_t> x;
     for (const auto& p : prompts) x.insert(x.end(), p.begin(), p.end());
-    for (auto& slot : cache) slot.pos0 = 0;
     im.forward_cached(x.data(), B, T0, 0, cache, logits);
     dev.sample(ids, logits, B, c.vocab_size, s);
 

@@ -57,20 +57,10 @@ void head_last_logits(Device& dev, const ModelConfig& c, const ModelW& w, const 
                       const Tensor& logits) {
     const int64_t D = c.d_model, T = ws.T;
     norm_fwd(dev, c, w.norm_f, ws.x_final, ws.nf, ws.N);
-    // Row b of A is position T-1 of sequence b: a strided view of the normed rows.
-    GemmArgs g;
-    g.ta = Trans::N;
-    g.tb = Trans::T;
-    g.m = ws.B;
-    g.n = c.vocab_size;
-    g.k = D;
-    g.a = ws.nf.y.view((T - 1) * D, {(ws.B - 1) * T * D + D});
+    // Row b of x is position T-1 of sequence b: a strided view of the normed rows.
+    GemmArgs g = linear_fwd_gemm(logits, ws.nf.y.view((T - 1) * D, {(ws.B - 1) * T * D + D}),
+                                 out_proj(c, w.lm_head), ws.B, 0.0f);
     g.lda = T * D;
-    g.b = w.lm_head;
-    g.ldb = D;
-    g.c = logits;
-    g.ldc = c.vocab_size;
-    g.compute = w.lm_head.dtype;
     dev.gemm(g);
 }
 

@@ -29,9 +29,6 @@ struct FfnW {
     Tensor w_gate, w_up, w_down, b_gate, b_up, b_down;
     int64_t G = 0, F = 0, D = 0;
     bool present() const { return G > 0; }
-    Tensor gate(int64_t g) const { return w_gate.view(g * F * D, {F, D}); }
-    Tensor up(int64_t g) const { return w_up.view(g * F * D, {F, D}); }
-    Tensor down(int64_t g) const { return w_down.view(g * D * F, {D, F}); }
 };
 
 struct AttnW {
