@@ -109,14 +109,8 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
                     run_case(*d.dev, {compute, compute, DType::f32, ta, tb},
                              {600, 5, 33, 1, 0, 1.0f, 0.0f}, 12);
                 }
-            GemmArgs g;
+            GemmArgs g = padded_gemm(Trans::N, Trans::N, 13, 11, 20, 1.0f, 0.0f, 0, 1);
             g.compute = compute;
-            g.m = 13;
-            g.n = 11;
-            g.k = 20;
-            g.lda = g.k;
-            g.ldb = g.n;
-            g.ldc = g.n;
             Rng rng(9);
             auto a = rng.normal(g.m * g.k), b = rng.normal(g.k * g.n);
             g.a = to_device_as(*d.dev, a, compute);
@@ -145,14 +139,8 @@ TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") 
             const double above = 1 + ulp / 2 + ulp / 64, tie = 1 + ulp / 2;
             for (auto [p, q] : {std::pair{above, tie}, {tie, above}, {above, above}}) {
                 const int64_t m = 3, n = 5, k = 8;
-                GemmArgs g;
+                GemmArgs g = padded_gemm(Trans::N, Trans::N, m, n, k, 1.0f, 0.0f, 0, 1);
                 g.compute = compute;
-                g.m = m;
-                g.n = n;
-                g.k = k;
-                g.lda = k;
-                g.ldb = n;
-                g.ldc = n;
                 g.a = to_device(*d.dev, std::vector<double>(static_cast<size_t>(m * k), p));
                 g.b = to_device(*d.dev, std::vector<double>(static_cast<size_t>(k * n), q));
                 g.c = zeros(*d.dev, m * n);
