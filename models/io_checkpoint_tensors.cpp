@@ -20,6 +20,20 @@ std::string dims_string(const std::vector<int64_t>& dims) {
     return e.shape_str();
 }
 
+// The tensor `name` of `file` after checking that it exists with `dtype` and `dims` (what
+// `who`, "model" or "trainer", expects); `where` names the file in the messages.
+const SafetensorsEntry& expect_tensor(const SafetensorsFile& file, const std::string& where,
+                                      const std::string& name, DType dtype,
+                                      const std::vector<int64_t>& dims, const char* who) {
+    const SafetensorsEntry* e = file.find(name);
+    MT_CHECK(e, where, ": missing tensor \"", name, "\"");
+    MT_CHECK(e->dtype == dtype, where, ": tensor \"", name, "\" has dtype ",
+             safetensors_dtype_name(e->dtype), ", expected ", safetensors_dtype_name(dtype));
+    MT_CHECK(e->shape == dims, where, ": tensor \"", name, "\" has shape ", e->shape_str(),
+             ", the ", who, " expects ", dims_string(dims));
+    return *e;
+}
+
 }  // namespace
 
 void add_flat_tensors(SafetensorsWriter& w, const std::vector<ParamInfo>& params,
@@ -39,13 +53,7 @@ void check_tensors(const SafetensorsFile& file, const std::vector<ParamInfo>& pa
         for (const ParamInfo& p : params) {
             const std::string name = prefix + p.name;
             expected.insert(name);
-            const SafetensorsEntry* e = file.find(name);
-            MT_CHECK(e, where, ": missing tensor \"", name, "\"");
-            MT_CHECK(e->dtype == DType::f32, where, ": tensor \"", name, "\" has dtype ",
-                     safetensors_dtype_name(e->dtype), ", expected F32");
-            const std::vector<int64_t> dims = dims_of(p.shape);
-            MT_CHECK(e->shape == dims, where, ": tensor \"", name, "\" has shape ",
-                     e->shape_str(), ", the model expects ", dims_string(dims));
+            expect_tensor(file, where, name, DType::f32, dims_of(p.shape), "model");
         }
     }
     for (const SafetensorsEntry& e : file.tensors())
@@ -119,15 +127,9 @@ std::vector<QuantizedHost> read_quantized_tensors(const SafetensorsFile& file,
     // Checks presence, dtype and shape of one tensor and reads it into `out`.
     auto read = [&](const std::string& name, DType dtype, int64_t numel, auto& out) {
         expected.insert(name);
-        const SafetensorsEntry* e = file.find(name);
-        MT_CHECK(e, where, ": missing tensor \"", name, "\"");
-        MT_CHECK(e->dtype == dtype, where, ": tensor \"", name, "\" has dtype ",
-                 safetensors_dtype_name(e->dtype), ", expected ", safetensors_dtype_name(dtype));
-        const std::vector<int64_t> dims = {numel};
-        MT_CHECK(e->shape == dims, where, ": tensor \"", name, "\" has shape ", e->shape_str(),
-                 ", the trainer expects ", dims_string(dims));
+        const SafetensorsEntry& e = expect_tensor(file, where, name, dtype, {numel}, "trainer");
         out.resize(static_cast<size_t>(numel));
-        file.read(*e, out.data());
+        file.read(e, out.data());
     };
     std::vector<QuantizedHost> ranges;
     for (const QuantizedMoments& q : want) {
