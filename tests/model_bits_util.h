@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model_impl.h"
+#include "model/model_impl.h"
 #include "test_xbackend_util.h"
 
 namespace moetrain::bits {

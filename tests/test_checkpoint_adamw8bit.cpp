@@ -10,7 +10,7 @@
 #include <memory>
 #include <random>
 
-#include "io_checkpoint_tensors.h"
+#include "io/checkpoint_tensors.h"
 #include "moetrain/backend.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/safetensors.h"

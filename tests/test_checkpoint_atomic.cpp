@@ -13,11 +13,11 @@
 #include <random>
 #include <thread>
 
-#include "io_atomic_dir.h"
-#include "io_checkpoint_meta.h"
-#include "io_checkpoint_tensors.h"
-#include "io_checkpoint_write.h"
-#include "io_file.h"
+#include "io/atomic_dir.h"
+#include "io/checkpoint_meta.h"
+#include "io/checkpoint_tensors.h"
+#include "io/checkpoint_write.h"
+#include "io/file.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/safetensors.h"
 #include "test_checkpoint_util.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "model_impl.h"
+#include "model/model_impl.h"
 #include "op_test_util.h"
 #include "reference_model.h"
 

@@ -8,7 +8,7 @@
 
 #include <numeric>
 
-#include "model_impl.h"
+#include "model/model_impl.h"
 #include "moetrain/profiling.h"
 #include "test_xbackend_util.h"
 

@@ -3,10 +3,11 @@
 # each is there). The CUDA Toolkit is not a Debian package: the CUDA backend is built when
 # nvcc is found (e.g. /usr/local/cuda/bin), and skipped with a configure message otherwise.
 set -euo pipefail
-pkgs=(build-essential cmake git pkg-config python3
+pkgs=(build-essential cmake git pkg-config python3 python3-venv python3-torch ccache
       libdnnl-dev libopenblas-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
-      doctest-dev libcli11-dev nlohmann-json3-dev)
+      doctest-dev libcli11-dev nlohmann-json3-dev
+      libsentencepiece-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,4 +17,17 @@ if ((${#missing[@]})); then
   echo "moetrain: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Test-only Python references from PyPI (tools/requirements-test.txt), in a venv over Debian's
+# python3-torch. Reinstalled only when the requirements file changes.
+PYENV=${MOETRAIN_PYENV:-$HOME/.cache/moetrain/pyenv}
+if [ ! -x "$PYENV/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$PYENV"
+fi
+stamp="$PYENV/.moetrain-requirements"
+if ! cmp -s tools/requirements-test.txt "$stamp"; then
+  echo "moetrain: installing the Python test references into $PYENV"
+  "$PYENV/bin/pip" install -q --disable-pip-version-check -r tools/requirements-test.txt
+  cp tools/requirements-test.txt "$stamp"
 fi

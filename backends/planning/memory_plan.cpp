@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "model_impl.h"
+#include "model/model_impl.h"
 #include "planning/planning_device.h"
 #include "shared/grouped_gemm_plan.h"
 

@@ -1,0 +1,101 @@
+// Tokenisation ("bytes"), the 90/10 split and the sequential BatchLoader of MODEL.md 5.
+#include "moetrain/data.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/file.h"
+#include "io/json.h"
+#include "moetrain/error.h"
+
+namespace moetrain {
+namespace {
+
+const std::vector<std::string> kTokenizers = {"bytes"};
+
+void check_known(const std::string& tokenizer) {
+    MT_CHECK(std::find(kTokenizers.begin(), kTokenizers.end(), tokenizer) != kTokenizers.end(),
+             "unknown tokenizer \"", tokenizer, "\" (known: ", io::join(kTokenizers), ")");
+}
+
+}  // namespace
+
+std::vector<std::string> tokenizer_names() { return kTokenizers; }
+
+void check_tokenizer(const std::string& tokenizer, const ModelConfig& config) {
+    check_known(tokenizer);
+    MT_CHECK(config.vocab_size >= 256, "tokenizer \"bytes\" needs \"vocab_size\" >= 256, the ",
+             "model has ", config.vocab_size);
+}
+
+std::vector<int32_t> encode_text(const std::string& text, const std::string& tokenizer) {
+    check_known(tokenizer);
+    std::vector<int32_t> ids(text.size());
+    for (size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
+    return ids;
+}
+
+std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& tokenizer) {
+    check_known(tokenizer);
+    std::string text;
+    text.reserve(ids.size());
+    for (int32_t id : ids) {
+        if (id >= 0 && id < 256)
+            text += static_cast<char>(id);
+        else
+            text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+    }
+    return text;
+}
+
+std::vector<int32_t> load_tokens(const std::string& path, const std::string& tokenizer) {
+    check_known(tokenizer);
+    std::string text = io::read_file(path, "data file");
+    MT_CHECK(!text.empty(), "data file ", path, " is empty");
+    return encode_text(text, tokenizer);
+}
+
+TokenSplit split_tokens(std::vector<int32_t> tokens) {
+    // floor(0.9 n) in exact integer arithmetic.
+    size_t n_train = tokens.size() / 10 * 9 + tokens.size() % 10 * 9 / 10;
+    auto val = std::make_shared<std::vector<int32_t>>(tokens.begin() + n_train, tokens.end());
+    tokens.resize(n_train);
+    return {std::make_shared<const std::vector<int32_t>>(std::move(tokens)), std::move(val)};
+}
+
+BatchLoader::BatchLoader(TokenStream tokens, int B, int T, std::string split_name)
+    : tokens_(std::move(tokens)), B_(B), T_(T), name_(std::move(split_name)) {
+    MT_CHECK(tokens_, "batch loader for the ", name_, " split has no token stream");
+    MT_CHECK(B > 0 && T > 0, "batch size and sequence length must be positive, got ", B, " x ",
+             T);
+    int64_t need = int64_t{B} * T + 1;
+    MT_CHECK(size() >= need, "data too short: ", size(), " tokens in the ", name_,
+             " split, one batch of ", B, " x ", T, " needs ", need);
+}
+
+void BatchLoader::next(int32_t* x, int32_t* y) {
+    const int64_t bt = int64_t{B_} * T_;
+    const int32_t* buf = tokens_->data() + pos_;
+    std::memcpy(x, buf, static_cast<size_t>(bt) * sizeof(int32_t));
+    std::memcpy(y, buf + 1, static_cast<size_t>(bt) * sizeof(int32_t));
+    pos_ += bt;
+    if (pos_ + bt + 1 > size()) pos_ = 0;
+}
+
+void BatchLoader::next(std::vector<int32_t>& x, std::vector<int32_t>& y) {
+    x.resize(static_cast<size_t>(B_) * T_);
+    y.resize(x.size());
+    next(x.data(), y.data());
+}
+
+void BatchLoader::set_position(int64_t pos) {
+    const int64_t bt = int64_t{B_} * T_;
+    MT_CHECK(pos >= 0 && pos + bt + 1 <= size(), name_, " loader position ", pos,
+             " is out of range: ", size(), " tokens cannot hold a batch of ", B_, " x ", T_,
+             " starting there");
+    pos_ = pos;
+}
+
+int64_t BatchLoader::batches_per_epoch() const { return (size() - 1) / (int64_t{B_} * T_); }
+
+}  // namespace moetrain

@@ -1,0 +1,241 @@
+// Checkpoint directories (api/moetrain/checkpoint.h, docs/CHECKPOINTS.md): atomic save,
+// resolution of run directories to their newest complete step, validated loading of
+// weights and optimizer state (AdamW moments, 8-bit AdamW codes + block absmax, restored
+// exactly) through the public Model / Trainer API.
+#include "moetrain/checkpoint.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "io/checkpoint_meta.h"
+#include "io/checkpoint_tensors.h"
+#include "io/checkpoint_write.h"
+#include "io/file.h"
+#include "moetrain/error.h"
+#include "moetrain/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace moetrain {
+namespace {
+
+using io::kModelFile;
+using io::kOptimizerFile;
+using io::kStateFile;
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    return (fs::path(dir) / name).string();
+}
+
+bool is_file(const std::string& path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);
+}
+
+// A directory holding the files every checkpoint has.
+bool is_complete_checkpoint(const std::string& dir) {
+    return is_file(join_path(dir, kModelFile)) && is_file(join_path(dir, kStateFile));
+}
+
+void check_format(const SafetensorsFile& f) {
+    auto it = f.metadata().find("format");
+    MT_CHECK(it != f.metadata().end(), "checkpoint file ", f.path(),
+             ": metadata has no \"format\" (not a moetrain checkpoint)");
+    MT_CHECK(it->second == kCheckpointFormat, "checkpoint file ", f.path(), ": format \"",
+             it->second, "\" is not \"", kCheckpointFormat, "\"");
+}
+
+ModelConfig stored_config(const SafetensorsFile& f) {
+    check_format(f);
+    auto it = f.metadata().find("config");
+    MT_CHECK(it != f.metadata().end(), "checkpoint file ", f.path(),
+             ": metadata has no \"config\"");
+    try {
+        return parse_config(it->second);
+    } catch (const Error& e) {
+        fail("checkpoint file ", f.path(), ": stored ", e.what());
+    }
+}
+
+}  // namespace
+
+std::string step_dir_name(int64_t step) {
+    MT_CHECK(step >= 0, "negative checkpoint step ", step);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "step_%06lld", static_cast<long long>(step));
+    return buf;
+}
+
+void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
+                     const TrainState& state) {
+    TrainState st = state;
+    st.precision = precision_name(model.precision());
+    OptimizerState opt = OptimizerState::none;
+    if (trainer) {
+        st.step = trainer->steps_done();
+        st.options = trainer->options();
+        const bool fp16 = model.precision() == Precision::fp16;
+        st.loss_scale = fp16 ? trainer->loss_scale() : 1.0;
+        st.loss_scale_clean = fp16 ? trainer->clean_steps() : 0;
+        st.skipped_steps = trainer->skipped_steps();
+        opt = io::optimizer_state_of(st.options.optimizer);
+    }
+    io::CheckpointBuffers buffers;
+    buffers.params = &model.params();
+    const std::vector<float> weights = model.get_flat(model.params_flat());
+    buffers.weights = &weights;
+    buffers.config_json = config_to_json(model.config());
+    std::vector<float> m, v;
+    if (opt == OptimizerState::adamw) {
+        MT_CHECK(!trainer->moment1().empty() && !trainer->moment2().empty(),
+                 "AdamW trainer has no moment buffers to save");
+        m = model.get_flat(trainer->moment1());
+        v = model.get_flat(trainer->moment2());
+        buffers.m = &m;
+        buffers.v = &v;
+    }
+    std::vector<io::QuantizedHost> quantized;
+    if (opt == OptimizerState::adamw8bit) {
+        quantized = io::download_quantized(model.device(), trainer->quantized_moments());
+        buffers.quantized = &quantized;
+    }
+    io::write_checkpoint_dir(dir, buffers, st, opt);
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+    std::error_code ec;
+    MT_CHECK(fs::exists(path, ec), "checkpoint ", path, " not found");
+    MT_CHECK(fs::is_directory(path, ec), "checkpoint ", path, " is not a directory");
+    if (is_file(join_path(path, kModelFile)) || is_file(join_path(path, kStateFile))) {
+        for (const char* name : {kModelFile, kStateFile})
+            MT_CHECK(is_file(join_path(path, name)), "checkpoint ", path, " is incomplete: no ",
+                     name);
+        return path;
+    }
+    static const std::regex step_name(R"(step_([0-9]{6,18}))");
+    std::string best;
+    long long best_step = -1;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+        std::smatch m;
+        std::string name = entry.path().filename().string();
+        if (!std::regex_match(name, m, step_name)) continue;  // also skips *.tmp-<pid>
+        long long step = std::stoll(m[1].str());
+        if (step > best_step && is_complete_checkpoint(entry.path().string())) {
+            best_step = step;
+            best = entry.path().string();
+        }
+    }
+    MT_CHECK(!ec, "cannot list run directory ", path, ": ", ec.message());
+    MT_CHECK(!best.empty(), "no checkpoint in ", path, ": it holds neither ", kModelFile, " + ",
+             kStateFile, " nor complete step_NNNNNN checkpoint directories");
+    return best;
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& dir) {
+    std::error_code ec;
+    MT_CHECK(fs::is_directory(dir, ec), "checkpoint ", dir, " not found (not a directory)");
+    CheckpointInfo info;
+    info.dir = dir;
+    for (const char* name : {kModelFile, kStateFile})
+        MT_CHECK(is_file(join_path(dir, name)), "checkpoint ", dir, ": missing ", name);
+    info.config = stored_config(SafetensorsFile(join_path(dir, kModelFile)));
+    const std::string state_path = join_path(dir, kStateFile);
+    info.state = io::parse_state(io::read_file(state_path, "checkpoint file"), state_path,
+                                 &info.optimizer);
+    const bool moments = info.optimizer == OptimizerState::adamw ||
+                         info.optimizer == OptimizerState::adamw8bit;
+    MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)),
+             "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
+             io::optimizer_state_name(info.optimizer), ")");
+    return info;
+}
+
+namespace {
+// A flipped byte can turn a weight into NaN/Inf while every structural check passes: refuse
+// such values, naming the tensor.
+void check_finite(const std::vector<float>& flat, const std::vector<ParamInfo>& params,
+                  const std::string& file, const char* prefix) {
+    for (const ParamInfo& p : params)
+        for (int64_t i = 0; i < p.numel(); ++i)
+            MT_CHECK(std::isfinite(flat[static_cast<size_t>(p.offset + i)]), "checkpoint file ",
+                     file, ": tensor \"", prefix, p.name, "\" holds a non-finite value at element ",
+                     i, " (corrupt file)");
+}
+}  // namespace
+
+void load_weights(const std::string& dir, Model& model) {
+    read_checkpoint_info(dir);  // state.json and the file set are part of a valid checkpoint
+    SafetensorsFile f(join_path(dir, kModelFile));
+    std::string diff = io::config_difference(stored_config(f), model.config());
+    MT_CHECK(diff.empty(), "checkpoint file ", f.path(), ": config does not match the model: ",
+             diff);
+    io::check_tensors(f, model.params(), {""});
+    std::vector<float> w = io::read_flat_tensors(f, model.params(), "", model.num_params());
+    check_finite(w, model.params(), f.path(), "");
+    model.set_flat(model.params_flat(), w);
+}
+
+namespace {
+// The 8-bit AdamW codes and block absmax, checked completely before anything is uploaded.
+void load_quantized(const std::string& path, Trainer& trainer) {
+    SafetensorsFile f(path);
+    check_format(f);
+    const Model& model = trainer.model();
+    const std::map<std::string, std::string> want = {
+        {"optimizer", optimizer_name(OptimizerKind::adamw8bit)},
+        {"block_size", std::to_string(kAdamW8bitBlock)},
+        {"layout", io::flat_layout(model.params())}};
+    for (const auto& [key, value] : want)
+        MT_CHECK(f.metadata_at(key) == value, "checkpoint file ", path, ": metadata \"", key,
+                 "\" does not match this trainer (",
+                 key == "layout" ? "another flat parameter layout" : f.metadata_at(key), ")");
+    const std::vector<io::QuantizedHost> host =
+        io::read_quantized_tensors(f, trainer.quantized_moments());
+    size_t i = 0;
+    for (const QuantizedMoments& q : trainer.quantized_moments()) {
+        if (q.n == 0) continue;
+        const io::QuantizedHost& h = host.at(i++);
+        model.device().upload(q.m_codes, h.m_codes.data());
+        model.device().upload(q.v_codes, h.v_codes.data());
+        model.device().upload(q.m_absmax, h.m_absmax.data());
+        model.device().upload(q.v_absmax, h.v_absmax.data());
+    }
+}
+}  // namespace
+
+void load_optimizer(const std::string& dir, Trainer& trainer) {
+    CheckpointInfo info = read_checkpoint_info(dir);
+    const std::string state_path = join_path(dir, kStateFile);
+    MT_CHECK(info.optimizer != OptimizerState::none, "checkpoint ", dir,
+             " holds weights only (", state_path,
+             ": \"optimizer_state\" = \"weights_only\"); it cannot be resumed");
+    const OptimizerKind kind = trainer.options().optimizer;
+    MT_CHECK(io::optimizer_state_of(kind) == info.optimizer, "checkpoint ", dir,
+             " was trained with ", optimizer_name(info.state.options.optimizer),
+             ", the trainer uses ", optimizer_name(kind));
+    if (kind == OptimizerKind::adamw8bit) load_quantized(join_path(dir, kOptimizerFile), trainer);
+    if (kind == OptimizerKind::adamw) {
+        Model& model = trainer.model();
+        SafetensorsFile f(join_path(dir, kOptimizerFile));
+        check_format(f);
+        io::check_tensors(f, model.params(), {"m.", "v."});
+        std::vector<float> m = io::read_flat_tensors(f, model.params(), "m.", model.num_params());
+        std::vector<float> v = io::read_flat_tensors(f, model.params(), "v.", model.num_params());
+        check_finite(m, model.params(), f.path(), "m.");
+        check_finite(v, model.params(), f.path(), "v.");
+        model.set_flat(trainer.moment1(), m);
+        model.set_flat(trainer.moment2(), v);
+    }
+    trainer.set_steps_done(info.state.step);
+    // The fp16 loss scale continues where it was; any other saved precision has scale 1,
+    // and a run switching to fp16 starts from the trainer's initial scale.
+    const TrainState& s = info.state;
+    if (s.precision == "fp16")
+        trainer.set_loss_scale_state(s.loss_scale, s.loss_scale_clean, s.skipped_steps);
+    else
+        trainer.set_loss_scale_state(trainer.loss_scale(), 0, s.skipped_steps);
+}
+
+}  // namespace moetrain

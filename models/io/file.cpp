@@ -1,0 +1,91 @@
+// POSIX implementations of io_file.h: EINTR-safe write loops, fsync of files and directories.
+#include "io/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "moetrain/error.h"
+
+namespace moetrain::io {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+std::string read_file(const std::string& path, const std::string& what) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    MT_CHECK(fd >= 0, what, " ", path, ": cannot open: ", errno_text());
+    std::string out;
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+    char chunk[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            std::string reason = errno_text();
+            ::close(fd);
+            fail(what, " ", path, ": read error: ", reason);
+        }
+        if (n == 0) break;
+        out.append(chunk, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+}
+
+SyncedFile::SyncedFile(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    MT_CHECK(fd_ >= 0, "cannot create ", path_, ": ", errno_text());
+}
+
+SyncedFile::~SyncedFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void SyncedFile::write(const void* data, size_t bytes) {
+    MT_CHECK(fd_ >= 0, "write to closed file ", path_);
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+        ssize_t n = ::write(fd_, p, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        MT_CHECK(n > 0, "write error on ", path_, ": ", errno_text());
+        p += n;
+        bytes -= static_cast<size_t>(n);
+    }
+}
+
+void SyncedFile::finish() {
+    MT_CHECK(fd_ >= 0, "file ", path_, " finished twice");
+    int rc = ::fsync(fd_);
+    std::string reason = rc != 0 ? errno_text() : "";
+    rc = ::close(fd_) | rc;
+    if (reason.empty() && rc != 0) reason = errno_text();
+    fd_ = -1;
+    MT_CHECK(rc == 0, "cannot sync ", path_, ": ", reason);
+}
+
+void write_file_synced(const std::string& path, const std::string& content) {
+    SyncedFile f(path);
+    f.write(content.data(), content.size());
+    f.finish();
+}
+
+void fsync_dir(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    MT_CHECK(fd >= 0, "cannot open directory ", dir, ": ", errno_text());
+    int rc = ::fsync(fd);
+    // Some file systems cannot sync a directory (EINVAL): their renames are as durable as
+    // they get, so that is not an error.
+    bool ok = rc == 0 || errno == EINVAL;
+    std::string reason = ok ? "" : errno_text();
+    ::close(fd);
+    MT_CHECK(ok, "cannot sync directory ", dir, ": ", reason);
+}
+
+}  // namespace moetrain::io

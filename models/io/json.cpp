@@ -1,0 +1,157 @@
+// Strict JSON reading (see io_json.h): duplicate-key detection through the parser callback,
+// and typed, range-checked field getters whose errors name the dotted key.
+#include "io/json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <set>
+
+#include "moetrain/error.h"
+
+namespace moetrain::io {
+
+json parse_json_strict(const std::string& text, const std::string& where) {
+    std::vector<std::set<std::string>> open_objects;
+    std::string duplicate;
+    auto callback = [&](int, json::parse_event_t event, json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start: open_objects.emplace_back(); break;
+            case json::parse_event_t::object_end: open_objects.pop_back(); break;
+            case json::parse_event_t::key: {
+                const auto& key = parsed.get_ref<const std::string&>();
+                if (!open_objects.back().insert(key).second && duplicate.empty())
+                    duplicate = key;
+                break;
+            }
+            default: break;
+        }
+        return true;
+    };
+    json j;
+    try {
+        j = json::parse(text, callback);
+    } catch (const json::exception& e) {
+        fail(where, ": invalid JSON: ", e.what());
+    }
+    MT_CHECK(duplicate.empty(), where, ": duplicate key \"", duplicate, "\"");
+    return j;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+    std::string s;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (i) s += sep;
+        s += items[i];
+    }
+    return s;
+}
+
+JsonFields::JsonFields(const json& obj, std::string where, std::string prefix,
+                       std::vector<std::string> known)
+    : obj_(obj), where_(std::move(where)), prefix_(std::move(prefix)) {
+    if (!obj_.is_object()) {
+        if (prefix_.empty()) fail(where_, ": the top level must be a JSON object, got ", obj_.dump());
+        fail(where_, ": \"", prefix_.substr(0, prefix_.size() - 1),
+             "\" must be a JSON object, got ", obj_.dump());
+    }
+    for (const auto& item : obj_.items()) {
+        if (std::find(known.begin(), known.end(), item.key()) == known.end())
+            fail(where_, ": unknown key ", name(item.key()), " (known: ", join(known), ")");
+    }
+}
+
+std::string JsonFields::name(const std::string& key) const {
+    return "\"" + prefix_ + key + "\"";
+}
+
+void JsonFields::fail_key(const std::string& key, const std::string& problem) const {
+    fail(where_, ": ", name(key), " ", problem);
+}
+
+const json& JsonFields::raw(const std::string& key) const {
+    if (!obj_.contains(key)) fail(where_, ": missing required key ", name(key));
+    return obj_.at(key);
+}
+
+int64_t JsonFields::integer(const std::string& key, int64_t lo, int64_t hi) const {
+    const json& v = raw(key);
+    if (!v.is_number_integer()) fail_key(key, "must be an integer, got " + v.dump());
+    int64_t value = 0;
+    bool in_range = true;
+    if (v.is_number_unsigned()) {
+        uint64_t u = v.get<uint64_t>();
+        in_range = u <= static_cast<uint64_t>(INT64_MAX);
+        value = in_range ? static_cast<int64_t>(u) : 0;
+    } else {
+        value = v.get<int64_t>();
+    }
+    if (!in_range || value < lo || value > hi)
+        fail_key(key, "= " + v.dump() + " is out of range [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+    return value;
+}
+
+int64_t JsonFields::integer(const std::string& key, int64_t def, int64_t lo, int64_t hi) const {
+    return has(key) ? integer(key, lo, hi) : def;
+}
+
+uint64_t JsonFields::unsigned_integer(const std::string& key) const {
+    const json& v = raw(key);
+    if (!v.is_number_unsigned())
+        fail_key(key, "must be a non-negative integer, got " + v.dump());
+    return v.get<uint64_t>();
+}
+
+double JsonFields::number(const std::string& key) const {
+    const json& v = raw(key);
+    if (!v.is_number()) fail_key(key, "must be a number, got " + v.dump());
+    double d = v.get<double>();
+    if (!std::isfinite(d)) fail_key(key, "must be finite, got " + v.dump());
+    return d;
+}
+
+double JsonFields::number(const std::string& key, double def) const {
+    return has(key) ? number(key) : def;
+}
+
+bool JsonFields::boolean(const std::string& key) const {
+    const json& v = raw(key);
+    if (!v.is_boolean()) fail_key(key, "must be true or false, got " + v.dump());
+    return v.get<bool>();
+}
+
+bool JsonFields::boolean(const std::string& key, bool def) const {
+    return has(key) ? boolean(key) : def;
+}
+
+std::string JsonFields::string(const std::string& key) const {
+    const json& v = raw(key);
+    if (!v.is_string()) fail_key(key, "must be a string, got " + v.dump());
+    return v.get<std::string>();
+}
+
+std::string JsonFields::string(const std::string& key, const std::string& def) const {
+    return has(key) ? string(key) : def;
+}
+
+const json& JsonFields::object(const std::string& key) const {
+    const json& v = raw(key);
+    if (!v.is_object()) fail_key(key, "must be a JSON object, got " + v.dump());
+    return v;
+}
+
+size_t JsonFields::choice(const std::string& key, const std::vector<std::string>& allowed) const {
+    std::string s = string(key);
+    auto it = std::find(allowed.begin(), allowed.end(), s);
+    if (it == allowed.end())
+        fail_key(key, "= \"" + s + "\" is not one of " + join(allowed));
+    return static_cast<size_t>(it - allowed.begin());
+}
+
+size_t JsonFields::choice(const std::string& key, const std::vector<std::string>& allowed,
+                          size_t def) const {
+    return has(key) ? choice(key, allowed) : def;
+}
+
+}  // namespace moetrain::io

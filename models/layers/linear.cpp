@@ -1,0 +1,79 @@
+// Linear layer y = x @ W^T (+ b) with W stored [out, in] (MODEL.md), forward and backward,
+// as GEMMs on the device. The products run at the precision of the weight tensor: an f32 W
+// means fp32 products, a bf16 / f16 W (the 16-bit working copy of mixed precision) means
+// every product of this layer, the weight gradient included, rounds its operands to that
+// type and accumulates in fp32 (GemmArgs::compute).
+#include "layers/layers.h"
+
+namespace moetrain {
+
+GemmArgs linear_fwd_gemm(const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
+                         float beta) {
+    GemmArgs g;
+    g.ta = Trans::N;
+    g.tb = Trans::T;
+    g.m = rows;
+    g.n = w.out;
+    g.k = w.in;
+    g.a = x;
+    g.lda = w.in;
+    g.b = w.w;
+    g.ldb = w.in;
+    g.beta = beta;
+    g.c = y;
+    g.ldc = w.out;
+    g.compute = w.w.dtype;
+    return g;
+}
+
+GemmArgs linear_dx_gemm(const Tensor& dx, const Tensor& dy, const LinearW& w, int64_t rows,
+                        bool accumulate_dx) {
+    GemmArgs g;  // dx [rows, in] = dy [rows, out] @ W [out, in]
+    g.m = rows;
+    g.n = w.in;
+    g.k = w.out;
+    g.a = dy;
+    g.lda = w.out;
+    g.b = w.w;
+    g.ldb = w.in;
+    g.beta = accumulate_dx ? 1.0f : 0.0f;
+    g.c = dx;
+    g.ldc = w.in;
+    g.compute = w.w.dtype;
+    return g;
+}
+
+GemmArgs linear_dw_gemm(const LinearW& gw, const Tensor& dy, const Tensor& x, const LinearW& w,
+                        int64_t rows) {
+    GemmArgs g;  // dW [out, in] += dy^T [out, rows] @ x [rows, in]
+    g.ta = Trans::T;
+    g.m = w.out;
+    g.n = w.in;
+    g.k = rows;
+    g.a = dy;
+    g.lda = w.out;
+    g.b = x;
+    g.ldb = w.in;
+    g.beta = 1.0f;
+    g.c = gw.w;
+    g.ldc = w.in;
+    g.compute = w.w.dtype;
+    return g;
+}
+
+void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
+                float beta) {
+    if (rows == 0) return;
+    dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
+    if (w.b) dev.add_bias(y, w.b, rows, w.out);
+}
+
+void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
+                const LinearW& w, int64_t rows, bool accumulate_dx) {
+    if (rows == 0) return;
+    if (dx) dev.gemm(linear_dx_gemm(dx, dy, w, rows, accumulate_dx));
+    dev.gemm(linear_dw_gemm(gw, dy, x, w, rows));
+    if (gw.b) dev.bias_grad(gw.b, dy, rows, w.out);
+}
+
+}  // namespace moetrain

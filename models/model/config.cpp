@@ -1,0 +1,214 @@
+// ModelConfig JSON (MODEL.md section 1): parsing with defaults and strict key/type checks,
+// validation of value consistency, and the canonical JSON form stored in checkpoints.
+// Every error is one line that names the offending key, prefixed "config: ".
+#include <climits>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "io/json.h"
+#include "moetrain/config.h"
+#include "moetrain/error.h"
+
+namespace moetrain {
+namespace {
+
+using io::json;
+
+const std::vector<std::string> kNorms = {"rmsnorm", "layernorm"};
+const std::vector<std::string> kPos = {"rope", "learned"};
+const std::vector<std::string> kFfns = {"swiglu", "gelu", "relu"};
+const std::vector<std::string> kRouters = {"softmax_topk", "hash"};
+
+const std::vector<std::string> kTopKeys = {
+    "vocab_size", "d_model",        "n_layers", "n_heads", "n_kv_heads", "head_dim",
+    "max_seq_len", "norm",          "norm_eps", "pos",     "rope_theta", "rope_ntk_alpha",
+    "ffn",        "d_ff",           "bias",     "tie_embeddings",        "moe"};
+const std::vector<std::string> kMoeKeys = {
+    "n_experts",        "top_k",          "router",        "norm_topk_prob",
+    "n_shared_experts", "aux_loss_alpha", "z_loss_alpha",  "first_layer"};
+
+// Largest parameter count accepted: keeps every tensor size and offset far from int64
+// overflow (and no machine holds 2^50 floats anyway).
+constexpr double kMaxParams = 1125899906842624.0;  // 2^50
+
+int int_field(const io::JsonFields& f, const std::string& key) {
+    return static_cast<int>(f.integer(key, INT_MIN, INT_MAX));
+}
+int int_field(const io::JsonFields& f, const std::string& key, int def) {
+    return static_cast<int>(f.integer(key, def, INT_MIN, INT_MAX));
+}
+
+MoeConfig parse_moe(const json& j) {
+    io::JsonFields f(j, "config", "moe.", kMoeKeys);
+    MoeConfig m;
+    m.n_experts = int_field(f, "n_experts");
+    m.top_k = int_field(f, "top_k", m.top_k);
+    m.router = static_cast<RouterKind>(f.choice("router", kRouters, 0));
+    m.norm_topk_prob = f.boolean("norm_topk_prob", m.norm_topk_prob);
+    m.n_shared_experts = int_field(f, "n_shared_experts", m.n_shared_experts);
+    m.aux_loss_alpha = f.number("aux_loss_alpha", m.aux_loss_alpha);
+    m.z_loss_alpha = f.number("z_loss_alpha", m.z_loss_alpha);
+    m.first_layer = int_field(f, "first_layer", m.first_layer);
+    return m;
+}
+
+template <typename T>
+void check_positive(const char* key, T value) {
+    MT_CHECK(value > 0, "config: \"", key, "\" = ", value, " must be positive");
+}
+
+void check_non_negative(const char* key, double value) {
+    MT_CHECK(value >= 0, "config: \"", key, "\" = ", value, " must be >= 0");
+}
+
+// Parameter count of the MODEL.md 6 tensor list, in double (overflow guard only).
+double approx_param_count(const ModelConfig& c) {
+    double D = c.d_model, F = c.d_ff, h = c.head_dim, L = c.n_layers;
+    double mats = c.ffn == FfnKind::swiglu ? 3 : 2;
+    double n = static_cast<double>(c.vocab_size) * D * (c.tie_embeddings ? 1 : 2);
+    if (c.pos == PosKind::learned) n += c.max_seq_len * D;
+    double attn = 2 * D * c.n_heads * h + 2 * D * c.n_kv_heads * h;
+    double ffn = mats * F * D;
+    if (c.moe) ffn += (c.moe->n_experts + c.moe->n_shared_experts) * mats * F * D +
+                      c.moe->n_experts * D;
+    return n + L * (attn + ffn + 4 * D);
+}
+
+}  // namespace
+
+std::string to_string(NormKind k) { return kNorms.at(static_cast<size_t>(k)); }
+std::string to_string(PosKind k) { return kPos.at(static_cast<size_t>(k)); }
+std::string to_string(FfnKind k) { return kFfns.at(static_cast<size_t>(k)); }
+std::string to_string(RouterKind k) { return kRouters.at(static_cast<size_t>(k)); }
+
+void validate_config(const ModelConfig& c) {
+    check_positive("vocab_size", c.vocab_size);
+    check_positive("d_model", c.d_model);
+    check_positive("n_layers", c.n_layers);
+    check_positive("n_heads", c.n_heads);
+    check_positive("n_kv_heads", c.n_kv_heads);
+    MT_CHECK(c.n_heads % c.n_kv_heads == 0, "config: \"n_heads\" = ", c.n_heads,
+             " is not a multiple of \"n_kv_heads\" = ", c.n_kv_heads);
+    MT_CHECK(c.head_dim > 0, "config: \"head_dim\" = ", c.head_dim,
+             " must be positive (parse_config resolves 0 to d_model / n_heads)");
+    check_positive("max_seq_len", c.max_seq_len);
+    check_positive("d_ff", c.d_ff);
+    MT_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0, "config: \"norm_eps\" = ", c.norm_eps,
+             " must be positive");
+    MT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, "config: \"rope_theta\" = ",
+             c.rope_theta, " must be positive");
+    MT_CHECK(std::isfinite(c.rope_ntk_alpha) && c.rope_ntk_alpha > 0,
+             "config: \"rope_ntk_alpha\" = ", c.rope_ntk_alpha, " must be positive");
+    if (c.pos == PosKind::rope) {
+        MT_CHECK(c.head_dim % 2 == 0, "config: \"head_dim\" = ", c.head_dim,
+                 " must be even with \"pos\" = \"rope\"");
+        MT_CHECK(c.head_dim > 2 || c.rope_ntk_alpha == 1.0, "config: \"rope_ntk_alpha\" = ",
+                 c.rope_ntk_alpha, " needs \"head_dim\" > 2 (theta scale alpha^(h/(h-2)))");
+    }
+    if (c.moe) {
+        const MoeConfig& m = *c.moe;
+        check_positive("moe.n_experts", m.n_experts);
+        if (m.router == RouterKind::softmax_topk) check_positive("moe.top_k", m.top_k);
+        MT_CHECK(m.router == RouterKind::hash || m.top_k <= m.n_experts,
+                 "config: \"moe.top_k\" = ", m.top_k, " exceeds \"moe.n_experts\" = ",
+                 m.n_experts);
+        MT_CHECK(m.n_shared_experts >= 0, "config: \"moe.n_shared_experts\" = ",
+                 m.n_shared_experts, " must be >= 0");
+        MT_CHECK(std::isfinite(m.aux_loss_alpha), "config: \"moe.aux_loss_alpha\" must be finite");
+        MT_CHECK(std::isfinite(m.z_loss_alpha), "config: \"moe.z_loss_alpha\" must be finite");
+        check_non_negative("moe.aux_loss_alpha", m.aux_loss_alpha);
+        check_non_negative("moe.z_loss_alpha", m.z_loss_alpha);
+        MT_CHECK(m.first_layer >= 0 && m.first_layer <= c.n_layers,
+                 "config: \"moe.first_layer\" = ", m.first_layer, " is outside [0, \"n_layers\" = ",
+                 c.n_layers, "]");
+    }
+    double n = approx_param_count(c);
+    MT_CHECK(n <= kMaxParams, "config: the model would have ", n,
+             " parameters, more than the 2^50 limit (check \"d_model\", \"d_ff\", \"vocab_size\")");
+}
+
+ModelConfig parse_config(const std::string& json_text) {
+    json j = io::parse_json_strict(json_text, "config");
+    io::JsonFields f(j, "config", "", kTopKeys);
+    ModelConfig c;
+    c.vocab_size = int_field(f, "vocab_size");
+    c.d_model = int_field(f, "d_model");
+    c.n_layers = int_field(f, "n_layers");
+    c.n_heads = int_field(f, "n_heads");
+    c.n_kv_heads = int_field(f, "n_kv_heads", c.n_kv_heads);
+    c.head_dim = int_field(f, "head_dim", 0);
+    c.max_seq_len = int_field(f, "max_seq_len");
+    c.norm = static_cast<NormKind>(f.choice("norm", kNorms, 0));
+    c.norm_eps = f.number("norm_eps", c.norm_eps);
+    c.pos = static_cast<PosKind>(f.choice("pos", kPos, 0));
+    c.rope_theta = f.number("rope_theta", c.rope_theta);
+    c.rope_ntk_alpha = f.number("rope_ntk_alpha", c.rope_ntk_alpha);
+    c.ffn = static_cast<FfnKind>(f.choice("ffn", kFfns, 0));
+    c.d_ff = int_field(f, "d_ff");
+    c.bias = f.boolean("bias", c.bias);
+    c.tie_embeddings = f.boolean("tie_embeddings", c.tie_embeddings);
+    if (f.has("moe") && !f.raw("moe").is_null()) {
+        f.object("moe");
+        c.moe = parse_moe(f.raw("moe"));
+    }
+    if (c.head_dim == 0 && c.d_model > 0 && c.n_heads > 0) {
+        MT_CHECK(c.d_model % c.n_heads == 0, "config: \"d_model\" = ", c.d_model,
+                 " is not divisible by \"n_heads\" = ", c.n_heads,
+                 " (set \"head_dim\" explicitly)");
+        c.head_dim = c.d_model / c.n_heads;
+    }
+    validate_config(c);
+    return c;
+}
+
+ModelConfig load_config_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    MT_CHECK(in, "config file ", path, ": cannot open for reading");
+    std::ostringstream text;
+    text << in.rdbuf();
+    MT_CHECK(!in.bad(), "config file ", path, ": read error");
+    try {
+        return parse_config(text.str());
+    } catch (const Error& e) {
+        fail("config file ", path, ": ", e.what());
+    }
+}
+
+std::string config_to_json(const ModelConfig& c) {
+    io::ordered_json j;
+    j["vocab_size"] = c.vocab_size;
+    j["d_model"] = c.d_model;
+    j["n_layers"] = c.n_layers;
+    j["n_heads"] = c.n_heads;
+    j["n_kv_heads"] = c.n_kv_heads;
+    j["head_dim"] = c.head_dim;
+    j["max_seq_len"] = c.max_seq_len;
+    j["norm"] = to_string(c.norm);
+    j["norm_eps"] = c.norm_eps;
+    j["pos"] = to_string(c.pos);
+    j["rope_theta"] = c.rope_theta;
+    j["rope_ntk_alpha"] = c.rope_ntk_alpha;
+    j["ffn"] = to_string(c.ffn);
+    j["d_ff"] = c.d_ff;
+    j["bias"] = c.bias;
+    j["tie_embeddings"] = c.tie_embeddings;
+    if (c.moe) {
+        const MoeConfig& m = *c.moe;
+        io::ordered_json jm;
+        jm["n_experts"] = m.n_experts;
+        jm["top_k"] = m.top_k;
+        jm["router"] = to_string(m.router);
+        jm["norm_topk_prob"] = m.norm_topk_prob;
+        jm["n_shared_experts"] = m.n_shared_experts;
+        jm["aux_loss_alpha"] = m.aux_loss_alpha;
+        jm["z_loss_alpha"] = m.z_loss_alpha;
+        jm["first_layer"] = m.first_layer;
+        j["moe"] = jm;
+    } else {
+        j["moe"] = nullptr;
+    }
+    return j.dump(2);
+}
+
+}  // namespace moetrain

@@ -1,0 +1,144 @@
+// moetrain::Model: the public face of ModelImpl (parameters by name, init, forward/backward,
+// the recompute mode and workspace size).
+
+#include "model/model_impl.h"
+
+namespace moetrain {
+
+std::string to_string(Recompute r) {
+    switch (r) {
+        case Recompute::none: return "none";
+        case Recompute::block: return "block";
+        case Recompute::ffn: return "ffn";
+    }
+    return "?";
+}
+
+Recompute parse_recompute(const std::string& s) {
+    for (Recompute r : {Recompute::none, Recompute::block, Recompute::ffn})
+        if (s == to_string(r)) return r;
+    throw Error("unknown recompute mode '" + s + "' (none, block, ffn)");
+}
+
+Model::Model(Device& device, const ModelConfig& config)
+    : impl_(std::make_unique<ModelImpl>(device, config)) {}
+Model::~Model() = default;
+
+const ModelConfig& Model::config() const {
+    return impl_->cfg;
+}
+Device& Model::device() const {
+    return impl_->dev;
+}
+const std::vector<ParamInfo>& Model::params() const {
+    return impl_->layout;
+}
+
+const ParamInfo& Model::param(const std::string& name) const {
+    auto it = impl_->index.find(name);
+    MT_CHECK(it != impl_->index.end(), "model has no parameter named '", name, "'");
+    return impl_->layout[it->second];
+}
+
+int64_t Model::num_params() const {
+    return impl_->n_params;
+}
+Tensor Model::params_flat() const {
+    return impl_->params;
+}
+Tensor Model::grads_flat() const {
+    return impl_->grads;
+}
+
+void Model::init_weights(uint64_t seed) {
+    const std::vector<float> v = init_values(impl_->cfg, impl_->layout, seed);
+    impl_->dev.upload(impl_->params, v.data());
+    impl_->params_changed();
+}
+
+std::vector<float> Model::get_param(const std::string& name) const {
+    const ParamInfo& p = param(name);
+    std::vector<float> v(static_cast<size_t>(p.numel()));
+    impl_->dev.download(v.data(), impl_->params.view(p.offset, p.shape));
+    return v;
+}
+
+void Model::set_param(const std::string& name, const std::vector<float>& values) {
+    const ParamInfo& p = param(name);
+    MT_CHECK(static_cast<int64_t>(values.size()) == p.numel(), "parameter '", name, "' has ",
+             p.numel(), " elements, got ", values.size());
+    impl_->dev.upload(impl_->params.view(p.offset, p.shape), values.data());
+    impl_->params_changed();
+}
+
+std::vector<float> Model::get_flat(const Tensor& flat) const {
+    MT_CHECK(flat.numel() == impl_->n_params && flat.dtype == DType::f32,
+             "get_flat needs a flat f32 buffer of ", impl_->n_params, " elements");
+    std::vector<float> v(static_cast<size_t>(flat.numel()));
+    impl_->dev.download(v.data(), flat);
+    return v;
+}
+
+void Model::set_flat(const Tensor& flat, const std::vector<float>& values) {
+    MT_CHECK(flat.numel() == impl_->n_params && flat.dtype == DType::f32,
+             "set_flat needs a flat f32 buffer of ", impl_->n_params, " elements");
+    MT_CHECK(static_cast<int64_t>(values.size()) == impl_->n_params, "set_flat got ", values.size(),
+             " values for ", impl_->n_params, " parameters");
+    impl_->dev.upload(flat, values.data());
+    if (flat.buf == impl_->params.buf) impl_->params_changed();  // not for moments / gradients
+}
+
+void Model::params_changed() {
+    impl_->params_changed();
+}
+
+void Model::set_precision(Precision p) {
+    impl_->set_precision(p);
+}
+
+Precision Model::precision() const {
+    return impl_->precision;
+}
+
+void Model::zero_grads() {
+    impl_->dev.fill(impl_->grads, 0.0f);
+}
+
+LossStats Model::forward_backward(const int32_t* x, const int32_t* y, int B, int T,
+                                  float grad_scale) {
+    impl_->reset_stats();
+    const int64_t n = impl_->queue_micro_batch(x, y, B, T, grad_scale, 1.0f, true);
+    return loss_from_stats(impl_->read_stats(), n);
+}
+
+LossStats Model::forward_loss(const int32_t* x, const int32_t* y, int B, int T) {
+    impl_->reset_stats();
+    const int64_t n = impl_->queue_micro_batch(x, y, B, T, 0.0f, 1.0f, false);
+    return loss_from_stats(impl_->read_stats(), n);
+}
+
+std::vector<float> Model::forward_logits(const int32_t* x, int B, int T) {
+    return impl_->forward_all_logits(x, B, T);
+}
+
+const std::vector<ExpertLoad>& Model::expert_load() const {
+    return impl_->expert_load();  // downloads the loads of the last forward once
+}
+
+StepRun Model::last_step_run() const {
+    return impl_->last_run;
+}
+
+void Model::set_recompute(Recompute r) {
+    impl_->set_recompute(r);
+}
+Recompute Model::recompute() const {
+    return impl_->recompute();
+}
+
+int64_t Model::training_workspace_bytes(int B, int T) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    return impl_->workspace(B, T, true).bytes;
+}
+
+}  // namespace moetrain

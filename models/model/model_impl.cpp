@@ -1,0 +1,334 @@
+// The passes of the MODEL.md transformer over its layers: batch upload and validation,
+// embedding -> L x (attention, FFN/MoE) -> head, and the backward in reverse order, which
+// first re-runs the part of a layer's forward its workspace dropped (Recompute block / ffn).
+// The layer math lives in the per-layer files (layers.h).
+#include "model/model_impl.h"
+
+#include <algorithm>
+#include <bit>
+#include <sstream>
+
+namespace moetrain {
+namespace {
+
+bool same_view(const Tensor& a, const Tensor& b) {
+    return a.buf == b.buf && a.offset == b.offset;
+}
+
+}  // namespace
+
+LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens) {
+    LossStats r;
+    r.ce = s[0];
+    r.aux = s[1];
+    r.z = s[2];
+    r.loss = r.ce + r.aux + r.z;
+    r.tokens = tokens;
+    return r;
+}
+
+ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
+    : dev(device), cfg(config), layout(build_param_layout(config)) {
+    for (size_t i = 0; i < layout.size(); ++i) {
+        index[layout[i].name] = i;
+        n_params += layout[i].numel();
+    }
+    n_decay = decayed_numel(layout);
+    params = dev.alloc(DType::f32, {n_params});
+    grads = dev.alloc(DType::f32, {n_params});
+    w = bind_params(cfg, layout, params);
+    gw = bind_params(cfg, layout, grads);
+    wf = w;
+    stats = dev.alloc(DType::f32, {4});
+    micro = dev.alloc(DType::f32, {3});
+    int moe_layers = 0;
+    for (int l = 0; l < cfg.n_layers; ++l)
+        moe_row_.push_back(cfg.is_moe_layer(l) ? moe_layers++ : -1);
+    if (moe_layers > 0) load_counts = dev.alloc(DType::i32, {moe_layers, cfg.moe->n_experts});
+}
+
+void ModelImpl::set_precision(Precision p) {
+    if (p != precision) drop_training_workspaces();  // their 16-bit activations change dtype
+    precision = p;
+    lo_generation = next_buffer_generation();  // steps recorded with the old weights go stale
+    if (p == Precision::fp32) {
+        params_lo = Tensor{};
+        wf = w;
+        return;
+    }
+    params_lo = dev.alloc(compute_dtype(p), {std::max<int64_t>(n_decay, 1)});
+    wf = with_compute_matrices(w, params_lo);
+    lo_version = params_version - 1;  // stale: converted before the next forward
+}
+
+void ModelImpl::refresh_compute_weights() {
+    if (precision == Precision::fp32 || lo_version == params_version) return;
+    if (n_decay > 0) dev.convert(params_lo.view(0, {n_decay}), params.view(0, {n_decay}));
+    lo_version = params_version;
+}
+
+Workspace& ModelImpl::workspace(int B, int T, bool training) {
+    if (!training) {  // a training workspace of the same shape serves inference too
+        auto it = workspaces_.find({B, T, true});
+        if (it != workspaces_.end()) return *it->second;
+    }
+    const std::tuple<int, int, bool> key{B, T, training};
+    auto it = workspaces_.find(key);
+    if (it != workspaces_.end()) return *it->second;
+    if (!training) {  // bound the inference shapes kept (generation, varying eval lengths)
+        int kept = 0;
+        for (const auto& [k, ws] : workspaces_) kept += !std::get<2>(k);
+        if (kept >= kMaxInferenceWorkspaces)
+            std::erase_if(workspaces_, [](const auto& kv) { return !std::get<2>(kv.first); });
+    }
+    auto& slot = workspaces_[key];
+    const DType stored16 = activations16_ ? compute_dtype(precision) : DType::f32;
+    slot = plan_workspace(dev, cfg, B, T, training, logit_budget, recompute_, stored16);
+    return *slot;
+}
+
+void ModelImpl::set_recompute(Recompute r) {
+    if (r == recompute_) return;
+    recompute_ = r;
+    drop_training_workspaces();
+}
+
+void ModelImpl::set_activations16(bool on) {
+    if (on == activations16_) return;
+    activations16_ = on;
+    drop_training_workspaces();
+}
+
+void ModelImpl::drop_training_workspaces() {
+    std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
+}
+
+std::array<float, 4> ModelImpl::read_stats() {
+    std::array<float, 4> s{};
+    dev.download(s.data(), stats);
+    return s;
+}
+
+int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0) {
+    const int64_t N = ws.N, T = ws.T, V = cfg.vocab_size;
+    MT_CHECK(x, "no input tokens given");
+    for (int64_t i = 0; i < N; ++i)
+        MT_CHECK(x[i] >= 0 && x[i] < V, "token id ", x[i], " at position ", i, " (row ", i / T,
+                 ", t ", i % T, ") is outside the vocabulary [0, ", V, ")");
+    dev.upload(ws.ids, x);
+    int64_t counted = 0;
+    if (y) {
+        for (int64_t i = 0; i < N; ++i) {
+            MT_CHECK(y[i] == -1 || (y[i] >= 0 && y[i] < V), "target id ", y[i], " at position ", i,
+                     " (row ", i / T, ", t ", i % T, ") is outside the vocabulary [0, ", V,
+                     ") and is not -1");
+            counted += y[i] != -1;
+        }
+        dev.upload(ws.targets, y);
+    }
+    if (cfg.pos == PosKind::learned) {
+        std::vector<int32_t> pos(static_cast<size_t>(N));
+        for (int64_t i = 0; i < N; ++i)
+            pos[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i % T);
+        dev.upload(ws.pos_ids, pos.data());
+    }
+    return counted;
+}
+
+void ModelImpl::run_step(const std::string& key, const Workspace& ws,
+                         const std::function<void()>& queue) {
+    if (record_routing) {  // the routing record downloads the choices: never captured
+        queue();
+        last_run = StepRun::eager;
+        return;
+    }
+    std::ostringstream k;
+    k << key << " ws#" << ws.generation << " lo#" << lo_generation;
+    last_run = dev.run_recorded(k.str(), queue);
+}
+
+void ModelImpl::forward_layers(Workspace& ws, const std::vector<KvSlot>* cache) {
+    const int L = cfg.n_layers;
+    embedding_fwd(dev, wf, ws, L > 0 ? ws.layers[0].x_in : ws.x_final);
+    for (int l = 0; l < L; ++l) {
+        const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        attention_part(ws, l, cache ? &(*cache)[static_cast<size_t>(l)] : nullptr);
+        const Tensor& x_out = l + 1 < L ? ws.layers[static_cast<size_t>(l) + 1].x_in : ws.x_final;
+        if (!same_view(x_out, a.x_mid)) dev.copy(x_out, a.x_mid);
+        ffn_part(ws, l, x_out, micro.view(1, {2}), record_routing);
+        record_load(ws, l);
+    }
+}
+
+void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
+    const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
+    norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, ws.N);
+    if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
+    attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache);
+    norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, ws.N);
+}
+
+void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                         std::vector<int32_t>* routing) {
+    LayerActs& a = ws.layers[static_cast<size_t>(l)];
+    const LayerW& lw = wf.layers[static_cast<size_t>(l)];
+    if (lw.moe) {
+        // The gather of the expert rows reads f32: a 16-bit n2.y (hash routing) is widened
+        // into its transient, exactly (the products round the gathered rows to it anyway).
+        if (a.n2.y32) dev.convert(a.n2.y32.view(0, {ws.N, cfg.d_model}), a.n2.y);
+        const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
+        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+    } else
+        ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
+}
+
+void ModelImpl::recompute_layer(Workspace& ws, int l) {
+    // The same deterministic ops on the same inputs as the forward: bit-identical activations.
+    // The residual stream, the loss terms, the routing record and the expert loads (recorded
+    // by the forward) are left alone.
+    if (ws.recompute == Recompute::block) attention_part(ws, l, nullptr);
+    ffn_part(ws, l, Tensor{}, Tensor{}, nullptr);
+}
+
+void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
+    const int64_t N = ws.N;
+    const GradScratch& g = ws.g;  // g.dres holds d loss / d x_final (from the head)
+    for (int l = cfg.n_layers - 1; l >= 0; --l) {
+        if (ws.recomputes(l, cfg.n_layers)) recompute_layer(ws, l);
+        const LayerActs& a = ws.layers[static_cast<size_t>(l)];
+        const LayerW& lw = wf.layers[static_cast<size_t>(l)];
+        const LayerW& glw = gw.layers[static_cast<size_t>(l)];
+        if (lw.moe)
+            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
+        else
+            ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
+                    g.dxn, false);
+        norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
+        attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
+        norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
+    }
+    embedding_bwd(dev, gw, ws, g.dres);
+}
+
+void ModelImpl::record_load(const Workspace& ws, int l) {
+    const int row = moe_row_[static_cast<size_t>(l)];
+    if (row < 0) return;
+    const int64_t E = cfg.moe->n_experts;
+    dev.copy(load_counts.view(row * E, {E}), ws.layers[static_cast<size_t>(l)].moe.counts);
+}
+
+void ModelImpl::loads_written() {
+    load_recorded_ = static_cast<bool>(load_counts);
+    load_fresh_ = false;
+}
+
+const std::vector<ExpertLoad>& ModelImpl::expert_load() {
+    if (!load_recorded_ || load_fresh_) return load_;
+    const int64_t E = cfg.moe->n_experts;
+    std::vector<int32_t> all(static_cast<size_t>(load_counts.numel()));
+    dev.download(all.data(), load_counts);
+    load_.clear();
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const int row = moe_row_[static_cast<size_t>(l)];
+        if (row < 0) continue;
+        const auto first = all.begin() + row * E;
+        load_.push_back({l, std::vector<int32_t>(first, first + E)});
+    }
+    load_fresh_ = true;
+    return load_;
+}
+
+int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
+                                     float grad_scale, float weight, bool backward) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(T <= cfg.max_seq_len, "sequence length T=", T, " exceeds max_seq_len ",
+             cfg.max_seq_len);
+    MT_CHECK(y, "no target tokens given");
+    MT_CHECK(!backward || grad_scale != 0.0f, "grad_scale must be nonzero for a backward pass");
+    Workspace& ws = workspace(B, T, backward);
+    const int64_t counted = load_batch(ws, x, y, 0);
+    refresh_compute_weights();
+    const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
+    // Only device work below, the same for the same key (buffers and every scalar argument).
+    auto queue = [&] {
+        dev.fill(micro, 0.0f);
+        forward_layers(ws, nullptr);
+        head_fwd(dev, cfg, wf, backward ? &gw : nullptr, ws, ce_scale, grad_scale * ce_scale,
+                 micro.view(0, {1}));
+        if (backward) backward_layers(ws, grad_scale);
+        dev.axpby(stats.view(0, {3}), weight, micro, 1.0f, 3);
+    };
+    auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+    std::ostringstream key;  // the buffers are the workspace's, the model's and stats / micro
+    key << (backward ? "train" : "eval") << " B" << B << " T" << T << std::hex
+        << " gs=" << bits(grad_scale) << " w=" << bits(weight) << " ce=" << bits(ce_scale);
+    run_step(key.str(), ws, queue);
+    loads_written();
+    return counted;
+}
+
+void ModelImpl::forward_cached(const int32_t* x, int B, int T, int64_t pos0,
+                               const std::vector<KvSlot>& cache, const Tensor& logits) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(pos0 + T <= cfg.max_seq_len, "positions up to ", pos0 + T, " exceed max_seq_len ",
+             cfg.max_seq_len);
+    Workspace& ws = workspace(B, T, false);
+    load_batch(ws, x, nullptr, pos0);
+    refresh_compute_weights();
+    forward_layers(ws, &cache);
+    loads_written();
+    head_last_logits(dev, cfg, wf, ws, logits);
+    last_run = StepRun::eager;
+}
+
+void ModelImpl::decode_step(const int32_t* x, int B, int64_t pos, const std::vector<KvSlot>& cache,
+                            const Tensor& logits, const std::string& key,
+                            const std::function<void()>& then) {
+    MT_CHECK(B >= 1, "batch size B=", B, " must be positive");
+    MT_CHECK(pos >= 0 && pos < cfg.max_seq_len, "decode position ", pos, " outside [0, ",
+             cfg.max_seq_len, ")");
+    Workspace& ws = workspace(B, 1, false);
+    load_batch(ws, x, nullptr, pos);
+    refresh_compute_weights();
+    // Only device work below, the same at every position (the slots read it on the device).
+    auto queue = [&] {
+        forward_layers(ws, &cache);
+        head_last_logits(dev, cfg, wf, ws, logits);
+        then();
+    };
+    run_step(key, ws, queue);
+    loads_written();
+}
+
+std::vector<float> ModelImpl::forward_all_logits(const int32_t* x, int B, int T) {
+    MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
+    MT_CHECK(T <= cfg.max_seq_len, "sequence length T=", T, " exceeds max_seq_len ",
+             cfg.max_seq_len);
+    Workspace& ws = workspace(B, T, false);
+    load_batch(ws, x, nullptr, 0);
+    refresh_compute_weights();
+    dev.fill(micro, 0.0f);
+    forward_layers(ws, nullptr);
+    loads_written();
+    return head_logits(dev, cfg, wf, ws);
+}
+
+LossStats ModelImpl::loss_f64(const int32_t* x, const int32_t* y, int B, int T) {
+    reset_stats();
+    const int64_t counted = queue_micro_batch(x, y, B, T, 0.0f, 1.0f, false);
+    Workspace& ws = workspace(B, T, false);
+    std::vector<float> losses(static_cast<size_t>(ws.N));
+    dev.download(losses.data(), ws.losses);
+    const std::array<float, 4> s = read_stats();
+    LossStats r;
+    for (float v : losses) r.ce += v;
+    r.ce /= static_cast<double>(std::max<int64_t>(counted, 1));
+    r.aux = s[1];
+    r.z = s[2];
+    r.loss = r.ce + r.aux + r.z;
+    r.tokens = counted;
+    return r;
+}
+
+}  // namespace moetrain

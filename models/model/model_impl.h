@@ -1,0 +1,142 @@
+// ModelImpl: the state behind moetrain::Model (parameter/gradient buffers, their typed views,
+// workspaces per batch shape, the device stats buffer) and the passes over the layers that
+// Model, Trainer, generate() and gradcheck() are built from.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "layers/layers.h"
+#include "moetrain/model.h"
+#include "moetrain/precision.h"
+
+namespace moetrain {
+
+// Host-side seeded initial values of every parameter, laid out like the flat buffer.
+std::vector<float> init_values(const ModelConfig& c, const std::vector<ParamInfo>& layout,
+                               uint64_t seed);
+
+// Loss terms from the downloaded stats buffer (ce, aux, z, ...).
+LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens);
+
+class ModelImpl {
+  public:
+    ModelImpl(Device& device, const ModelConfig& config);
+
+    Device& dev;
+    const ModelConfig cfg;
+    std::vector<ParamInfo> layout;
+    std::map<std::string, size_t> index;  // name -> position in layout
+    int64_t n_params = 0, n_decay = 0;    // all elements; leading decayed elements
+    Tensor params, grads;
+    ModelW w, gw;  // views of params / grads
+    // Mixed precision: `params_lo` is the 16-bit working copy of the decayed (matrix) range
+    // of `params`, refreshed from the fp32 master values before a forward pass whenever they
+    // changed (params_version); `wf` are the weights the passes multiply with (= w in fp32,
+    // w with the matrices replaced by params_lo views otherwise, see with_compute_matrices).
+    Precision precision = Precision::fp32;
+    Tensor params_lo;
+    uint64_t lo_generation = 0;  // next_buffer_generation() at the last set_precision
+    ModelW wf;
+    uint64_t params_version = 0, lo_version = 0;
+    void set_precision(Precision p);
+    void params_changed() { ++params_version; }
+    void refresh_compute_weights();
+    // Device stats: [0] ce, [1] aux, [2] z accumulated over micro-batches (each weighted),
+    // [3] squared global gradient norm (written by the trainer). Downloaded once per step.
+    Tensor stats;
+    Tensor micro;  // one micro-batch's ce, aux, z
+    // Expert loads of the last forward: every MoE layer's forward copies its expert counts into
+    // its row of load_counts ([MoE layers, E] i32, on the device), downloaded only when
+    // expert_load() is read, so a step reads nothing back per layer.
+    Tensor load_counts;
+    const std::vector<ExpertLoad>& expert_load();
+    // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
+    // to exercise the chunked head.
+    int64_t logit_budget = kLogitBudget;
+    // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
+    std::vector<int32_t>* record_routing = nullptr;
+
+    // Gradient checkpointing of the training workspaces planned from now on (set_recompute
+    // drops the training workspaces planned with another mode).
+    Recompute recompute() const { return recompute_; }
+    void set_recompute(Recompute r);
+    // bf16 / fp16: whether training workspaces store the activations only matrix products
+    // read in the 16-bit compute dtype (default) or in f32 (bit-identical results; tests
+    // compare the two). Drops the training workspaces planned with the other setting.
+    bool activations16() const { return activations16_; }
+    void set_activations16(bool on);
+
+    // The workspace of shape (B, T), planned on first use (valid until the next call).
+    Workspace& workspace(int B, int T, bool training);
+
+    void reset_stats() { dev.fill(stats, 0.0f); }
+    std::array<float, 4> read_stats();
+
+    // Queues one micro-batch: forward, loss terms * weight added to stats[0..2] and, when
+    // backward, the backward pass adding grad_scale * gradients to the gradient buffer.
+    // Returns the number of targets that counted. Validates ids, targets and T. After the
+    // upload of the tokens, the device work is one recorded step (Device::run_recorded: a
+    // CUDA Graph replay once warmed up); last_run says how the last one ran.
+    int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
+                              float weight, bool backward);
+    // How the last queue_micro_batch, forward_cached (always eager) or decode_step ran.
+    StepRun last_run = StepRun::eager;
+    // Forward over T new tokens per row at positions pos0.. using the per-layer KV cache,
+    // then logits [B, V] of each row's last position (generation's prefill; runs eagerly).
+    void forward_cached(const int32_t* x, int B, int T, int64_t pos0,
+                        const std::vector<KvSlot>& cache, const Tensor& logits);
+    // Generation's decode step: uploads one token per row (x[B], at position pos: the learned
+    // position ids), then queues the forward over the KV cache, the logits [B, V] and `then`
+    // (the sampler) as one recorded step (Device::run_recorded) keyed by `key` plus the
+    // workspace and weight generations. The cache slots must read the position from device
+    // memory (KvSlot::pos_dev) so that this work is the same at every position; `key` names
+    // the cache, logits and sampler buffers and arguments. last_run says how it ran.
+    void decode_step(const int32_t* x, int B, int64_t pos, const std::vector<KvSlot>& cache,
+                     const Tensor& logits, const std::string& key,
+                     const std::function<void()>& then);
+    // Logits of every position, [B*T, V] on the host.
+    std::vector<float> forward_all_logits(const int32_t* x, int B, int T);
+    // Loss terms of one batch with the cross-entropy summed in double on the host.
+    LossStats loss_f64(const int32_t* x, const int32_t* y, int B, int T);
+
+  private:
+    // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
+    int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
+    void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);
+    // Layer l's forward up to the FFN input: norm, attention into x_mid, norm.
+    void attention_part(Workspace& ws, int l, const KvSlot* cache);
+    // Layer l's FFN / MoE: x_out += FFN(n2.y), aux / z terms into aux_stats. With x_out and
+    // aux_stats empty (recompute) only the activations the backward reads are produced.
+    void ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor& aux_stats,
+                  std::vector<int32_t>* routing);
+    // Re-runs what layer l's forward dropped (Workspace::recomputes) before its backward.
+    void recompute_layer(Workspace& ws, int l);
+    void backward_layers(Workspace& ws, float grad_scale);
+    // Queues the copy of MoE layer l's expert counts into load_counts (device work only).
+    void record_load(const Workspace& ws, int l);
+    // After a forward was queued: the loads changed (host bookkeeping, outside any recording).
+    void loads_written();
+    // Runs `queue` (device work only) as one recorded step (Device::run_recorded) and sets
+    // last_run. `key` names the step's scalar arguments and own buffers; the workspace and
+    // 16-bit weight generations are appended here. While routing is recorded (downloads) the
+    // step runs eagerly, never captured.
+    void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
+
+    // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
+    // arrives (a workspace is only used within one call, so no reference outlives this).
+    static constexpr int kMaxInferenceWorkspaces = 4;
+    void drop_training_workspaces();
+    Recompute recompute_ = Recompute::none;
+    bool activations16_ = true;
+    std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
+    std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
+    std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)
+    bool load_recorded_ = false, load_fresh_ = false;
+};
+
+}  // namespace moetrain
