@@ -45,8 +45,8 @@ Run run(Device& dev, const ModelConfig& c, Precision p, Recompute mode, bool sto
     m.init_weights(5);
     m.set_precision(p);
     m.set_recompute(mode);
-    m.impl().set_activations16(store16);
-    REQUIRE(m.impl().activations16() == store16);
+    ModelAccess::impl(m).set_activations16(store16);
+    REQUIRE(ModelAccess::impl(m).activations16() == store16);
     Run r;
     r.layout = m.params();
     r.fb = bits::accumulate_two(m, 8, kB, kT);
@@ -77,7 +77,8 @@ int64_t elements16(const ModelConfig& c, Recompute r, int64_t N) {
         (c.is_moe_layer(l) ? moe : dense) = true;
         all_n2 = all_n2 && n2_gemm_only(c, l);
     }
-    const int64_t shared_ffn = (dense ? ffn_part16(c, false, N) : 0) + (moe ? ffn_part16(c, true, N) : 0);
+    const int64_t shared_ffn =
+        (dense ? ffn_part16(c, false, N) : 0) + (moe ? ffn_part16(c, true, N) : 0);
     if (r == Recompute::block) return N * D * (all_n2 ? 2 : 1) + shared_ffn;
     int64_t n = 0;
     for (int l = 0; l < c.n_layers; ++l) {
@@ -138,15 +139,15 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
     for (const auto& nc : configs()) {
         CAPTURE(nc.name);
         Model m(dev, nc.cfg);
-        const Workspace& f32 = m.impl().workspace(kB, kT, true);
+        const Workspace& f32 = ModelAccess::impl(m).workspace(kB, kT, true);
         const int64_t fp32_bytes = f32.bytes;
         for (const Tensor* t : tensors_of(f32)) CHECK((!*t || t->dtype == DType::f32));
-        m.impl().set_activations16(false);  // the switch alone changes nothing in fp32
-        CHECK(m.impl().workspace(kB, kT, true).bytes == fp32_bytes);
-        m.impl().set_activations16(true);
+        ModelAccess::impl(m).set_activations16(false);  // the switch alone changes nothing in fp32
+        CHECK(ModelAccess::impl(m).workspace(kB, kT, true).bytes == fp32_bytes);
+        ModelAccess::impl(m).set_activations16(true);
 
         m.set_precision(Precision::bf16);  // replans the training workspace
-        const Workspace& ws = m.impl().workspace(kB, kT, true);
+        const Workspace& ws = ModelAccess::impl(m).workspace(kB, kT, true);
         CHECK(ws.stored16 == DType::bf16);
         CHECK(ws.bytes == fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, int64_t{kB} * kT));
         for (const LayerActs& a : ws.layers) {
@@ -166,9 +167,9 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
             }
         }
         CHECK(ws.nf.y.dtype == DType::f32);
-        const Workspace& inf = m.impl().workspace(kB, kT + 1, false);
+        const Workspace& inf = ModelAccess::impl(m).workspace(kB, kT + 1, false);
         for (const Tensor* t : tensors_of(inf)) CHECK((!*t || t->dtype == DType::f32));
         m.set_precision(Precision::fp32);  // back to f32 storage
-        CHECK(m.impl().workspace(kB, kT, true).bytes == fp32_bytes);
+        CHECK(ModelAccess::impl(m).workspace(kB, kT, true).bytes == fp32_bytes);
     }
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/model_access.h"
 #include "model/model_impl.h"
 #include "op_test_util.h"
 #include "reference_model.h"
@@ -17,7 +18,8 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
     for (auto& d : test::test_devices()) {
         CAPTURE(d.id);
         Model whole(*d.dev, c), chunked(*d.dev, c);
-        chunked.impl().logit_budget = 3 * c.vocab_size;  // 3 rows per chunk: 16 = 5 x 3 + 1
+        ModelAccess::impl(chunked).logit_budget =
+            3 * c.vocab_size;  // 3 rows per chunk: 16 = 5 x 3 + 1
         rm::randomize_weights(whole, 4);
         rm::randomize_weights(chunked, 4);
         const rm::Batch b = rm::random_batch(c.vocab_size, 2, 8, 6, 4);
@@ -25,7 +27,7 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
         chunked.zero_grads();
         const LossStats lw = whole.forward_backward(b.x.data(), b.y.data(), 2, 8);
         const LossStats lc = chunked.forward_backward(b.x.data(), b.y.data(), 2, 8);
-        CHECK(chunked.impl().workspace(2, 8, true).logit_rows == 3);
+        CHECK(ModelAccess::impl(chunked).workspace(2, 8, true).logit_rows == 3);
         CHECK(lc.ce == doctest::Approx(lw.ce).epsilon(1e-6));
         const std::vector<float> gw = whole.get_flat(whole.grads_flat());
         const std::vector<float> gc = chunked.get_flat(chunked.grads_flat());

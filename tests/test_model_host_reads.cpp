@@ -8,6 +8,7 @@
 
 #include <numeric>
 
+#include "model/model_access.h"
 #include "model/model_impl.h"
 #include "moetrain/profiling.h"
 #include "test_xbackend_util.h"
@@ -27,7 +28,8 @@ int64_t downloads(const ProfilingDevice& p) {
 
 TEST_CASE("model: an MoE training step downloads nothing; expert loads are read once") {
     constexpr int B = 2, T = 8;
-    const std::vector<int32_t> stream = xb::token_stream(xb::config_moe_hash().cfg.vocab_size, 1024, 5);
+    const std::vector<int32_t> stream =
+        xb::token_stream(xb::config_moe_hash().cfg.vocab_size, 1024, 5);
     const xb::Batch batch = xb::batch_at(stream, 0, B, T);
     for (auto& d : test::test_devices()) {
         for (const auto& nc : {xb::config_moe_softmax(), xb::config_moe_hash()})
@@ -42,7 +44,8 @@ TEST_CASE("model: an MoE training step downloads nothing; expert loads are read 
                     x->set_recompute(r);
                 }
                 prof.reset();
-                m.impl().queue_micro_batch(batch.x.data(), batch.y.data(), B, T, 1.0f, 1.0f, true);
+                ModelAccess::impl(m).queue_micro_batch(batch.x.data(), batch.y.data(), B, T, 1.0f,
+                                                       1.0f, true);
                 CHECK(downloads(prof) == 0);
 
                 const std::vector<ExpertLoad> loads = m.expert_load();
@@ -56,7 +59,8 @@ TEST_CASE("model: an MoE training step downloads nothing; expert loads are read 
                 for (size_t l = 0; l < loads.size(); ++l) {
                     CHECK(loads[l].layer == want[l].layer);
                     CHECK(loads[l].counts == want[l].counts);
-                    const int64_t rows = std::accumulate(loads[l].counts.begin(), loads[l].counts.end(), int64_t{0});
+                    const int64_t rows =
+                        std::accumulate(loads[l].counts.begin(), loads[l].counts.end(), int64_t{0});
                     CHECK(rows == int64_t{B} * T * nc.cfg.moe->active_k());  // dropless
                 }
             }

@@ -48,6 +48,7 @@ std::string to_string(Recompute r);
 Recompute parse_recompute(const std::string& s);  // "none" | "block" | "ffn"; throws otherwise
 
 class ModelImpl;
+class ModelAccess;
 
 class Model {
 public:
@@ -76,7 +77,7 @@ public:
     // 16-bit working copy of mixed precision is refreshed before the next forward pass.
     void params_changed();
 
-    // ---- precision (issue 7; a run option, not part of the config or the checkpoint) ----
+    // ---- precision (a run option, not part of the config or the checkpoint) ----
     // fp32 (default), or bf16 / fp16: matrix products on a 16-bit copy of the weight
     // matrices with fp32 accumulation; master weights, gradients, norms, softmax, router and
     // losses stay fp32. fp16 training needs loss scaling (Trainer does it).
@@ -109,9 +110,8 @@ public:
     // of shape (B, T) use in the current recompute mode, planning it if needed.
     int64_t training_workspace_bytes(int B, int T);
 
-    ModelImpl& impl() { return *impl_; }
-
 private:
+    friend class ModelAccess;  // the library's internal views (not part of the public API)
     std::unique_ptr<ModelImpl> impl_;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/model_access.h"
 #include "model/model_impl.h"
 #include "planning/planning_device.h"
 #include "shared/grouped_gemm_plan.h"
@@ -76,7 +77,7 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
              c.max_seq_len);
     PlanningDevice dev;
     Model model(dev, c);  // parameters, gradients, the 4 + 3 floats of loss statistics
-    ModelImpl& im = model.impl();
+    ModelImpl& im = ModelAccess::impl(model);
     const double params = static_cast<double>(im.params.bytes());
     MemoryPlan p;
     p.grads = static_cast<double>(dev.allocated()) - params;

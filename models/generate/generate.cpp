@@ -11,7 +11,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "model/model_impl.h"
+#include "model/decode_passes.h"
 
 namespace moetrain {
 namespace {
@@ -42,9 +42,9 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
                                                  const GenerateOptions& opts,
                                                  const TokenCallback& on_step) {
     check_options(opts);
-    ModelImpl& im = model.impl();
-    const ModelConfig& c = im.cfg;
-    Device& dev = im.dev;
+    DecodePasses passes(model);
+    const ModelConfig& c = model.config();
+    Device& dev = model.device();
     MT_CHECK(!prompts.empty(), "generation needs at least one prompt");
     const int B = static_cast<int>(prompts.size());
     const int T0 = static_cast<int>(prompts[0].size());
@@ -79,7 +79,7 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
     // Prefill (eager): the prompt at positions 0 .. T0 - 1, then the first draw (step 0).
     std::vector<int32_t> x;
     for (const auto& p : prompts) x.insert(x.end(), p.begin(), p.end());
-    im.forward_cached(x.data(), B, T0, 0, cache, logits);
+    passes.prefill(x.data(), B, T0, 0, cache, logits);
     dev.sample(ids, logits, B, c.vocab_size, s);
 
     // Decode step j >= 1: the token drawn at step j - 1 at position T0 - 1 + j, then draw j.
@@ -93,8 +93,8 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
     for (int i = 0; i < opts.max_new_tokens; ++i) {
         if (i > 0) {
             dev.upload(counter, &i);
-            im.decode_step(tok.data(), B, T0 - 1 + i, cache, logits, key,
-                           [&] { dev.sample(ids, logits, B, c.vocab_size, s); });
+            passes.decode_step(tok.data(), B, T0 - 1 + i, cache, logits, key,
+                               [&] { dev.sample(ids, logits, B, c.vocab_size, s); });
         }
         dev.download(tok.data(), ids);
         for (int b = 0; b < B; ++b)

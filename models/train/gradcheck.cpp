@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "model/model_impl.h"
+#include "model/loss_probe.h"
 
 namespace moetrain {
 namespace {
@@ -33,7 +33,7 @@ struct Probe {
 
 // One central difference along `dir` (unit norm) with step `eps`; shrinks eps while the
 // perturbation changes an MoE routing decision.
-Probe probe(ModelImpl& im, Model& model, const ParamInfo& p, const std::vector<float>& p0,
+Probe probe(LossProbe& losses, Model& model, const ParamInfo& p, const std::vector<float>& p0,
             const std::vector<float>& g, const std::vector<double>& dir, double eps,
             const std::vector<int32_t>& x, const std::vector<int32_t>& y, int B, int T,
             const std::vector<int32_t>& routing0) {
@@ -50,9 +50,7 @@ Probe probe(ModelImpl& im, Model& model, const ParamInfo& p, const std::vector<f
         auto loss_at = [&](const std::vector<float>& v) {
             model.set_param(p.name, v);
             routing.clear();
-            im.record_routing = &routing;
-            const double l = im.loss_f64(x.data(), y.data(), B, T).loss;
-            im.record_routing = nullptr;
+            const double l = losses.loss_f64(x.data(), y.data(), B, T, &routing).loss;
             flipped = flipped || routing != routing0;
             return l;
         };
@@ -69,8 +67,8 @@ Probe probe(ModelImpl& im, Model& model, const ParamInfo& p, const std::vector<f
 }  // namespace
 
 GradcheckResult gradcheck(Model& model, const GradcheckOptions& opts) {
-    ModelImpl& im = model.impl();
-    const ModelConfig& c = im.cfg;
+    LossProbe losses(model);
+    const ModelConfig& c = model.config();
     MT_CHECK(opts.batch >= 1 && opts.seq_len >= 1 && opts.directions >= 1 && opts.step > 0,
              "gradcheck needs batch, seq_len, directions >= 1 and step > 0");
     const int B = opts.batch, T = std::min(opts.seq_len, c.max_seq_len);
@@ -84,9 +82,7 @@ GradcheckResult gradcheck(Model& model, const GradcheckOptions& opts) {
     model.forward_backward(x.data(), y.data(), B, T, 1.0f);
     const std::vector<float> grads = model.get_flat(model.grads_flat());
     std::vector<int32_t> routing0;
-    im.record_routing = &routing0;
-    im.loss_f64(x.data(), y.data(), B, T);
-    im.record_routing = nullptr;
+    losses.loss_f64(x.data(), y.data(), B, T, &routing0);
 
     GradcheckResult res;
     res.tolerance = opts.tolerance;
@@ -119,7 +115,7 @@ GradcheckResult gradcheck(Model& model, const GradcheckOptions& opts) {
             for (size_t i = 0; i < n; ++i) gu += gd[i] * dir[i];
             const double eps = std::clamp(kTargetDelta / (2.0 * std::abs(gu) + 1e-30),
                                           kMinStep * scale * sqrt_n, opts.step * scale * sqrt_n);
-            const Probe pr = probe(im, model, p, p0, g, dir, eps, x, y, B, T, routing0);
+            const Probe pr = probe(losses, model, p, p0, g, dir, eps, x, y, B, T, routing0);
             const double err = std::abs(pr.numeric - pr.analytic) /
                                std::max(std::abs(pr.numeric) + std::abs(pr.analytic), kNoiseFloor);
             if (d == 0 || err > t.rel_error) {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "model/model_impl.h"
+#include "model/train_passes.h"
 #include "moetrain/train.h"
 #include "shared/mt_math.h"
 
@@ -44,7 +44,7 @@ Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(
         v_ = dev.alloc(DType::f32, {model.num_params()});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
         // Zero-filled codes and absmax are the zero moments (Device::adamw8bit).
-        const int64_t n = model.num_params(), nd = model.impl().n_decay;
+        const int64_t n = model.num_params(), nd = TrainPasses(model).n_decay();
         q_ = {{"decay", 0, nd, {}, {}, {}, {}}, {"no_decay", nd, n - nd, {}, {}, {}, {}}};
         for (QuantizedMoments& q : q_) {
             if (q.n == 0) continue;
@@ -60,7 +60,7 @@ Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(
     MT_CHECK(opts.loss_scale_window >= 1, "loss_scale_window must be >= 1 (got ",
              opts.loss_scale_window, ")");
     loss_scale_ = opts.loss_scale_init;
-    stats_ = model.impl().stats.view(3, {1});
+    stats_ = TrainPasses(model).stats().view(3, {1});
 }
 
 void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
@@ -74,10 +74,10 @@ void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped)
 
 StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     MT_CHECK(xs && ys, "Trainer::step needs input and target tokens");
-    ModelImpl& im = model_.impl();
-    Device& dev = im.dev;
+    TrainPasses im(model_);
+    Device& dev = model_.device();
     const int A = opts_.accum;
-    const int64_t per = int64_t{B} * T, n = im.n_params, nd = im.n_decay;
+    const int64_t per = int64_t{B} * T, n = im.n_params(), nd = im.n_decay();
 
     const bool dynamic = model_.precision() == Precision::fp16;
     const double scale = dynamic ? loss_scale_ : 1.0;
@@ -88,13 +88,13 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     int64_t tokens = 0;
     for (int a = 0; a < A; ++a)
         tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T,
-                                       static_cast<float>(scale / A), 1.0f / A, true);
-    dev.sum_squares(stats_, im.grads, n, false);
+                                       static_cast<float>(scale / A), 1.0f / A);
+    dev.sum_squares(stats_, im.grads(), n, false);
     const std::array<float, 4> s = im.read_stats();
 
     StepStats st;
-    st.run = im.last_run;
-    st.loss = loss_from_stats(s, tokens);
+    st.run = im.last_run();
+    st.loss = TrainPasses::loss(s, tokens);
     st.grad_norm = std::sqrt(static_cast<double>(s[3])) / scale;
     st.lr = lr_at(opts_, step_);
     st.loss_scale = scale;
@@ -127,7 +127,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = static_cast<float>(opts_.wd);
         // Range r: the decayed tensors [0, nd), then the gains and biases without decay.
         auto update = [&](size_t r, int64_t off, int64_t cnt) {
-            const Tensor p = im.params.view(off, {cnt}), g = im.grads.view(off, {cnt});
+            const Tensor p = im.params().view(off, {cnt}), g = im.grads().view(off, {cnt});
             if (opts_.optimizer == OptimizerKind::adamw) {
                 dev.adamw(p, g, m_.view(off, {cnt}), v_.view(off, {cnt}), cnt, a, stats_, clip,
                           inv_scale);
@@ -141,7 +141,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = 0.0f;
         if (n > nd) update(1, nd, n - nd);
     } else {
-        dev.sgd(im.params, im.grads, n, lr, stats_, clip, inv_scale);
+        dev.sgd(im.params(), im.grads(), n, lr, stats_, clip, inv_scale);
     }
     im.params_changed();
     ++step_;

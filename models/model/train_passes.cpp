@@ -1,0 +1,48 @@
+// TrainPasses: the Trainer's view of ModelImpl (train_passes.h).
+#include "model/train_passes.h"
+
+#include "model/model_access.h"
+#include "model/model_impl.h"
+
+namespace moetrain {
+
+TrainPasses::TrainPasses(Model& model) : im_(ModelAccess::impl(model)) {}
+
+int64_t TrainPasses::n_params() const {
+    return im_.n_params;
+}
+int64_t TrainPasses::n_decay() const {
+    return im_.n_decay;
+}
+Tensor TrainPasses::params() const {
+    return im_.params;
+}
+Tensor TrainPasses::grads() const {
+    return im_.grads;
+}
+Tensor TrainPasses::stats() const {
+    return im_.stats;
+}
+void TrainPasses::reset_stats() {
+    im_.reset_stats();
+}
+
+int64_t TrainPasses::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
+                                       float grad_scale, float weight) {
+    return im_.queue_micro_batch(x, y, B, T, grad_scale, weight, true);
+}
+
+std::array<float, 4> TrainPasses::read_stats() {
+    return im_.read_stats();
+}
+LossStats TrainPasses::loss(const std::array<float, 4>& stats, int64_t tokens) {
+    return loss_from_stats(stats, tokens);
+}
+StepRun TrainPasses::last_run() const {
+    return im_.last_run;
+}
+void TrainPasses::params_changed() {
+    im_.params_changed();
+}
+
+}  // namespace moetrain
