@@ -1,13 +1,14 @@
 // ModelConfig JSON (MODEL.md section 1): parsing with defaults and strict key/type checks,
 // validation of value consistency, and the canonical JSON form stored in checkpoints.
 // Every error is one line that names the offending key, prefixed "config: ".
+#include "moetrain/config.h"
+
 #include <climits>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "io/json.h"
-#include "moetrain/config.h"
 #include "moetrain/error.h"
 
 namespace moetrain {
@@ -21,12 +22,14 @@ const std::vector<std::string> kFfns = {"swiglu", "gelu", "relu"};
 const std::vector<std::string> kRouters = {"softmax_topk", "hash"};
 
 const std::vector<std::string> kTopKeys = {
-    "vocab_size", "d_model",        "n_layers", "n_heads", "n_kv_heads", "head_dim",
-    "max_seq_len", "norm",          "norm_eps", "pos",     "rope_theta", "rope_ntk_alpha",
-    "ffn",        "d_ff",           "bias",     "tie_embeddings",        "moe"};
+    "vocab_size", "d_model",  "n_layers",    "n_heads",
+    "n_kv_heads", "head_dim", "max_seq_len", "norm",
+    "norm_eps",   "pos",      "rope_theta",  "rope_ntk_alpha",
+    "ffn",        "d_ff",     "bias",        "tie_embeddings",
+    "moe"};
 const std::vector<std::string> kMoeKeys = {
-    "n_experts",        "top_k",          "router",        "norm_topk_prob",
-    "n_shared_experts", "aux_loss_alpha", "z_loss_alpha",  "first_layer"};
+    "n_experts",        "top_k",          "router",       "norm_topk_prob",
+    "n_shared_experts", "aux_loss_alpha", "z_loss_alpha", "first_layer"};
 
 // Largest parameter count accepted: keeps every tensor size and offset far from int64
 // overflow (and no machine holds 2^50 floats anyway).
@@ -39,7 +42,24 @@ int int_field(const io::JsonFields& f, const std::string& key, int def) {
     return static_cast<int>(f.integer(key, def, INT_MIN, INT_MAX));
 }
 
+// MoE options of docs/MODEL.md that moetrain does not implement yet: a config that sets one is
+// refused with a line naming it, rather than trained without it (and rather than the generic
+// "unknown key", since the key is part of the contract).
+const std::vector<std::string> kMoeKeysNotYet = {"routed_scaling", "bias_update_rate",
+                                                 "capacity_factor"};
+const std::string kNotYet = " is not implemented yet (docs/MODEL.md, \"Not implemented yet\")";
+
+void refuse_unimplemented(const json& j) {
+    if (!j.is_object()) return;  // JsonFields reports the type
+    for (const std::string& key : kMoeKeysNotYet)
+        MT_CHECK(!j.contains(key), "config: \"moe.", key, "\"", kNotYet);
+    const auto router = j.find("router");
+    MT_CHECK(router == j.end() || *router != "sigmoid_topk",
+             "config: \"moe.router\" = \"sigmoid_topk\"", kNotYet);
+}
+
 MoeConfig parse_moe(const json& j) {
+    refuse_unimplemented(j);
     io::JsonFields f(j, "config", "moe.", kMoeKeys);
     MoeConfig m;
     m.n_experts = int_field(f, "n_experts");
@@ -70,17 +90,25 @@ double approx_param_count(const ModelConfig& c) {
     if (c.pos == PosKind::learned) n += c.max_seq_len * D;
     double attn = 2 * D * c.n_heads * h + 2 * D * c.n_kv_heads * h;
     double ffn = mats * F * D;
-    if (c.moe) ffn += (c.moe->n_experts + c.moe->n_shared_experts) * mats * F * D +
-                      c.moe->n_experts * D;
+    if (c.moe)
+        ffn += (c.moe->n_experts + c.moe->n_shared_experts) * mats * F * D + c.moe->n_experts * D;
     return n + L * (attn + ffn + 4 * D);
 }
 
 }  // namespace
 
-std::string to_string(NormKind k) { return kNorms.at(static_cast<size_t>(k)); }
-std::string to_string(PosKind k) { return kPos.at(static_cast<size_t>(k)); }
-std::string to_string(FfnKind k) { return kFfns.at(static_cast<size_t>(k)); }
-std::string to_string(RouterKind k) { return kRouters.at(static_cast<size_t>(k)); }
+std::string to_string(NormKind k) {
+    return kNorms.at(static_cast<size_t>(k));
+}
+std::string to_string(PosKind k) {
+    return kPos.at(static_cast<size_t>(k));
+}
+std::string to_string(FfnKind k) {
+    return kFfns.at(static_cast<size_t>(k));
+}
+std::string to_string(RouterKind k) {
+    return kRouters.at(static_cast<size_t>(k));
+}
 
 void validate_config(const ModelConfig& c) {
     check_positive("vocab_size", c.vocab_size);
@@ -96,32 +124,32 @@ void validate_config(const ModelConfig& c) {
     check_positive("d_ff", c.d_ff);
     MT_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0, "config: \"norm_eps\" = ", c.norm_eps,
              " must be positive");
-    MT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, "config: \"rope_theta\" = ",
-             c.rope_theta, " must be positive");
+    MT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0,
+             "config: \"rope_theta\" = ", c.rope_theta, " must be positive");
     MT_CHECK(std::isfinite(c.rope_ntk_alpha) && c.rope_ntk_alpha > 0,
              "config: \"rope_ntk_alpha\" = ", c.rope_ntk_alpha, " must be positive");
     if (c.pos == PosKind::rope) {
         MT_CHECK(c.head_dim % 2 == 0, "config: \"head_dim\" = ", c.head_dim,
                  " must be even with \"pos\" = \"rope\"");
-        MT_CHECK(c.head_dim > 2 || c.rope_ntk_alpha == 1.0, "config: \"rope_ntk_alpha\" = ",
-                 c.rope_ntk_alpha, " needs \"head_dim\" > 2 (theta scale alpha^(h/(h-2)))");
+        MT_CHECK(c.head_dim > 2 || c.rope_ntk_alpha == 1.0,
+                 "config: \"rope_ntk_alpha\" = ", c.rope_ntk_alpha,
+                 " needs \"head_dim\" > 2 (theta scale alpha^(h/(h-2)))");
     }
     if (c.moe) {
         const MoeConfig& m = *c.moe;
         check_positive("moe.n_experts", m.n_experts);
         if (m.router == RouterKind::softmax_topk) check_positive("moe.top_k", m.top_k);
         MT_CHECK(m.router == RouterKind::hash || m.top_k <= m.n_experts,
-                 "config: \"moe.top_k\" = ", m.top_k, " exceeds \"moe.n_experts\" = ",
-                 m.n_experts);
-        MT_CHECK(m.n_shared_experts >= 0, "config: \"moe.n_shared_experts\" = ",
-                 m.n_shared_experts, " must be >= 0");
+                 "config: \"moe.top_k\" = ", m.top_k, " exceeds \"moe.n_experts\" = ", m.n_experts);
+        MT_CHECK(m.n_shared_experts >= 0, "config: \"moe.n_shared_experts\" = ", m.n_shared_experts,
+                 " must be >= 0");
         MT_CHECK(std::isfinite(m.aux_loss_alpha), "config: \"moe.aux_loss_alpha\" must be finite");
         MT_CHECK(std::isfinite(m.z_loss_alpha), "config: \"moe.z_loss_alpha\" must be finite");
         check_non_negative("moe.aux_loss_alpha", m.aux_loss_alpha);
         check_non_negative("moe.z_loss_alpha", m.z_loss_alpha);
         MT_CHECK(m.first_layer >= 0 && m.first_layer <= c.n_layers,
-                 "config: \"moe.first_layer\" = ", m.first_layer, " is outside [0, \"n_layers\" = ",
-                 c.n_layers, "]");
+                 "config: \"moe.first_layer\" = ", m.first_layer,
+                 " is outside [0, \"n_layers\" = ", c.n_layers, "]");
     }
     double n = approx_param_count(c);
     MT_CHECK(n <= kMaxParams, "config: the model would have ", n,
