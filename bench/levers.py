@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory and speed of each issue-7 lever: `moetrain bench` on a preset with fp32 (baseline),
+"""Memory and speed of each memory / precision lever: `moetrain bench` on a preset with fp32 (baseline),
 --precision bf16 / fp16, --recompute ffn / block and --optimizer adamw8bit, each run --runs
 times (median tokens/s and peak RSS), next to what `moetrain plan` predicts for the same
 options. Prints one markdown row per lever and a last JSON line with every row.

@@ -1,4 +1,4 @@
-// 16-bit activation storage of mixed precision (issue 7, workspace.h): under bf16 / fp16 the
+// 16-bit activation storage of mixed precision (workspace.h): under bf16 / fp16 the
 // activations only matrix products read (norm outputs, expert input rows, FFN hiddens) are
 // stored in the compute dtype. The products round their operands to that dtype anyway, so
 // losses, gradients, logits and routing must be BIT-identical to storing them in f32

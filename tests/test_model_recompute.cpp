@@ -1,4 +1,4 @@
-// Gradient checkpointing (Model::set_recompute, issue 7): with Recompute block and ffn the
+// Gradient checkpointing (Model::set_recompute): with Recompute block and ffn the
 // backward re-runs dropped parts of the forward, so losses, every gradient, the routing record
 // and the expert loads must be BIT-identical to Recompute none on the same device (the same
 // deterministic ops on the same inputs), the aux / z loss terms must not be counted twice
@@ -19,9 +19,10 @@ constexpr int kB = 2, kT = 16;
 constexpr uint64_t kSeed = 11;
 const Recompute kModes[] = {Recompute::block, Recompute::ffn};
 
-// The issue 5 configs with three layers, so the middle layer is recomputed too (the last one
-// never is: the shared buffers still hold its forward). The hash config mixes a dense layer 0
-// with MoE layers 1-2 (the shared set then holds both kinds of FFN buffers).
+// The cross-backend test configs (test_xbackend_util.h) with three layers, so the middle layer is
+// recomputed too (the last one never is: the shared buffers still hold its forward). The hash
+// config mixes a dense layer 0 with MoE layers 1-2 (the shared set then holds both kinds of FFN
+// buffers).
 std::vector<xb::NamedConfig> configs() {
     std::vector<xb::NamedConfig> v = {xb::config_dense(), xb::config_gqa(),
                                       xb::config_moe_softmax(), xb::config_moe_hash(),
@@ -151,7 +152,8 @@ TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-ide
                 CAPTURE(to_string(mode));
                 const FbRun got = forward_backward_run(*d.dev, nc.cfg, mode);
                 REQUIRE(got.losses.size() == want.losses.size());
-                for (size_t i = 0; i < got.losses.size(); ++i) check_loss(got.losses[i], want.losses[i]);
+                for (size_t i = 0; i < got.losses.size(); ++i)
+                    check_loss(got.losses[i], want.losses[i]);
                 bits::check_bits(got.grads, want.grads, "gradients");
                 CHECK(got.routing == want.routing);  // recorded once per forward, not again
                 check_loads(got.loads, want.loads);
@@ -232,8 +234,8 @@ TEST_CASE("recompute: the training workspace shrinks by the dropped activations"
         CHECK(none - block == 4 * drop_block);
         CHECK(block < ffn);
         CHECK(ffn < none);
-        MESSAGE(nc.name << ": training workspace none " << none << " B, ffn " << ffn
-                        << " B, block " << block << " B");
+        MESSAGE(nc.name << ": training workspace none " << none << " B, ffn " << ffn << " B, block "
+                        << block << " B");
     }
 }
 

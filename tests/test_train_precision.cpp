@@ -1,4 +1,4 @@
-// Mixed precision (issue 7) on every test device: bf16 / fp16 training curves against fp32,
+// Mixed precision on every test device: bf16 / fp16 training curves against fp32,
 // proof that the 16-bit path really rounds (and refreshes its weight copy when the master
 // weights change), fp16 dynamic loss scaling (a forced overflow skips the step, halves the
 // scale and changes nothing else; the scale doubles after the window of clean steps) and
@@ -67,8 +67,8 @@ TEST_CASE("precision: bf16 and fp16 training of an MoE model end within 2% of fp
 
 TEST_CASE("precision: 16-bit products round their operands, and follow weight updates") {
     const ModelConfig c = xb::config_moe_softmax().cfg;
-    const xb::Batch b = xb::batch_at(xb::token_stream(c.vocab_size, 4096, 5), 0, xb::kTrainB,
-                                     xb::kTrainT);
+    const xb::Batch b =
+        xb::batch_at(xb::token_stream(c.vocab_size, 4096, 5), 0, xb::kTrainB, xb::kTrainT);
     for (auto& d : test::test_devices()) {
         CAPTURE(d.id);
         Model m32(*d.dev, c), m16(*d.dev, c);

@@ -1,5 +1,5 @@
-// A checkpoint written on one backend resumes on another and continues the same curve
-// (issue 5): N AdamW steps on backend A, save_checkpoint (weights, moments, step), then
+// A checkpoint written on one backend resumes on another and continues the same curve:
+// N AdamW steps on backend A, save_checkpoint (weights, moments, step), then
 // load_weights + load_optimizer into a fresh Model / Trainer on backend B and M more steps.
 // The loaded weights and moments are bit-identical to what A saved, steps_done() is N, and
 // the M losses match an uninterrupted N + M step run on A within rel 1e-4 per step (with

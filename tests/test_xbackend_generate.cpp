@@ -1,4 +1,4 @@
-// Generation gives the same tokens on every backend (issue 5). A tiny model (dense, and MoE
+// Generation gives the same tokens on every backend. A tiny model (dense, and MoE
 // softmax top-2 with a shared expert) is trained for 40 AdamW steps on the reference backend,
 // its weights copied bit for bit to the other backend, and two prompts are continued there and
 // on the reference with the KV cache:

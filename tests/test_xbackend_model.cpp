@@ -1,4 +1,4 @@
-// Whole-model consistency across backends (issue 5): for each config (dense, MoE softmax top-k
+// Whole-model consistency across backends: for each config (dense, MoE softmax top-k
 // with a shared expert and aux + z losses, hash routing, GQA, layernorm + bias + learned
 // positions + tied embeddings) every other available backend reproduces the reference
 // backend (cpu) through the public Model / Trainer API:

@@ -1,8 +1,8 @@
 // Helpers for the cross-backend consistency tests (tests/test_xbackend_*.cpp): the backend
 // pairs to compare (the first available device, normally cpu:0, is the reference; every
-// other available device is checked against it), the model configs of issue 5, a learnable
-// synthetic token stream, training runs through the public Trainer, and the comparison
-// norms the tests state:
+// other available device is checked against it), the model configs they share (dense, MoE
+// softmax top-k, MoE hash), a learnable synthetic token stream, training runs through the
+// public Trainer, and the comparison norms the tests state:
 //   tensor_rel(a, b) = max_i |a_i - b_i| / max_i |b_i|   (b = the reference backend)
 //   curve step s:      |loss_a(s) - loss_b(s)| / |loss_b(s)|
 #pragma once

@@ -1,4 +1,4 @@
-// Training / inference precision (issue 7): fp32, or bf16 / fp16 matrix products with fp32
+// Training / inference precision: fp32, or bf16 / fp16 matrix products with fp32
 // accumulation on a 16-bit working copy of the weight matrices, fp32 master weights and fp32
 // optimizer math. fp16 training uses dynamic loss scaling (moetrain::Trainer).
 #pragma once
@@ -14,9 +14,12 @@ enum class Precision { fp32, bf16, fp16 };
 
 inline const char* precision_name(Precision p) {
     switch (p) {
-        case Precision::fp32: return "fp32";
-        case Precision::bf16: return "bf16";
-        case Precision::fp16: return "fp16";
+        case Precision::fp32:
+            return "fp32";
+        case Precision::bf16:
+            return "bf16";
+        case Precision::fp16:
+            return "fp16";
     }
     return "?";
 }
