@@ -1,12 +1,13 @@
 // Helpers of the tests that demand BIT-identical training results from two ways of running
 // the same model (recompute modes, 16-bit vs f32 activation storage): two accumulated
-// micro-batches with the routing recorded, and a memcmp comparison that names the first
+// micro-batches with the routing recorded, and a bitwise comparison that names the first
 // differing element (and the parameter holding it).
 #pragma once
 
 #include <doctest/doctest.h>
 
-#include <cstring>
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,15 +49,17 @@ inline std::string param_at(const std::vector<ParamInfo>& layout, size_t i) {
     return "?";
 }
 
-// CHECKs that got and want are bit-identical (memcmp); on a difference the first differing
-// element is reported, with its parameter when `layout` (of a flat buffer) is given.
+// CHECKs that got and want are bit-identical (-0 differs from 0, NaN payloads count); on a
+// difference the first differing element is reported, with its parameter when `layout` (of a
+// flat buffer) is given.
 inline void check_bits(const std::vector<float>& got, const std::vector<float>& want,
                        const std::string& what, const std::vector<ParamInfo>* layout = nullptr) {
     CAPTURE(what);
     REQUIRE(got.size() == want.size());
-    if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0) return;
+    auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
     size_t i = 0;
-    while (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) ++i;
+    while (i < got.size() && bits(got[i]) == bits(want[i])) ++i;
+    if (i == got.size()) return;
     CAPTURE(i);
     CAPTURE(got[i]);
     CAPTURE(want[i]);

@@ -1,17 +1,54 @@
 #!/usr/bin/env bash
-# The test command of the README and of CI: install dependencies, build everything with
-# warnings as errors, run the whole ctest suite.
+# The test command of the README and of CI: install dependencies, check the formatting, build
+# everything with warnings as errors, run the whole ctest suite, run clang-tidy, then build with
+# AddressSanitizer + UndefinedBehaviorSanitizer and run the cpu, opencl and SIMT-harness tests
+# there. Each stage prints its wall time. SKIP_TIDY=1 / SKIP_SANITIZE=1 leave a stage out
+# (local use; CI runs all of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$(date +%s)
+stage() { echo "== test.sh: $1 done after $(( $(date +%s) - t0 )) s"; }
 bash tools/install-deps.sh
 if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+# Formatting first: drift fails in seconds, before anything is built.
+bash tools/format-check.sh
+stage format-check
 BUILD=${BUILD:-build}
 PYENV=${MOETRAIN_PYENV:-$HOME/.cache/moetrain/pyenv}
 launcher=(); if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOETRAIN_WERROR=ON "${launcher[@]}" \
   -DMOETRAIN_TEST_PYTHON="$PYENV/bin/python"
 cmake --build "$BUILD" -j"$(nproc)"
+stage build
 # Tests run two at a time on two cores: OpenMP threads sleep instead of spinning when idle.
 export OMP_WAIT_POLICY=passive
 export POCL_CACHE_DIR="$PWD/$BUILD/pocl-cache" MOETRAIN_CL_CACHE="$PWD/$BUILD/cl-cache"
 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
+stage tests
+
+if [ "${SKIP_TIDY:-0}" != 1 ]; then
+  # Every source of the compile database. TIDY_SOURCES narrows it (an extended regex over the
+  # repo-relative paths), e.g. to what a change touched.
+  BUILD="$BUILD" bash tools/tidy.sh "${TIDY_SOURCES:-.*}"
+  stage clang-tidy
+fi
+
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  # A second build with ASan + UBSan (cmake/MoetrainSanitize.cmake), CUDA off: the SIMT harness
+  # (tests/simt) compiles the CUDA kernels with g++ and runs them on the CPU, so their
+  # out-of-bounds accesses are caught without a GPU. The CLI, Python-reader and install tests
+  # are left out (they test the tool and the packaging, not memory safety).
+  SAN=${SAN_BUILD:-build-sanitize}
+  cmake -S . -B "$SAN" -DCMAKE_BUILD_TYPE=Release -DMOETRAIN_WERROR=ON "${launcher[@]}" \
+    -DMOETRAIN_WITH_CUDA=OFF -DMOETRAIN_SANITIZE=address,undefined
+  cmake --build "$SAN" -j"$(nproc)" --target moetrain_tests moetrain_simt_tests \
+    moetrain_backend_opencl moetrain_backend_wrong_abi moetrain_backend_unloadable
+  stage sanitize-build
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+  export LSAN_OPTIONS="suppressions=$PWD/tools/sanitize/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  export POCL_CACHE_DIR="$PWD/$SAN/pocl-cache" MOETRAIN_CL_CACHE="$PWD/$SAN/cl-cache"
+  ctest --test-dir "$SAN" -j"$(nproc)" --output-on-failure --timeout 900 \
+    -E '^(cli:|io:|install:)'
+  stage sanitize-tests
+fi

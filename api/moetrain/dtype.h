@@ -11,22 +11,30 @@ enum class DType : uint8_t { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, u8 = 4 };
 
 inline size_t dtype_size(DType t) {
     switch (t) {
-        case DType::f32: return 4;
-        case DType::bf16: return 2;
-        case DType::f16: return 2;
-        case DType::i32: return 4;
-        case DType::u8: return 1;
+        case DType::f32:
+        case DType::i32:
+            return 4;
+        case DType::bf16:
+        case DType::f16:
+            return 2;
+        case DType::u8:
+            return 1;
     }
     return 0;
 }
 
 inline const char* dtype_name(DType t) {
     switch (t) {
-        case DType::f32: return "f32";
-        case DType::bf16: return "bf16";
-        case DType::f16: return "f16";
-        case DType::i32: return "i32";
-        case DType::u8: return "u8";
+        case DType::f32:
+            return "f32";
+        case DType::bf16:
+            return "bf16";
+        case DType::f16:
+            return "f16";
+        case DType::i32:
+            return "i32";
+        case DType::u8:
+            return "u8";
     }
     return "?";
 }
@@ -52,9 +60,9 @@ inline uint16_t f32_to_f16(float f) {
     std::memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t absx = x & 0x7fffffffu;
-    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
     if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> Inf
-    if (absx < 0x38800000u) {                                                // subnormal or zero
+    if (absx < 0x38800000u) {                                               // subnormal or zero
         if (absx < 0x33000000u) return static_cast<uint16_t>(sign);
         uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
         int shift = 113 - static_cast<int>(absx >> 23) + 13;
