@@ -72,6 +72,7 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
     const CheckpointInfo info = read_checkpoint_info(checkpoint_dir);
     const ModelConfig& c = info.config;
     const io::HfFamily family = io::hf_family_for_export(c);
+    io::hf_check_round_trip(family, c);
     check_export_dir(out_dir);
 
     const SafetensorsFile file((fs::path(checkpoint_dir) / "model.safetensors").string());

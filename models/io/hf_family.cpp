@@ -12,6 +12,7 @@
 //   gate that factor is exactly 0.5, so MODEL.md's ungated shared expert is exported with a
 //   zero gate and its w_down doubled (both exact in floating point).
 #include "io/hf_mapping.h"
+#include "io/json.h"
 #include "moetrain/error.h"
 
 namespace moetrain::io {
@@ -74,7 +75,8 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
     if (c.bias) refuse("pos = rope with bias = true (Llama-family MLPs have no biases)");
     if (!c.moe) return HfFamily::llama;
     const MoeConfig& m = *c.moe;
-    if (m.router == RouterKind::hash) refuse("moe.router = hash (token-hash routing)");
+    if (m.router != RouterKind::softmax_topk)
+        refuse("moe.router = " + to_string(m.router) + " (only softmax top-k routing)");
     if (m.first_layer > 0)
         refuse("moe.first_layer = " + std::to_string(m.first_layer) +
                " (dense layers before the MoE layers)");
@@ -84,6 +86,32 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
             "moe.norm_topk_prob = false without shared experts (Mixtral always renormalises "
             "and Qwen2-MoE always has a shared expert)");
     return HfFamily::qwen2_moe;
+}
+
+void hf_check_round_trip(HfFamily f, const ModelConfig& c) {
+    // What the exported config.json means to moetrain must be `c` itself, up to the NTK alpha
+    // (folded into rope_theta) and the training-only z-loss weight (a note). Any other key
+    // that does not survive - one this mapping does not know, say - is refused by name.
+    ModelConfig want = c;
+    if (c.pos == PosKind::rope) {
+        want.rope_theta = c.rope_theta_eff();
+        want.rope_ntk_alpha = 1.0;
+    }
+    if (want.moe) want.moe->z_loss_alpha = 0.0;
+    const ModelConfig back = hf_config_from_json(hf_config_json(f, c), "config.json").config;
+    const json a = json::parse(config_to_json(want)), b = json::parse(config_to_json(back));
+    for (const auto& [key, value] : a.items()) {
+        const json& other = b.contains(key) ? b.at(key) : json();
+        if (key == "moe" && value.is_object() && other.is_object()) {
+            for (const auto& [k, v] : value.items())
+                if (!other.contains(k) || other.at(k) != v)
+                    refuse("moe." + k + " = " + v.dump() + " (" + hf_architecture(f) + " gives " +
+                           (other.contains(k) ? other.at(k).dump() : "nothing") + ")");
+        } else if (value != other) {
+            refuse(key + " = " + value.dump() + " (" + hf_architecture(f) + " gives " +
+                   other.dump() + ")");
+        }
+    }
 }
 
 std::vector<std::string> hf_export_notes(HfFamily f, const ModelConfig& c) {

@@ -20,6 +20,10 @@ const char* hf_model_type(HfFamily f);    // "gpt2", ...
 // one-line error naming the first feature that no supported class computes.
 HfFamily hf_family_for_export(const ModelConfig& c);
 
+// Throws (one line naming the key) unless config.json of family `f` read back by
+// hf_config_from_json gives `c` again, up to the folded NTK alpha and the z-loss weight.
+void hf_check_round_trip(HfFamily f, const ModelConfig& c);
+
 // config.json (and generation_config.json) for `c` exported as family `f`.
 std::string hf_config_json(HfFamily f, const ModelConfig& c);
 std::string hf_generation_config_json(const ModelConfig& c);

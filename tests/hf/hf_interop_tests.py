@@ -281,7 +281,19 @@ def small(**kw):
 def import_gpt2():
     m = hf_perturbed(transformers.GPT2Config, 5, vocab_size=300, n_positions=64, n_embd=64,
                      n_layer=2, n_head=4, activation_function="gelu_new")
-    import_case("import_gpt2", m)
+    d, ck = import_case("import_gpt2", m)
+    # GPT-2 files on the Hub name the base model's tensors without "transformer.".
+    src = os.path.join(d, "hf")
+    path = os.path.join(src, "model.safetensors")
+    with safe_open(path, "np") as f:
+        meta, arrays = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    assert any(k.startswith("transformer.") for k in arrays), sorted(arrays)
+    save_file({k.removeprefix("transformer."): v for k, v in arrays.items()}, path, metadata=meta)
+    hub = os.path.join(d, "ck_hub")
+    run("import", "--from", src, "--out", hub)
+    a, b = tensors_of(ck)[1], tensors_of(hub)[1]
+    assert sorted(a) == sorted(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
+    print("unprefixed GPT-2 names: the same checkpoint")
 
 
 @test
