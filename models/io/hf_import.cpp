@@ -63,8 +63,10 @@ void scatter(const io::HfTensor& t, const std::vector<float>& hf,
 HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir) {
     std::error_code ec;
     MT_CHECK(fs::is_directory(hf_dir, ec), "import: --from ", hf_dir, " is not a directory");
-    MT_CHECK(!fs::exists(checkpoint_dir, ec) || fs::is_empty(checkpoint_dir, ec), "import: --out ",
-             checkpoint_dir, " already exists and is not empty; choose a new directory");
+    MT_CHECK(!fs::exists(checkpoint_dir, ec) ||
+                 (fs::is_directory(checkpoint_dir, ec) && fs::is_empty(checkpoint_dir, ec)),
+             "import: --out ", checkpoint_dir,
+             " already exists and is not an empty directory; choose a new directory");
     const std::string config_path = (fs::path(hf_dir) / "config.json").string();
     const io::HfImportedConfig hc =
         io::hf_config_from_json(io::read_file(config_path, "config file"), config_path);

@@ -204,7 +204,7 @@ def import_refuses_bad_index_and_existing_out():
     ck = os.path.join(d2, "ck")
     os.makedirs(ck)
     open(os.path.join(ck, "keep"), "w").close()
-    expect_error(["import", "--from", src2, "--out", ck], "not empty")
+    expect_error(["import", "--from", src2, "--out", ck], "not an empty directory")
     assert os.path.exists(os.path.join(ck, "keep"))
 
 
