@@ -301,10 +301,25 @@ def import_llama_bf16_sharded_then_train():
     m = hf_perturbed(transformers.LlamaConfig, 6, rope_theta=50000.0, **small())
     d, ck = import_case("import_llama_bf16_sharded_then_train", m, dtype=torch.bfloat16,
                         shard="100KB")
-    p = run("train", "--init-from", ck, "--data", corpus(d), "--steps", 3, "--batch", 2,
-            "--seq", 16, "--threads", 1, "--lr", 1e-3, "--out", os.path.join(d, "ft"))
+    # Fine-tuning starts from transformers' model: the first step's cross-entropy (computed
+    # before any update) is transformers' loss on the same first batch (MODEL.md 5 windows).
+    data = corpus(d)
+    log = os.path.join(d, "ft.jsonl")
+    p = run("train", "--init-from", ck, "--data", data, "--steps", 3, "--batch", 2,
+            "--seq", 16, "--threads", 1, "--lr", 1e-3, "--out", os.path.join(d, "ft"),
+            "--log-json", log)
     print(p.stdout.strip().splitlines()[-1])
     assert os.path.isdir(os.path.join(d, "ft", "step_000003")), p.stdout
+    first = json.loads(open(log).readline())
+    tokens = list(open(data, "rb").read()[:2 * 16 + 1])
+    x = torch.tensor(tokens[:-1]).view(2, 16)
+    y = torch.tensor(tokens[1:]).view(2, 16)
+    reference = hf_model(os.path.join(d, "hf"))
+    with torch.no_grad():
+        ce = torch.nn.functional.cross_entropy(reference(x).logits.reshape(-1, 300),
+                                               y.reshape(-1)).item()
+    print(f"step 1 ce: moetrain {first['ce']:.6f}, transformers {ce:.6f}")
+    assert abs(first["ce"] - ce) <= 1e-4 * ce, (first["ce"], ce)
 
 
 @test
