@@ -11,6 +11,8 @@
 //   norm_topk_prob; a shared expert scaled by sigmoid(shared_expert_gate(x)). With a zero
 //   gate that factor is exactly 0.5, so MODEL.md's ungated shared expert is exported with a
 //   zero gate and its w_down doubled (both exact in floating point).
+#include <cmath>
+
 #include "io/hf_mapping.h"
 #include "io/json.h"
 #include "moetrain/error.h"
@@ -67,8 +69,9 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
         return HfFamily::gpt2;
     }
     // RoPE: the Llama family.
-    if (c.rope_ntk_alpha != 1.0 && !(c.rope_theta_eff() > 0))
-        refuse("rope_ntk_alpha gives no finite rope_theta");
+    const double theta = c.rope_theta_eff();
+    if (!(std::isfinite(theta) && theta > 0))
+        refuse("rope_theta * rope_ntk_alpha^(h/(h-2)) is not a finite positive number");
     if (c.norm != NormKind::rmsnorm) refuse("pos = rope with norm = layernorm");
     if (c.ffn != FfnKind::swiglu)
         refuse("pos = rope with ffn = " + to_string(c.ffn) + " (Llama-family MLPs are gated)");
