@@ -93,13 +93,16 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
 
 void hf_check_round_trip(HfFamily f, const ModelConfig& c) {
     // What the exported config.json means to moetrain must be `c` itself, up to the NTK alpha
-    // (folded into rope_theta) and the training-only z-loss weight (a note). Any other key
+    // (folded into rope_theta; both unused with learned positions) and the training-only
+    // z-loss weight (a note). Any other key
     // that does not survive - one this mapping does not know, say - is refused by name.
     ModelConfig want = c;
     if (c.pos == PosKind::rope) {
         want.rope_theta = c.rope_theta_eff();
-        want.rope_ntk_alpha = 1.0;
+    } else {  // unused with learned positions: they come back as the defaults
+        want.rope_theta = ModelConfig{}.rope_theta;
     }
+    want.rope_ntk_alpha = 1.0;
     if (want.moe) want.moe->z_loss_alpha = 0.0;
     const ModelConfig back = hf_config_from_json(hf_config_json(f, c), "config.json").config;
     const json a = json::parse(config_to_json(want)), b = json::parse(config_to_json(back));
