@@ -97,6 +97,7 @@ std::vector<QuantizedHost> download_quantized(Device& dev,
 
 std::string flat_layout(const std::vector<ParamInfo>& params) {
     std::vector<const ParamInfo*> order;
+    order.reserve(params.size());
     for (const ParamInfo& p : params) order.push_back(&p);
     std::sort(order.begin(), order.end(),
               [](const ParamInfo* a, const ParamInfo* b) { return a->offset < b->offset; });

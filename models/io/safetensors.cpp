@@ -32,6 +32,7 @@ const std::vector<std::pair<std::string, DType>> kDtypes = {
 
 std::string dtype_list() {
     std::vector<std::string> names;
+    names.reserve(kDtypes.size());
     for (const auto& d : kDtypes) names.push_back(d.first);
     return io::join(names);
 }

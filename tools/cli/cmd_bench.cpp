@@ -187,6 +187,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     model.init_weights(a.seed);
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
     std::vector<std::vector<int32_t>> prompts;
+    prompts.reserve(static_cast<size_t>(a.batch));
     for (int b = 0; b < a.batch; ++b) prompts.push_back(random_tokens(rng, cfg.vocab_size, a.seq));
     GenerateOptions g;
     g.temperature = 0.0f;  // greedy: the step is the model, not the sampler

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "moetrain/error.h"
@@ -83,7 +84,7 @@ double peak_rss_mb() {
 
 std::string format_duration(double seconds) {
     if (!(seconds >= 0) || seconds > 1e8) return "--:--";
-    long s = static_cast<long>(seconds + 0.5);
+    const long s = std::lround(seconds);
     char buf[32];
     if (s >= 3600)
         std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);

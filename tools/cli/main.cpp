@@ -23,7 +23,7 @@ std::string one_line(const char* what) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_cli(int argc, char** argv) {
     CLI::App app{"moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
                  "OpenCL or CUDA"};
     app.require_subcommand(1);
@@ -60,4 +60,13 @@ int main(int argc, char** argv) {
         return 1;
     }
     return exit_code;
+}
+
+int main(int argc, char** argv) {
+    try {
+        return run_cli(argc, argv);
+    } catch (...) {  // thrown while setting up the commands or while reporting an error
+        std::fputs("moetrain: error: internal failure (out of memory?)\n", stderr);
+        return 1;
+    }
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "common.h"
 #include "moetrain/data.h"
@@ -10,7 +11,7 @@
 namespace moetrain::cli {
 
 Evaluator::Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches)
-    : model_(model), tokens_(tokens), batch_(batch), seq_(seq), batches_(batches) {}
+    : model_(model), tokens_(std::move(tokens)), batch_(batch), seq_(seq), batches_(batches) {}
 
 LossStats Evaluator::run() {
     BatchLoader loader(tokens_, batch_, seq_, "val");
@@ -78,9 +79,10 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
     j["loss_scale"] = s.loss_scale;
     if (s.skipped) {  // fp16 overflow: logged always, even with --quiet
         j["skipped"] = true;
-        std::printf("step %lld skipped: fp16 gradients overflowed at loss scale %g (now %g); "
-                    "no update applied\n",
-                    static_cast<long long>(s.step + 1), s.loss_scale, s.loss_scale / 2);
+        std::printf(
+            "step %lld skipped: fp16 gradients overflowed at loss scale %g (now %g); "
+            "no update applied\n",
+            static_cast<long long>(s.step) + 1, s.loss_scale, s.loss_scale / 2);
         return j;
     }
     std::string load_text;
