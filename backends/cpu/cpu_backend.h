@@ -5,7 +5,7 @@
 
 namespace moetrain {
 
-// The registry's constructor for the built-in backend (owned by the registry).
+// The built-in backend for the registry: one process-lifetime object, the same on every call.
 Backend* create_cpu_backend();
 
 }  // namespace moetrain
