@@ -37,6 +37,16 @@ float val(int r, int64_t i) {
     return static_cast<float>(r * 1000 + i % 997) * 0.5f;
 }
 
+// Whether x[i] == sum over the R ranks of val(r, first + i) for every i.
+bool is_rank_sum(const std::vector<float>& x, int R, int64_t first) {
+    for (size_t i = 0; i < x.size(); ++i) {
+        float want = 0;
+        for (int r = 0; r < R; ++r) want += val(r, first + static_cast<int64_t>(i));
+        if (x[i] != want) return false;
+    }
+    return true;
+}
+
 void host_collectives(Communicator& c) {
     const int R = c.size(), me = c.rank();
     const int64_t n = 1000;
