@@ -126,6 +126,144 @@ def comm_module_missing():
     print("ok: module missing -> " + p.stderr.splitlines()[0])
 
 
+# ---- data-parallel training ----------------------------------------------------------------
+
+def corpus(d, n_bytes=40000, seed=0):
+    """A deterministic English-like text."""
+    import random
+    rng = random.Random(seed)
+    words = ("the king and queen of a far land spoke to their people about bread wine and war "
+             "while the young prince rode north to find his brother in the old castle").split()
+    text = ""
+    while len(text) < n_bytes:
+        s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
+        text += s[0].upper() + s[1:] + ".\n"
+    path = os.path.join(d, "corpus.txt")
+    with open(path, "w") as f:
+        f.write(text[:n_bytes])
+    return path
+
+
+def train_argv(d, data, batch, out, device="cpu", extra=()):
+    # tiny: MoE layer with a shared expert, softmax top-2 router, aux and z losses.
+    return [ARGS.moetrain, "train", "--device", device, "--preset", "tiny", "--data", data,
+            "--steps", "10", "--batch", str(batch), "--seq", "32",
+            "--log-json", os.path.join(d, out + ".jsonl"), "--out", os.path.join(d, out),
+            "--quiet", *(["--threads", "1"] if device == "cpu" else []), *map(str, extra)]
+
+
+def train(n, d, data, batch, out, device="cpu", extra=()):
+    argv = train_argv(d, data, batch, out, device, extra)
+    if n == 1:
+        p = subprocess.run(argv, capture_output=True, text=True,
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+        return must_pass(p, " ".join(argv))
+    return must_pass(mpirun(n, argv), f"mpirun -np {n} " + " ".join(argv))
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if '"step"' in l and '"split"' not in l]
+
+
+def read_safetensors(path):
+    import array
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        a, b = info["data_offsets"]
+        out[name] = array.array("f", raw[8 + n + a:8 + n + b])
+    return out
+
+
+def final_dir(d, out):
+    return os.path.join(d, out, "step_000010")
+
+
+def compare_runs(d, ref, other, loss_rel=1e-5, weight_rel=1e-4):
+    la, lb = read_log(os.path.join(d, ref + ".jsonl")), read_log(os.path.join(d, other + ".jsonl"))
+    assert len(la) == len(lb) == 10, (len(la), len(lb))
+    worst = 0.0
+    for x, y in zip(la, lb):
+        assert x["step"] == y["step"]
+        for key in ("loss", "ce", "aux", "z"):
+            rel = abs(x[key] - y[key]) / max(abs(x[key]), 1e-30)
+            assert rel <= loss_rel, f"step {x['step']} {key}: {x[key]} vs {y[key]} (rel {rel:.2e})"
+            worst = max(worst, rel)
+        assert x.get("expert_load") == y.get("expert_load"), (x.get("expert_load"),
+                                                               y.get("expert_load"))
+    wa = read_safetensors(os.path.join(final_dir(d, ref), "model.safetensors"))
+    wb = read_safetensors(os.path.join(final_dir(d, other), "model.safetensors"))
+    assert wa.keys() == wb.keys()
+    wworst = 0.0
+    for name in wa:
+        scale = max(max(abs(v) for v in wa[name]), 1e-30)
+        diff = max(abs(p - q) for p, q in zip(wa[name], wb[name]))
+        assert diff <= weight_rel * scale, f"{name}: max diff {diff} vs scale {scale}"
+        wworst = max(wworst, diff / scale)
+    print(f"ok: {other} matches {ref}: losses rel <= {worst:.2e}, weights rel <= {wworst:.2e}")
+
+
+def equivalence(n, device="cpu", extra=(), accum=1):
+    d = work(f"equiv_{device}_np{n}_{'zero' if extra else 'dp'}_a{accum}")
+    data = corpus(d)
+    train(1, d, data, 4, "single", device, ["--accum", accum])  # ZeRO needs ranks
+    train(n, d, data, 4 // n, "multi", device, [*extra, "--accum", accum])
+    compare_runs(d, "single", "multi")
+    return d
+
+
+@test
+def dp_np2():
+    equivalence(2)
+
+
+@test
+def dp_np4():
+    equivalence(4, accum=2)
+
+
+@test
+def zero_np2():
+    equivalence(2, extra=["--zero", 1])
+
+
+@test
+def zero_np4():
+    equivalence(4, extra=["--zero", 1])
+
+
+@test
+def dp_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    equivalence(2, device="opencl")
+
+
+@test
+def dp_bit_identical():
+    # Two runs with the same number of ranks write the same bytes (weights and moments).
+    d = work("dp_bit_identical")
+    data = corpus(d)
+    for out in ("a", "b"):
+        train(2, d, data, 2, out, extra=["--zero", 1])
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
+                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between two runs with 2 ranks"
+    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
+    for x, y in zip(la, lb):
+        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
+    print("ok: two 2-rank runs are bit-identical")
+
+
 def opencl_available():
     p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
