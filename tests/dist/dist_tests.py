@@ -264,6 +264,153 @@ def dp_bit_identical():
     print("ok: two 2-rank runs are bit-identical")
 
 
+# ---- checkpoints: saved with N ranks, resumed with M ------------------------------------------
+
+def resume_case(n, m, zero_n, zero_m):
+    d = work(f"resume_{n}z{zero_n}_to_{m}z{zero_m}")
+    data = corpus(d)
+    train(n, d, data, 4 // n, "first", extra=["--zero", zero_n, "--save-every", 5])
+    argv = [ARGS.moetrain, "train", "--device", "cpu", "--threads", "1", "--data", data,
+            "--steps", "10", "--resume", os.path.join(d, "first", "step_000005"),
+            "--out", os.path.join(d, "second"), "--log-json", os.path.join(d, "second.jsonl"),
+            "--quiet", "--zero", str(zero_m), "--batch", str(4 // m), "--seq", "32"]
+    if m == 1:
+        must_pass(subprocess.run(argv, capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="1")), " ".join(argv))
+    else:
+        must_pass(mpirun(m, argv), f"mpirun -np {m} " + " ".join(argv))
+    la = read_log(os.path.join(d, "first.jsonl"))[5:]
+    lb = read_log(os.path.join(d, "second.jsonl"))
+    assert [x["step"] for x in la] == [x["step"] for x in lb] == list(range(6, 11))
+    same_n = n == m and zero_n == zero_m
+    for x, y in zip(la, lb):
+        rel = abs(x["loss"] - y["loss"]) / abs(x["loss"])
+        assert (rel == 0) if same_n else (rel <= 1e-5), (x["step"], x["loss"], y["loss"])
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        a = read_safetensors(os.path.join(final_dir(d, "first"), f))
+        b = read_safetensors(os.path.join(final_dir(d, "second"), f))
+        for name in a:
+            if same_n:
+                assert a[name] == b[name], f"{f} {name}: resume with the same ranks is not exact"
+            elif f == "model.safetensors":
+                scale = max(max(abs(v) for v in a[name]), 1e-30)
+                diff = max(abs(p - q) for p, q in zip(a[name], b[name]))
+                assert diff <= 1e-4 * scale, f"{name}: max diff {diff} vs scale {scale}"
+    print(f"ok: saved with {n} ranks (zero {zero_n}), resumed with {m} (zero {zero_m}): "
+          + ("exact" if same_n else "within tolerance"))
+
+
+@test
+def resume_2_to_1():
+    resume_case(2, 1, 0, 0)
+
+
+@test
+def resume_1_to_2():
+    resume_case(1, 2, 0, 0)
+
+
+@test
+def resume_zero_2_to_1():
+    resume_case(2, 1, 1, 0)
+
+
+@test
+def resume_1_to_zero_2():
+    resume_case(1, 2, 0, 1)
+
+
+@test
+def resume_zero_2_to_2_exact():
+    resume_case(2, 2, 1, 1)
+
+
+@test
+def resume_2_to_zero_2():
+    resume_case(2, 2, 0, 1)
+
+
+# ---- bad combinations and failing ranks during training -------------------------------------
+
+def one_error_line(p, must_contain):
+    assert p.returncode != 0, f"expected a failure, got exit 0:\n{p.stdout[-2000:]}"
+    lines = [l for l in p.stderr.splitlines() if l.startswith("moetrain: error: ")]
+    assert len(lines) == 1, f"expected one error line, got:\n{p.stderr}"
+    for w in must_contain:
+        assert w in lines[0], f"'{w}' not in: {lines[0]}"
+    assert "step 1/" not in p.stdout, f"training started:\n{p.stdout}"
+    print(f"ok: exit {p.returncode} after {p.seconds:.1f} s -> {lines[0]}")
+
+
+@test
+def zero_with_sgd():
+    d = work("zero_with_sgd")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--zero", 1, "--optimizer", "sgd"]))
+    one_error_line(p, ["rank 0 of 2", "--zero 1", "sgd has no optimizer state"])
+
+
+@test
+def ranks_disagree_on_data():
+    d = work("ranks_disagree_on_data")
+    a = corpus(d)
+    b = os.path.join(d, "other.txt")
+    with open(a) as f:
+        text = f.read()
+    with open(b, "w") as f:
+        f.write(text[::-1])
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+           "-np", "1", *train_argv(d, a, 2, "run"), ":", "-np", "1", *train_argv(d, b, 2, "run")]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    p.seconds = time.monotonic() - t0
+    one_error_line(p, ["rank 1 of 2: its training data differs from rank 0's"])
+
+
+@test
+def comm_single_with_ranks():
+    d = work("comm_single_with_ranks")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--comm", "single"]))
+    assert p.returncode != 0
+    assert "--comm single, but the launcher started 2 ranks" in p.stderr, p.stderr
+    print("ok: --comm single under mpirun -np 2 fails")
+
+
+@test
+def rank_killed_during_training():
+    # A rank killed in the middle of a run ends the job within a bounded time and the last
+    # checkpoint rank 0 wrote stays loadable.
+    d = work("rank_killed_during_training")
+    data = corpus(d, 200000)
+    argv = train_argv(d, data, 2, "run", extra=["--save-every", 2])
+    argv[argv.index("--steps") + 1] = "100000"
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+           "-np", "2", *argv]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    run_dir = os.path.join(d, "run")
+    deadline = time.monotonic() + 120
+    while not (os.path.isdir(run_dir) and any(n.startswith("step_") for n in os.listdir(run_dir))):
+        assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
+        time.sleep(0.2)
+    ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+    pids = [int(x) for x in ranks.stdout.split()]
+    assert len(pids) == 2, f"expected 2 rank processes under mpirun, found {pids}"
+    t0 = time.monotonic()
+    os.kill(max(pids), 9)
+    out, err = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode != 0 and took < 60, (proc.returncode, took, err[-2000:])
+    assert "signal 9" in err, err[-2000:]
+    steps = sorted(n for n in os.listdir(run_dir) if n.startswith("step_"))
+    ev = subprocess.run([ARGS.moetrain, "eval", "--checkpoint", run_dir, "--data", data,
+                         "--batch", "2", "--seq", "32", "--threads", "1"],
+                        capture_output=True, text=True)
+    must_pass(ev, "eval of the last checkpoint")
+    print(f"ok: killed a rank; job ended in {took:.1f} s (exit {proc.returncode}); "
+          f"{steps[-1]} loads")
+
+
 def opencl_available():
     p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())

@@ -66,10 +66,11 @@ void DistRun::agree(const std::string& error,
     int32_t first_bad = bad ? R - me : 0;  // max over ranks = the lowest failing rank
     comm_->all_reduce(&first_bad, 1, DType::i32, ReduceOp::max);
     if (first_bad == 0) return;
+    failed_ = true;  // what is thrown below is the agreed outcome: no abort on top of it
     if (R - first_bad != me) throw QuietFailure();
     if (!error.empty()) fail("rank ", me, " of ", R, ": ", error);
-    fail("rank ", me, " of ", R, " has another ", same[static_cast<size_t>(differs)].first,
-         " than rank 0; every rank must be started with the same arguments and data");
+    fail("rank ", me, " of ", R, ": its ", same[static_cast<size_t>(differs)].first,
+         " differs from rank 0's; every rank must be started with the same arguments and data");
 }
 
 void DistRun::local_rows(const std::vector<int32_t>& global, std::vector<int32_t>& local, int B,
@@ -93,7 +94,7 @@ int run_distributed(DistRun& dist, const std::function<void()>& body) {
         } catch (const QuietFailure&) {
             throw;
         } catch (const std::exception& e) {
-            if (!dist.multi()) throw;
+            if (!dist.multi() || dist.failed()) throw;
             if (!dist.agreed()) dist.agree(e.what(), {});  // throws on every rank
             dist.abort(e.what());
         }

@@ -43,6 +43,7 @@ class DistRun {
     void agree(const std::string& error,
                const std::vector<std::pair<std::string, std::string>>& same);
     bool agreed() const { return agreed_; }
+    bool failed() const { return failed_; }  // agree() ended the setup with an error
 
     // An error after the setup: the job ends (Communicator::abort names this rank).
     [[noreturn]] void abort(const std::string& message) {
@@ -57,7 +58,7 @@ class DistRun {
 
   private:
     std::unique_ptr<Communicator> comm_;
-    bool agreed_ = false;
+    bool agreed_ = false, failed_ = false;
     int saved_stdout_ = -1;
 };
 
