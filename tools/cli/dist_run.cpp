@@ -66,11 +66,21 @@ void DistRun::agree(const std::string& error,
     int32_t first_bad = bad ? R - me : 0;  // max over ranks = the lowest failing rank
     comm_->all_reduce(&first_bad, 1, DType::i32, ReduceOp::max);
     if (first_bad == 0) return;
-    failed_ = true;  // what is thrown below is the agreed outcome: no abort on top of it
-    if (R - first_bad != me) throw QuietFailure();
-    if (!error.empty()) fail("rank ", me, " of ", R, ": ", error);
-    fail("rank ", me, " of ", R, ": its ", same[static_cast<size_t>(differs)].first,
-         " differs from rank 0's; every rank must be started with the same arguments and data");
+    // The lowest failing rank prints the line; every rank waits for it before exiting (a rank
+    // that exits non-zero first could make the launcher end the job before the line is out).
+    if (R - first_bad == me) {
+        std::string line = !error.empty()
+                               ? error
+                               : "its " + same[static_cast<size_t>(differs)].first +
+                                     " differs from rank 0's; every rank must be started with "
+                                     "the same arguments and data";
+        std::replace(line.begin(), line.end(), '\n', ' ');
+        std::fflush(stdout);
+        std::fprintf(stderr, "moetrain: error: rank %d of %d: %s\n", me, R, line.c_str());
+        std::fflush(stderr);
+    }
+    comm_->barrier();
+    throw QuietFailure();
 }
 
 void DistRun::local_rows(const std::vector<int32_t>& global, std::vector<int32_t>& local, int B,
@@ -94,7 +104,7 @@ int run_distributed(DistRun& dist, const std::function<void()>& body) {
         } catch (const QuietFailure&) {
             throw;
         } catch (const std::exception& e) {
-            if (!dist.multi() || dist.failed()) throw;
+            if (!dist.multi()) throw;
             if (!dist.agreed()) dist.agree(e.what(), {});  // throws on every rank
             dist.abort(e.what());
         }

@@ -19,10 +19,10 @@
 
 namespace moetrain::cli {
 
-// Thrown on the ranks that fail together with another rank that prints the error line:
+// Thrown on every rank when the setup agreement failed and its one error line is printed:
 // the command exits 1 without a message of its own.
 struct QuietFailure : std::runtime_error {
-    QuietFailure() : std::runtime_error("failed on another rank") {}
+    QuietFailure() : std::runtime_error("the setup failed on a rank (reported)") {}
 };
 
 class DistRun {
@@ -39,11 +39,11 @@ class DistRun {
 
     // Ends the setup: one agreement (two collectives every rank makes, failed or not) on
     // `error` (empty = this rank is fine) and on the named values, which every rank must hold
-    // equal to rank 0's. Throws the error line on one rank and QuietFailure on the others.
+    // equal to rank 0's. On failure the lowest failing rank prints the one error line, and
+    // every rank throws QuietFailure.
     void agree(const std::string& error,
                const std::vector<std::pair<std::string, std::string>>& same);
     bool agreed() const { return agreed_; }
-    bool failed() const { return failed_; }  // agree() ended the setup with an error
 
     // An error after the setup: the job ends (Communicator::abort names this rank).
     [[noreturn]] void abort(const std::string& message) {
@@ -58,7 +58,7 @@ class DistRun {
 
   private:
     std::unique_ptr<Communicator> comm_;
-    bool agreed_ = false, failed_ = false;
+    bool agreed_ = false;
     int saved_stdout_ = -1;
 };
 
