@@ -32,21 +32,24 @@ void Communicator::broadcast(Device& dev, const Tensor& t, int root) {
 }
 
 void Communicator::reduce_scatter(Device& dev, const Tensor& send, const Tensor& recv) {
-    MT_CHECK(send.dtype == recv.dtype && send.numel() == recv.numel() * size(),
-             "reduce_scatter: send holds ", send.numel(), " elements, expected ", size(), " x ",
-             recv.numel());
-    std::vector<unsigned char> h = host_copy(dev, send), out(recv.bytes());
-    reduce_scatter(h.data(), out.data(), recv.numel(), recv.dtype);
+    const int64_t s = recv.numel();
+    MT_CHECK(send.dtype == recv.dtype && send.numel() <= s * size(), "reduce_scatter: send holds ",
+             send.numel(), " elements, more than ", size(), " shards of ", s);
+    std::vector<unsigned char> h(static_cast<size_t>(s * size()) * dtype_size(send.dtype), 0),
+        out(recv.bytes());
+    if (send.numel() > 0) dev.download(h.data(), send);  // the tail stays zero
+    reduce_scatter(h.data(), out.data(), s, recv.dtype);
     if (!out.empty()) dev.upload(recv, out.data());
 }
 
 void Communicator::all_gather(Device& dev, const Tensor& send, const Tensor& recv) {
-    MT_CHECK(send.dtype == recv.dtype && recv.numel() == send.numel() * size(),
-             "all_gather: recv holds ", recv.numel(), " elements, expected ", size(), " x ",
-             send.numel());
-    std::vector<unsigned char> h = host_copy(dev, send), out(recv.bytes());
-    all_gather(h.data(), out.data(), send.numel(), send.dtype);
-    if (!out.empty()) dev.upload(recv, out.data());
+    const int64_t s = send.numel();
+    MT_CHECK(send.dtype == recv.dtype && recv.numel() <= s * size(), "all_gather: recv holds ",
+             recv.numel(), " elements, more than ", size(), " shards of ", s);
+    std::vector<unsigned char> h = host_copy(dev, send),
+                               out(static_cast<size_t>(s * size()) * dtype_size(send.dtype));
+    all_gather(h.data(), out.data(), s, send.dtype);
+    if (recv.numel() > 0) dev.upload(recv, out.data());
 }
 
 }  // namespace moetrain

@@ -53,9 +53,12 @@ class Communicator {
     // upload); an engine on device memory (nccl) overrides them.
     virtual void all_reduce(Device& dev, const Tensor& t, ReduceOp op);
     virtual void broadcast(Device& dev, const Tensor& t, int root);
-    // recv (numel n) = the sum over ranks of send's elements [rank * n, (rank + 1) * n).
+    // Shards of s = recv.numel() elements: recv = the sum over ranks of send's elements
+    // [rank * s, (rank + 1) * s), where send (numel <= size() * s) counts as zero-padded to
+    // size() * s (so a flat buffer of any length shards without a padded copy of it).
     virtual void reduce_scatter(Device& dev, const Tensor& send, const Tensor& recv);
-    // recv (numel size() * n) = every rank's send (numel n), in rank order.
+    // recv = the first recv.numel() (<= size() * s) elements of every rank's send (numel s)
+    // in rank order.
     virtual void all_gather(Device& dev, const Tensor& send, const Tensor& recv);
 };
 

@@ -120,7 +120,6 @@ class Trainer {
     bool synced_ = false;                  // rank 0's parameters broadcast (first step)
     int64_t shard_lo_ = 0, shard_hi_ = 0;  // this rank's ZeRO-1 range (everything without)
     int64_t shard_len_ = 0;                // ceil(n / ranks): every rank's padded shard size
-    Tensor pad_;                           // ZeRO-1: [ranks * shard_len_] collective staging
     Tensor gshard_, pshard_;               // ZeRO-1: reduced gradient / updated parameter shard
     Tensor m_full_, v_full_;               // between gather_moments and scatter_moments
     void setup_dist();

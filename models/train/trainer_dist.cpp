@@ -29,7 +29,6 @@ void Trainer::setup_dist() {
     shard_lo_ = std::min<int64_t>(n, r * shard_len_);
     shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
     Device& dev = im.dev;
-    pad_ = dev.alloc(DType::f32, {R * shard_len_});  // zero-filled: the padding stays 0
     gshard_ = dev.alloc(DType::f32, {shard_len_});
     pshard_ = dev.alloc(DType::f32, {shard_len_});
 }
@@ -59,9 +58,8 @@ void Trainer::reduce_gradients() {
         dev.sum_squares(stats_, im.grads, n, false);
         return;
     }
-    dev.copy(pad_.view(0, {n}), im.grads);
-    c.reduce_scatter(dev, pad_, gshard_);
-    dev.sum_squares(stats_, gshard_, shard_len_, false);  // the padding adds 0
+    c.reduce_scatter(dev, im.grads, gshard_);  // the last shard's padding reads as 0
+    dev.sum_squares(stats_, gshard_, shard_len_, false);
     c.all_reduce(dev, stats_, ReduceOp::sum);
 }
 
@@ -71,8 +69,7 @@ void Trainer::gather_parameters() {
     Device& dev = im.dev;
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) dev.copy(pshard_.view(0, {cnt}), im.params.view(shard_lo_, {cnt}));
-    dist_.comm->all_gather(dev, pshard_, pad_);
-    dev.copy(im.params, pad_.view(0, {im.n_params}));
+    dist_.comm->all_gather(dev, pshard_, im.params);
 }
 
 void Trainer::gather_moments() {
@@ -81,10 +78,8 @@ void Trainer::gather_moments() {
     const int64_t n = model_.num_params();
     m_full_ = dev.alloc(DType::f32, {n});
     v_full_ = dev.alloc(DType::f32, {n});
-    for (auto [shard, full] : {std::pair{m_, m_full_}, std::pair{v_, v_full_}}) {
-        dist_.comm->all_gather(dev, shard, pad_);
-        dev.copy(full, pad_.view(0, {n}));
-    }
+    dist_.comm->all_gather(dev, m_, m_full_);
+    dist_.comm->all_gather(dev, v_, v_full_);
 }
 
 void Trainer::scatter_moments() {

@@ -124,6 +124,26 @@ void device_collectives(Communicator& c, const std::string& spec) {
     dev->download(back.data(), t);
     expect(is_rank_sum(back, R, 0), spec + " all_gather", me);
 
+    // Unpadded lengths: the last shard is short (send / recv shorter than R * m). t holds the
+    // rank sums S on every rank, so the reduced shards are R * S (0 past the end).
+    const std::vector<float> S = back;
+    const int64_t short_n = m * R - 7;
+    c.reduce_scatter(*dev, t.view(0, {short_n}), part);
+    dev->download(p.data(), part);
+    bool tail_ok = true;
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t at = me * m + i;
+        tail_ok &= p[i] == (at < short_n ? S[at] * static_cast<float>(R) : 0.0f);
+    }
+    expect(tail_ok, spec + " reduce_scatter of an unpadded buffer", me);
+    dev->fill(t, -1.0f);
+    c.all_gather(*dev, part, t.view(0, {short_n}));
+    dev->download(back.data(), t);
+    tail_ok = true;
+    for (int64_t i = 0; i < m * R; ++i)
+        tail_ok &= back[i] == (i < short_n ? S[i] * static_cast<float>(R) : -1.0f);
+    expect(tail_ok, spec + " all_gather into an unpadded buffer", me);
+
     dev->upload(t, h.data());
     c.broadcast(*dev, t, R - 1);
     dev->download(back.data(), t);

@@ -240,6 +240,22 @@ def zero_np4():
 
 
 @test
+def zero_shards_optimizer_memory():
+    # The optimizer state rank 0 allocates: 1/N of the replicated one under ZeRO-1.
+    d = work("zero_memory")
+    data = corpus(d)
+    mb = {}
+    for zero in (0, 1):
+        p = train(4, d, data, 1, f"z{zero}", extra=["--zero", zero])
+        line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
+        mb[zero] = float(line.split("optimizer state ")[1].split(" MB")[0])
+    ratio = mb[1] / mb[0]
+    assert 0.24 <= ratio <= 0.26, f"ZeRO-1 over 4 ranks keeps {ratio:.3f} of the optimizer state"
+    print(f"ok: optimizer state per rank {mb[0]:.3f} MB replicated, {mb[1]:.3f} MB with ZeRO-1 "
+          f"over 4 ranks ({ratio:.3f})")
+
+
+@test
 def dp_opencl_np2():
     if not opencl_available():
         print("skipped: no opencl device")

@@ -192,6 +192,11 @@ void run_train(TrainArgs& a, DistRun& dist) {
                     {"training data", data_fingerprint(data)},
                     {"training arguments", arguments_fingerprint(a, opts)},
                     {"start step", std::to_string(trainer.steps_done())}});
+    if (ranks > 1)
+        std::printf("data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+                    "%.3f MB on this rank\n",
+                    ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+                    static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
     TrainState state;
