@@ -76,6 +76,10 @@ std::unique_ptr<Communicator> open_communicator(const std::string& engine = "aut
 // The single-process communicator (size 1).
 std::unique_ptr<Communicator> make_single_communicator();
 
+// Rank 0 of `ranks` for planning (moetrain plan): it only tells its rank and size; any
+// collective throws.
+std::unique_ptr<Communicator> make_planning_communicator(int ranks);
+
 // Module ABI: a communicator module exports
 //   extern "C" moetrain::Communicator* moetrain_comm_entry(int abi, const char* backend,
 //                                                         char* err, int err_len);

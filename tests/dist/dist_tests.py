@@ -427,6 +427,40 @@ def rank_killed_during_training():
           f"{steps[-1]} loads")
 
 
+# ---- moetrain plan --ranks ------------------------------------------------------------------
+
+def plan_json(*argv, ok=True):
+    p = subprocess.run([ARGS.moetrain, "plan", "--preset", "moe-mini", "--batch", "2", "--seq",
+                        "256", "--memory-gb", "80", *map(str, argv)], capture_output=True,
+                       text=True)
+    if not ok:
+        return p
+    must_pass(p, "plan " + " ".join(map(str, argv)))
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@test
+def plan_ranks_zero():
+    one = plan_json()
+    dp = plan_json("--ranks", 4)
+    z = plan_json("--ranks", 4, "--zero", 1)
+    assert dp["optimizer"] == one["optimizer"], (dp["optimizer"], one["optimizer"])
+    ratio = z["optimizer"] / one["optimizer"]
+    assert 0.2499 <= ratio <= 0.2501, ratio
+    names = [c["collective"] for c in dp["collectives"]]
+    assert "all_reduce gradients" in names and "all_reduce expert counts" in names, names
+    zn = [c["collective"] for c in z["collectives"]]
+    assert "reduce_scatter gradients" in zn and "all_gather parameters" in zn, zn
+    grads = one["grads"]
+    ar = sum(c["sent_bytes"] for c in dp["collectives"] if c["collective"] == "all_reduce gradients")
+    assert abs(ar - 2 * 3 / 4 * grads) <= 1e-6 * grads + 16, (ar, grads)
+    p = plan_json("--ranks", 2, "--zero", 1, "--optimizer", "sgd", ok=False)
+    err = [l for l in p.stderr.splitlines() if l]
+    assert p.returncode == 1 and len(err) == 1 and "sgd has no optimizer state" in err[0], p.stderr
+    print(f"ok: plan: optimizer {one['optimizer']/1e9:.3f} GB, ZeRO-1 over 4: "
+          f"{z['optimizer']/1e9:.3f} GB; gradient all-reduce {ar/1e6:.1f} MB sent per rank")
+
+
 def opencl_available():
     p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
