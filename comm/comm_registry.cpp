@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -54,6 +55,15 @@ int launched_world_size() {
     for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"})
         if (const int n = env_int(v)) return n;
     return 1;
+}
+
+int launched_local_rank() {
+    for (const char* v :
+         {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK", "SLURM_LOCALID"}) {
+        const char* s = std::getenv(v);
+        if (s && *s) return std::max(0, std::atoi(s));
+    }
+    return 0;
 }
 
 std::unique_ptr<Communicator> open_communicator(const std::string& engine,

@@ -65,6 +65,9 @@ class Communicator {
 // How many ranks the launcher started this process with (1 when not launched by mpirun or a
 // PMI launcher: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE are read).
 int launched_world_size();
+// This process's rank among the ranks on its node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+// PMIX_LOCAL_RANK, SLURM_LOCALID; 0 when not launched): which GPU a rank takes.
+int launched_local_rank();
 
 // The communicator of this process: "single" when launched_world_size() == 1, otherwise the
 // engine named (`engine` "auto": nccl for a cuda device when its module loads, else mpi).

@@ -50,8 +50,12 @@ ncclDataType_t nccl_type(DType t) {
 class NcclComm final : public MpiComm {
   public:
     NcclComm() {
-        int device = 0;
-        check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+        // One GPU per rank: the node-local rank's (the cuda backend opens the same one, see
+        // the CLI's --device handling under mpirun).
+        int gpus = 0;
+        check_cuda(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount");
+        MT_CHECK(gpus > 0, "nccl communicator: no CUDA device");
+        check_cuda(cudaSetDevice(launched_local_rank() % gpus), "cudaSetDevice");
         ncclUniqueId id{};
         if (rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
         MpiComm::broadcast(&id, static_cast<int64_t>(sizeof id), DType::u8, 0);

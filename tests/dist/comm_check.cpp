@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "collectives";
     std::unique_ptr<Communicator> c;
     try {
-        c = open_communicator("auto", "cpu");
+        const std::string device = argc > 2 ? argv[2] : "cpu";
+        c = open_communicator("auto", device.substr(0, device.find(':')));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "moetrain: error: %s\n", e.what());
         return 1;
@@ -202,7 +203,9 @@ int main(int argc, char** argv) {
     try {
         if (mode == "collectives") {
             host_collectives(*c);
-            device_collectives(*c, argc > 2 ? argv[2] : "cpu");
+            std::string device = argc > 2 ? argv[2] : "cpu";  // a GPU per rank on a node
+            if (device == "cuda") device += ":" + std::to_string(launched_local_rank());
+            device_collectives(*c, device);
             int bad = failures;
             c->all_reduce(&bad, 1, DType::i32, ReduceOp::sum);
             if (c->rank() == 0)

@@ -461,6 +461,40 @@ def plan_ranks_zero():
           f"{z['optimizer']/1e9:.3f} GB; gradient all-reduce {ar/1e6:.1f} MB sent per rank")
 
 
+# ---- cuda + nccl (machines with two or more GPUs; skipped elsewhere) --------------------------
+
+def cuda_gpus():
+    p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
+    n = sum(1 for l in p.stdout.splitlines()
+            if l.strip().startswith("cuda:") and "unavailable" not in l)
+    module = os.path.join(os.path.dirname(ARGS.moetrain), "libmoetrain_comm_nccl.so")
+    return n if os.path.exists(module) else 0
+
+
+def need_gpus(n):
+    if cuda_gpus() < n:
+        print(f"skipped: needs {n} CUDA GPUs and the nccl communicator module")
+        sys.exit(77)
+
+
+@test
+def collectives_cuda_np2():
+    need_gpus(2)
+    collectives(2, "cuda")
+
+
+@test
+def dp_cuda_np2():
+    need_gpus(2)
+    equivalence(2, device="cuda")
+
+
+@test
+def zero_cuda_np2():
+    need_gpus(2)
+    equivalence(2, device="cuda", extra=["--zero", 1])
+
+
 def opencl_available():
     p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())

@@ -174,6 +174,7 @@ void run_train(TrainArgs& a, DistRun& dist) {
         BatchLoader(data.val, global_batch, a.seq, "val");
 
     // ---- device, model, optimizer ----
+    a.dev.device = dist.rank_device(a.dev.device);  // one GPU per rank on a node
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_recompute(recompute);

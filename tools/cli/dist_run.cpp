@@ -83,6 +83,11 @@ void DistRun::agree(const std::string& error,
     throw QuietFailure();
 }
 
+std::string DistRun::rank_device(const std::string& device) const {
+    if (!multi() || device != "cuda") return device;
+    return device + ":" + std::to_string(launched_local_rank());
+}
+
 void DistRun::local_rows(const std::vector<int32_t>& global, std::vector<int32_t>& local, int B,
                          int T, int accum) const {
     const size_t rows = static_cast<size_t>(B) * static_cast<size_t>(T);

@@ -36,6 +36,9 @@ class DistRun {
     int size() const { return comm_->size(); }
     bool root() const { return comm_->rank() == 0; }
     bool multi() const { return comm_->size() > 1; }
+    // The device this rank opens: `device` itself, except that "cuda" without an index gets
+    // the node-local rank's GPU in a multi-rank launch (the one the nccl communicator uses).
+    std::string rank_device(const std::string& device) const;
 
     // Ends the setup: one agreement (two collectives every rank makes, failed or not) on
     // `error` (empty = this rank is fine) and on the named values, which every rank must hold
