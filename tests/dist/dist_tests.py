@@ -210,11 +210,13 @@ def compare_runs(d, ref, other, loss_rel=1e-5, weight_rel=1e-4):
     print(f"ok: {other} matches {ref}: losses rel <= {worst:.2e}, weights rel <= {wworst:.2e}")
 
 
-def equivalence(n, device="cpu", extra=(), accum=1):
-    d = work(f"equiv_{device}_np{n}_{'zero' if extra else 'dp'}_a{accum}")
+def equivalence(n, device="cpu", extra=(), accum=1, both=()):
+    """1 rank x 4 rows vs n ranks x 4/n; `extra` for the n-rank run, `both` for both."""
+    name = f"{'zero' if extra else 'dp'}{'_'.join(map(str, both)).replace('-', '')}"
+    d = work(f"equiv_{device}_np{n}_{name}_a{accum}")
     data = corpus(d)
-    train(1, d, data, 4, "single", device, ["--accum", accum])  # ZeRO needs ranks
-    train(n, d, data, 4 // n, "multi", device, [*extra, "--accum", accum])
+    train(1, d, data, 4, "single", device, [*both, "--accum", accum])
+    train(n, d, data, 4 // n, "multi", device, [*extra, *both, "--accum", accum])
     compare_runs(d, "single", "multi")
     return d
 
@@ -227,6 +229,12 @@ def dp_np2():
 @test
 def dp_np4():
     equivalence(4, accum=2)
+
+
+@test
+def dp_np2_recompute_ffn():
+    # The backward's re-run of the MoE forward reads the global expert counts of the forward.
+    equivalence(2, both=["--recompute", "ffn"])
 
 
 @test
