@@ -272,6 +272,14 @@ def dp_opencl_np2():
 
 
 @test
+def zero_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    equivalence(2, device="opencl", extra=["--zero", 1])
+
+
+@test
 def dp_bit_identical():
     # Two runs with the same number of ranks write the same bytes (weights and moments).
     d = work("dp_bit_identical")
