@@ -89,10 +89,10 @@ void run_plan(const PlanArgs& a) {
         j["ranks"] = a.ranks;
         j["zero"] = a.zero;
         j["zero_buffers"] = p.zero_buffers;
-        j["collectives"] = print_collectives(
-            plan_collectives(cfg, cost.total_params, a.ranks, a.zero, a.accum,
-                             DistOptions{}.bucket_elems),
-            a.ranks);
+        j["collectives"] =
+            print_collectives(plan_collectives(cfg, cost.total_params, a.ranks, a.zero, a.accum,
+                                               DistOptions{}.bucket_elems),
+                              a.ranks);
     }
     std::printf("%s\n", j.dump().c_str());
 }

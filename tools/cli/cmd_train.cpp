@@ -112,13 +112,26 @@ TrainOptions train_options(const TrainArgs& a) {
 
 // The settings every rank of a launch must share (docs/DISTRIBUTED.md).
 std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
-    nlohmann::json j = {{"optimizer", optimizer_name(o.optimizer)}, {"lr", o.lr},
-                        {"min_lr", o.min_lr}, {"warmup", o.warmup}, {"steps", o.total_steps},
-                        {"wd", o.wd}, {"b1", o.b1}, {"b2", o.b2}, {"eps", o.eps},
-                        {"clip", o.clip}, {"accum", o.accum}, {"batch", a.batch},
-                        {"seq", a.seq}, {"seed", a.seed}, {"precision", a.precision},
-                        {"zero", a.zero}, {"stop_at", a.stop_at}, {"resume", a.resume},
-                        {"init_from", a.init_from}, {"save_every", a.save_every}};
+    nlohmann::json j = {{"optimizer", optimizer_name(o.optimizer)},
+                        {"lr", o.lr},
+                        {"min_lr", o.min_lr},
+                        {"warmup", o.warmup},
+                        {"steps", o.total_steps},
+                        {"wd", o.wd},
+                        {"b1", o.b1},
+                        {"b2", o.b2},
+                        {"eps", o.eps},
+                        {"clip", o.clip},
+                        {"accum", o.accum},
+                        {"batch", a.batch},
+                        {"seq", a.seq},
+                        {"seed", a.seed},
+                        {"precision", a.precision},
+                        {"zero", a.zero},
+                        {"stop_at", a.stop_at},
+                        {"resume", a.resume},
+                        {"init_from", a.init_from},
+                        {"save_every", a.save_every}};
     return j.dump();
 }
 
@@ -194,10 +207,11 @@ void run_train(TrainArgs& a, DistRun& dist) {
                     {"training arguments", arguments_fingerprint(a, opts)},
                     {"start step", std::to_string(trainer.steps_done())}});
     if (ranks > 1)
-        std::printf("data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
-                    "%.3f MB on this rank\n",
-                    ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
-                    static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
+        std::printf(
+            "data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+            "%.3f MB on this rank\n",
+            ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
     TrainState state;
@@ -284,8 +298,7 @@ void run_train(TrainArgs& a, DistRun& dist) {
         bool last = trainer.steps_done() == end;
         if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
-        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) &&
-            dist.root()) {
+        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
