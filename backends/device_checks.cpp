@@ -50,6 +50,15 @@ class OpArgs {
                  " elements, the op needs ", n);
     }
     void f32(const Tensor& t, int64_t n, const char* arg) const { tensor(t, DType::f32, n, arg); }
+    // Several f32 arguments: {tensor, elements, name} each.
+    struct Want {
+        const Tensor& t;
+        int64_t n;
+        const char* arg;
+    };
+    void f32(std::initializer_list<Want> wants) const {
+        for (const Want& w : wants) f32(w.t, w.n, w.arg);
+    }
     void i32(const Tensor& t, int64_t n, const char* arg) const { tensor(t, DType::i32, n, arg); }
     // An argument that may be empty ("may be empty" in the op's contract).
     void f32_opt(const Tensor& t, int64_t n, const char* arg) const {
@@ -163,9 +172,7 @@ void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int
 void Device::check_add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) const {
     const OpArgs c(tensor_owner(), "add");
     c.sizes({n});
-    c.f32(out, n, "out");
-    c.f32(a, n, "a");
-    c.f32(b, n, "b");
+    c.f32({{out, n, "out"}, {a, n, "a"}, {b, n, "b"}});
 }
 
 void Device::check_axpby(const Tensor& y, float, const Tensor& x, float, int64_t n) const {
@@ -221,10 +228,7 @@ void Device::check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor
     const OpArgs c(tensor_owner(), "rmsnorm_fwd");
     c.sizes({rows, dim});
     c.row_length(dim);
-    c.f32(y, rows * dim, "y");
-    c.f32(rstd, rows, "rstd");
-    c.f32(x, rows * dim, "x");
-    c.f32(g, dim, "g");
+    c.f32({{y, rows * dim, "y"}, {rstd, rows, "rstd"}, {x, rows * dim, "x"}, {g, dim, "g"}});
 }
 
 void Device::check_rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
@@ -233,12 +237,12 @@ void Device::check_rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor&
     const OpArgs c(tensor_owner(), "rmsnorm_bwd");
     c.sizes({rows, dim});
     c.row_length(dim);
-    c.f32(dx, rows * dim, "dx");
-    c.f32(dg, dim, "dg");
-    c.f32(dy, rows * dim, "dy");
-    c.f32(x, rows * dim, "x");
-    c.f32(g, dim, "g");
-    c.f32(rstd, rows, "rstd");
+    c.f32({{dx, rows * dim, "dx"},
+           {dg, dim, "dg"},
+           {dy, rows * dim, "dy"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"},
+           {rstd, rows, "rstd"}});
 }
 
 void Device::check_layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
@@ -247,11 +251,11 @@ void Device::check_layernorm_fwd(const Tensor& y, const Tensor& mean, const Tens
     const OpArgs c(tensor_owner(), "layernorm_fwd");
     c.sizes({rows, dim});
     c.row_length(dim);
-    c.f32(y, rows * dim, "y");
-    c.f32(mean, rows, "mean");
-    c.f32(rstd, rows, "rstd");
-    c.f32(x, rows * dim, "x");
-    c.f32(g, dim, "g");
+    c.f32({{y, rows * dim, "y"},
+           {mean, rows, "mean"},
+           {rstd, rows, "rstd"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"}});
     c.f32_opt(b, dim, "b");
 }
 
@@ -265,11 +269,11 @@ void Device::check_layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tenso
     c.f32(dx, rows * dim, "dx");
     c.f32(dg, dim, "dg");
     c.f32_opt(db, dim, "db");
-    c.f32(dy, rows * dim, "dy");
-    c.f32(x, rows * dim, "x");
-    c.f32(g, dim, "g");
-    c.f32(mean, rows, "mean");
-    c.f32(rstd, rows, "rstd");
+    c.f32({{dy, rows * dim, "dy"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"},
+           {mean, rows, "mean"},
+           {rstd, rows, "rstd"}});
 }
 
 // ---- positions, KV cache, attention ----
@@ -305,11 +309,7 @@ void Device::check_attention_fwd(const Tensor& o, const Tensor& lse, const Tenso
     const OpArgs c(tensor_owner(), "attention_fwd");
     c.attention(d);
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
-    c.f32(o, nq, "o");
-    c.f32(lse, d.B * d.H * d.Tq, "lse");
-    c.f32(q, nq, "q");
-    c.f32(k, nk, "k");
-    c.f32(v, nk, "v");
+    c.f32({{o, nq, "o"}, {lse, d.B * d.H * d.Tq, "lse"}, {q, nq, "q"}, {k, nk, "k"}, {v, nk, "v"}});
 }
 
 void Device::check_attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -319,15 +319,15 @@ void Device::check_attention_bwd(const Tensor& dq, const Tensor& dk, const Tenso
     const OpArgs c(tensor_owner(), "attention_bwd");
     c.attention(d);
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
-    c.f32(dq, nq, "dq");
-    c.f32(dk, nk, "dk");
-    c.f32(dv, nk, "dv");
-    c.f32(dout, nq, "dout");
-    c.f32(q, nq, "q");
-    c.f32(k, nk, "k");
-    c.f32(v, nk, "v");
-    c.f32(o, nq, "o");
-    c.f32(lse, d.B * d.H * d.Tq, "lse");
+    c.f32({{dq, nq, "dq"},
+           {dk, nk, "dk"},
+           {dv, nk, "dv"},
+           {dout, nq, "dout"},
+           {q, nq, "q"},
+           {k, nk, "k"},
+           {v, nk, "v"},
+           {o, nq, "o"},
+           {lse, d.B * d.H * d.Tq, "lse"}});
 }
 
 // ---- activations ----
@@ -343,29 +343,21 @@ void Device::check_act_bwd(Act, const Tensor& dx, const Tensor& dy, const Tensor
                            int64_t n) const {
     const OpArgs c(tensor_owner(), "act_bwd");
     c.sizes({n});
-    c.f32(dx, n, "dx");
-    c.f32(dy, n, "dy");
-    c.f32(x, n, "x");
+    c.f32({{dx, n, "dx"}, {dy, n, "dy"}, {x, n, "x"}});
 }
 
 void Device::check_swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up,
                               int64_t n) const {
     const OpArgs c(tensor_owner(), "swiglu_fwd");
     c.sizes({n});
-    c.f32(h, n, "h");
-    c.f32(gate, n, "gate");
-    c.f32(up, n, "up");
+    c.f32({{h, n, "h"}, {gate, n, "gate"}, {up, n, "up"}});
 }
 
 void Device::check_swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
                               const Tensor& gate, const Tensor& up, int64_t n) const {
     const OpArgs c(tensor_owner(), "swiglu_bwd");
     c.sizes({n});
-    c.f32(dgate, n, "dgate");
-    c.f32(dup, n, "dup");
-    c.f32(dh, n, "dh");
-    c.f32(gate, n, "gate");
-    c.f32(up, n, "up");
+    c.f32({{dgate, n, "dgate"}, {dup, n, "dup"}, {dh, n, "dh"}, {gate, n, "gate"}, {up, n, "up"}});
 }
 
 void Device::check_softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) const {
@@ -395,10 +387,10 @@ void Device::check_router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, cons
                               float, float) const {
     const OpArgs c(tensor_owner(), "router_bwd");
     c.router(N, E, k);
-    c.f32(dlogits, N * E, "dlogits");
-    c.f32(dtopk_w, N * k, "dtopk_w");
-    c.f32(probs, N * E, "probs");
-    c.f32(lse, N, "lse");
+    c.f32({{dlogits, N * E, "dlogits"},
+           {dtopk_w, N * k, "dtopk_w"},
+           {probs, N * E, "probs"},
+           {lse, N, "lse"}});
     c.i32(topk_idx, N * k, "topk_idx");
     c.f32(topk_w, N * k, "topk_w");
     c.i32(counts, E, "counts");
@@ -409,9 +401,7 @@ void Device::check_router_aux_loss(const Tensor& out, const Tensor& probs, const
                                    float) const {
     const OpArgs c(tensor_owner(), "router_aux_loss");
     c.router(N, E, k);
-    c.f32(out, 2, "out");
-    c.f32(probs, N * E, "probs");
-    c.f32(lse, N, "lse");
+    c.f32({{out, 2, "out"}, {probs, N * E, "probs"}, {lse, N, "lse"}});
     c.i32(counts, E, "counts");
 }
 
@@ -504,10 +494,7 @@ void Device::check_adamw(const Tensor& p, const Tensor& g, const Tensor& m, cons
     const OpArgs c(tensor_owner(), "adamw");
     c.sizes({n});
     c.bias_corrections(a);
-    c.f32(p, n, "p");
-    c.f32(g, n, "g");
-    c.f32(m, n, "m");
-    c.f32(v, n, "v");
+    c.f32({{p, n, "p"}, {g, n, "g"}, {m, n, "m"}, {v, n, "v"}});
     c.gnorm(gnorm_sq, clip);
 }
 

@@ -54,9 +54,11 @@ TEST_CASE("ops: coverage, every Device op is in kTestedOps and called by an op t
          it != std::sregex_iterator(); ++it)
         if ((*it)[1].str().find("_impl") == std::string::npos) declared.insert((*it)[1].str());
     const std::regex row(R"(\nMT_DEVICE_OP\((\w+),)");
+    std::set<std::string> rows;  // the op table's rows
     for (auto it = std::sregex_iterator(table.begin(), table.end(), row);
          it != std::sregex_iterator(); ++it)
-        declared.insert((*it)[1].str());
+        rows.insert((*it)[1].str());
+    declared.insert(rows.begin(), rows.end());
     REQUIRE(declared.size() >= 40);  // the parse found the interface
     for (const auto& op : declared) {
         INFO("device.h declares '" << op << "' but kTestedOps in " << __FILE__
@@ -66,6 +68,21 @@ TEST_CASE("ops: coverage, every Device op is in kTestedOps and called by an op t
     for (const auto& op : kTestedOps) {
         INFO("kTestedOps lists '" << op << "' which device.h does not declare");
         CHECK(declared.count(op) == 1);
+    }
+
+    // docs/OPS.md's op table lists every row of the table ("| op, op | computes | ...").
+    const std::string doc = read_text(tests_dir() / ".." / "docs" / "OPS.md");
+    std::set<std::string> documented;
+    const std::regex doc_row(R"(\n\| ([\w, ]+) \|)");
+    for (auto it = std::sregex_iterator(doc.begin(), doc.end(), doc_row);
+         it != std::sregex_iterator(); ++it) {
+        std::stringstream names((*it)[1].str());
+        for (std::string name; std::getline(names, name, ',');)
+            documented.insert(name.substr(name.find_first_not_of(' ')));
+    }
+    for (const auto& op : rows) {
+        INFO("docs/OPS.md's op table does not list '" << op << "' of device_ops.def");
+        CHECK(documented.count(op) == 1);
     }
 
     std::string calls;  // every test_ops_*.cpp except this file

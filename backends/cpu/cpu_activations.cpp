@@ -59,9 +59,7 @@ void CpuDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t 
 
 void CpuDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
                              int64_t n) {
-    float* pdx = f32(dx);
-    const float* pdy = f32(dy);
-    const float* px = f32(x);
+    const auto [pdx, pdy, px] = f32s(dx, dy, x);
     switch (act) {
         case Act::gelu:
             act_bwd_loop<Act::gelu>(pdx, pdy, px, n);
@@ -76,20 +74,14 @@ void CpuDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const 
 }
 
 void CpuDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
-    float* ph = f32(h);
-    const float* pg = f32(gate);
-    const float* pu = f32(up);
+    const auto [ph, pg, pu] = f32s(h, gate, up);
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) ph[i] = mt_silu(pg[i]) * pu[i];
 }
 
 void CpuDevice::swiglu_bwd_impl(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
                                 const Tensor& gate, const Tensor& up, int64_t n) {
-    float* pdg = f32(dgate);
-    float* pdu = f32(dup);
-    const float* pdh = f32(dh);
-    const float* pg = f32(gate);
-    const float* pu = f32(up);
+    const auto [pdg, pdu, pdh, pg, pu] = f32s(dgate, dup, dh, gate, up);
     // Element i is read before it is written, so outputs may alias inputs (also per SIMD lane).
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {

@@ -95,11 +95,7 @@ void CpuDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Ten
                                    const Tensor& k, const Tensor& v, const AttnDims& dims,
                                    float scale) {
     const AttnDims d = resolved(*this, dims, "attention_fwd");
-    float* po = f32(o);
-    float* plse = f32(lse);
-    const float* pq = f32(q);
-    const float* pk = f32(k);
-    const float* pv = f32(v);
+    const auto [po, plse, pq, pk, pv] = f32s(o, lse, q, k, v);
     const Layout L{d};
     const int64_t hd = d.hd, qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
     if (tasks == 0) return;
@@ -143,15 +139,7 @@ void CpuDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Ten
                                    const Tensor& v, const Tensor& o, const Tensor& lse,
                                    const AttnDims& dims, float scale) {
     const AttnDims d = resolved(*this, dims, "attention_bwd");
-    float* pdq = f32(dq);
-    float* pdk = f32(dk);
-    float* pdv = f32(dv);
-    const float* pdo = f32(dout);
-    const float* pq = f32(q);
-    const float* pk = f32(k);
-    const float* pv = f32(v);
-    const float* po = f32(o);
-    const float* plse = f32(lse);
+    const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, plse] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     const Layout L{d};
     const int64_t hd = d.hd, group = d.H / d.K, nrows = d.B * d.H * d.Tq;
 

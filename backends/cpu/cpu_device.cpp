@@ -7,12 +7,6 @@ namespace moetrain {
 
 CpuDevice::CpuDevice(std::string name, int threads) : name_(std::move(name)), threads_(threads) {}
 
-void* CpuDevice::raw(const Tensor& t) const {
-    if (!t.buf) return nullptr;
-    auto* b = static_cast<CpuBuffer*>(t.buf.get());
-    return static_cast<char*>(b->data()) + static_cast<size_t>(t.offset) * dtype_size(t.dtype);
-}
-
 float* CpuDevice::scratch(size_t floats) {
     const size_t bytes = floats * sizeof(float);
     if (!scratch_ || scratch_->bytes() < bytes) {

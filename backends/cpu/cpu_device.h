@@ -14,6 +14,7 @@
 #include <string>
 
 #include "moetrain/device.h"
+#include "shared/tensor_pointers.h"
 
 namespace moetrain {
 
@@ -28,7 +29,7 @@ class CpuBuffer : public Buffer {
     void* data_ = nullptr;
 };
 
-class CpuDevice : public Device {
+class CpuDevice : public Device, public TensorPointers<CpuBuffer> {
   public:
     CpuDevice(std::string name, int threads);
 
@@ -39,11 +40,7 @@ class CpuDevice : public Device {
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;  // cpu_memory.cpp
     void synchronize() override {}
 
-    // ---- arguments of the op files (checked by the front door, device_checks.cpp) ----
-    // Host pointer to the first element of t (any dtype); nullptr for an empty tensor.
-    void* raw(const Tensor& t) const;
-    float* f32(const Tensor& t) const { return static_cast<float*>(raw(t)); }
-    int32_t* i32(const Tensor& t) const { return static_cast<int32_t*>(raw(t)); }
+    // ---- arguments of the op files: raw / f32 / i32 / f32s (TensorPointers) ----
     // The value of a "device-side value" argument (device.h): t[0] of an i32 [1] tensor, 0 when
     // t is empty.
     int64_t device_value(const Tensor& t) const { return t.buf ? *i32(t) : 0; }

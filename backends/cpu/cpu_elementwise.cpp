@@ -6,9 +6,7 @@
 namespace moetrain {
 
 void CpuDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
-    float* o = f32(out);
-    const float* x = f32(a);
-    const float* y = f32(b);
+    const auto [o, x, y] = f32s(out, a, b);
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
 }

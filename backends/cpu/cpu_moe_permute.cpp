@@ -73,9 +73,7 @@ void CpuDevice::moe_combine_bwd_impl(const Tensor& drows, const Tensor& dw, cons
                                      const Tensor& rows, const Tensor& slot_row, const Tensor& w,
                                      int64_t N, int64_t k, int64_t dim) {
     if (N == 0 || dim == 0) return;
-    float* pdr = f32(drows);
-    float* pdw = f32(dw);
-    const float* pdy = f32(dy);
+    const auto [pdr, pdw, pdy] = f32s(drows, dw, dy);
     const float* prows = pdw ? f32(rows) : nullptr;
     const int32_t* psr = i32(slot_row);
     const float* pw = f32(w);

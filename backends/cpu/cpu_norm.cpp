@@ -12,10 +12,7 @@ namespace moetrain {
 
 void CpuDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tensor& x,
                                  const Tensor& g, int64_t rows, int64_t dim, float eps) {
-    float* py = f32(y);
-    float* prs = f32(rstd);
-    const float* px = f32(x);
-    const float* pg = f32(g);
+    const auto [py, prs, px, pg] = f32s(y, rstd, x, g);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
@@ -32,12 +29,7 @@ void CpuDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tens
 void CpuDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tensor& dy,
                                  const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
                                  int64_t dim, bool accumulate_dx) {
-    float* pdx = f32(dx);
-    float* pdg = f32(dg);
-    const float* pdy = f32(dy);
-    const float* px = f32(x);
-    const float* pg = f32(g);
-    const float* prs = f32(rstd);
+    const auto [pdx, pdg, pdy, px, pg, prs] = f32s(dx, dg, dy, x, g, rstd);
     double* partials = scratch_f64(cpu::row_chunks(rows) * dim);
     cpu::rows_with_column_sums(
         rows, dim, partials,
@@ -68,12 +60,7 @@ void CpuDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tenso
 void CpuDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Tensor& rstd,
                                    const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
                                    int64_t dim, float eps) {
-    float* py = f32(y);
-    float* pmu = f32(mean);
-    float* prs = f32(rstd);
-    const float* px = f32(x);
-    const float* pg = f32(g);
-    const float* pb = f32(b);
+    const auto [py, pmu, prs, px, pg, pb] = f32s(y, mean, rstd, x, g, b);
     const double nd = static_cast<double>(dim);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
@@ -103,14 +90,7 @@ void CpuDevice::layernorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Ten
                                    const Tensor& dy, const Tensor& x, const Tensor& g,
                                    const Tensor& mean, const Tensor& rstd, int64_t rows,
                                    int64_t dim, bool accumulate_dx) {
-    float* pdx = f32(dx);
-    float* pdg = f32(dg);
-    float* pdb = f32(db);
-    const float* pdy = f32(dy);
-    const float* px = f32(x);
-    const float* pg = f32(g);
-    const float* pmu = f32(mean);
-    const float* prs = f32(rstd);
+    const auto [pdx, pdg, pdb, pdy, px, pg, pmu, prs] = f32s(dx, dg, db, dy, x, g, mean, rstd);
     const double nd = static_cast<double>(dim);
     double* partials = scratch_f64(cpu::row_chunks(rows) * 2 * dim);  // per chunk: dg, then db
     cpu::rows_with_column_sums(

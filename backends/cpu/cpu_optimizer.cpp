@@ -9,10 +9,7 @@ namespace moetrain {
 void CpuDevice::adamw_impl(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                            int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
                            float grad_scale) {
-    float* pp = f32(p);
-    const float* pg = f32(g);
-    float* pm = f32(m);
-    float* pv = f32(v);
+    const auto [pp, pg, pm, pv] = f32s(p, g, m, v);
     const float gs = grad_scale * clip_coefficient(*this, gnorm_sq, clip, grad_scale);
 #pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i)

@@ -58,10 +58,7 @@ void CpuDevice::router_bwd_impl(const Tensor& dlogits, const Tensor& dtopk_w, co
                                 const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
                                 const Tensor& counts, int64_t N, int64_t E, int64_t k,
                                 bool norm_topk, float aux_alpha, float z_alpha, float scale) {
-    float* pdl = f32(dlogits);
-    const float* pdw = f32(dtopk_w);
-    const float* pp = f32(probs);
-    const float* plse = f32(lse);
+    const auto [pdl, pdw, pp, plse] = f32s(dlogits, dtopk_w, probs, lse);
     const int32_t* pidx = i32(topk_idx);
     const float* pw = f32(topk_w);
     const int32_t* pc = i32(counts);
@@ -103,9 +100,7 @@ void CpuDevice::router_bwd_impl(const Tensor& dlogits, const Tensor& dtopk_w, co
 void CpuDevice::router_aux_loss_impl(const Tensor& out, const Tensor& probs, const Tensor& lse,
                                      const Tensor& counts, int64_t N, int64_t E, int64_t k,
                                      float aux_alpha, float z_alpha) {
-    float* po = f32(out);
-    const float* pp = f32(probs);
-    const float* plse = f32(lse);
+    const auto [po, pp, plse] = f32s(out, probs, lse);
     const int32_t* pc = i32(counts);
     if (N == 0) return;
     const std::vector<double> f = routed_fraction(pc, N, E, k);

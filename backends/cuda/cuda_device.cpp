@@ -37,12 +37,6 @@ void CudaDevice::not_capturing(const char* what) const {
     MT_CHECK(!ctx_.capturing(), what, " inside a captured CUDA graph");
 }
 
-void* CudaDevice::raw(const Tensor& t) const {
-    if (!t.buf) return nullptr;
-    auto* b = static_cast<CudaBuffer*>(t.buf.get());
-    return static_cast<char*>(b->data()) + static_cast<size_t>(t.offset) * dtype_size(t.dtype);
-}
-
 mtk::Stream CudaDevice::stream(const char*) {
     ctx_.make_current();
     return ctx_.stream();

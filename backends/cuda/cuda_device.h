@@ -24,6 +24,7 @@
 #include "cuda/graph_cache.h"
 #include "moetrain/backend.h"
 #include "ops.h"
+#include "shared/tensor_pointers.h"
 
 // The backend's name ("cuda"; the test build of these sources with the SIMT harness standing in
 // for the GPU, tests/simt, is "cudasim").
@@ -50,7 +51,7 @@ class CudaBuffer final : public Buffer {
     void* ptr_;
 };
 
-class CudaDevice final : public Device {
+class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
   public:
     CudaDevice(int index, std::string name, bool graphs);
 
@@ -64,11 +65,7 @@ class CudaDevice final : public Device {
     StepRun run_recorded(const std::string& key, const std::function<void()>& record) override;
     const GraphCache& graph_cache() const { return graphs_; }
 
-    // ---- shared by the op files (arguments checked by the front door, device_checks.cpp) ----
-    // Device pointer to t's first element (any dtype); nullptr for an empty tensor.
-    void* raw(const Tensor& t) const;
-    float* f32(const Tensor& t) const { return static_cast<float*>(raw(t)); }
-    int32_t* i32(const Tensor& t) const { return static_cast<int32_t*>(raw(t)); }
+    // ---- shared by the op files: raw / f32 / i32 / f32s (TensorPointers) ----
     // A device-side value argument (device.h: i32 [1]): its device pointer, nullptr if empty.
     const int32_t* device_value(const Tensor& t) const { return i32(t); }
     // The stream, with this device made current on the calling thread.

@@ -109,12 +109,7 @@ void CudaDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tens
                                   const Tensor& x, const Tensor& g, const Tensor& rstd,
                                   int64_t rows, int64_t dim, bool accumulate_dx) {
     const char* op = "rmsnorm_bwd";
-    float* pdx = f32(dx);
-    float* pdg = f32(dg);
-    const float* pdy = f32(dy);
-    const float* px = f32(x);
-    const float* pg = f32(g);
-    const float* pr = f32(rstd);
+    const auto [pdx, pdg, pdy, px, pg, pr] = f32s(dx, dg, dy, x, g, rstd);
     auto* scratch = static_cast<float*>(context().scratch(mtk::colsum_scratch_bytes(rows, dim)));
     mtk::rmsnorm_bwd(stream(op), pdx, pdg, pdy, px, pg, pr, rows, dim, accumulate_dx, scratch);
     launched(op);
@@ -134,14 +129,7 @@ void CudaDevice::layernorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Te
                                     const Tensor& mean, const Tensor& rstd, int64_t rows,
                                     int64_t dim, bool accumulate_dx) {
     const char* op = "layernorm_bwd";
-    float* pdx = f32(dx);
-    float* pdg = f32(dg);
-    float* pdb = f32(db);
-    const float* pdy = f32(dy);
-    const float* px = f32(x);
-    const float* pg = f32(g);
-    const float* pm = f32(mean);
-    const float* pr = f32(rstd);
+    const auto [pdx, pdg, pdb, pdy, px, pg, pm, pr] = f32s(dx, dg, db, dy, x, g, mean, rstd);
     auto* scratch = static_cast<float*>(context().scratch(mtk::colsum_scratch_bytes(rows, dim)));
     mtk::layernorm_bwd(stream(op), pdx, pdg, pdb, pdy, px, pg, pm, pr, rows, dim, accumulate_dx,
                        scratch);
@@ -197,15 +185,7 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
     mtk::AttnShape s = checked_shape(d, op);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
-    float* pdq = f32(dq);
-    float* pdk = f32(dk);
-    float* pdv = f32(dv);
-    const float* pdo = f32(dout);
-    const float* pq = f32(q);
-    const float* pk = f32(k);
-    const float* pv = f32(v);
-    const float* po = f32(o);
-    const float* pl = f32(lse);
+    const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     auto* scratch =
         static_cast<float*>(context().scratch(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq)));
     mtk::attention_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, po, pl, s, scale, scratch);

@@ -37,10 +37,7 @@ void CudaDevice::router_bwd_impl(const Tensor& dlogits, const Tensor& dtopk_w, c
                                  bool norm_topk, float aux_alpha, float z_alpha, float scale) {
     const char* op = "router_bwd";
     check_router(op, E, k);
-    float* dl = f32(dlogits);
-    const float* dw = f32(dtopk_w);
-    const float* p = f32(probs);
-    const float* l = f32(lse);
+    const auto [dl, dw, p, l] = f32s(dlogits, dtopk_w, probs, lse);
     const int32_t* idx = i32(topk_idx);
     const float* w = f32(topk_w);
     const int32_t* c = i32(counts);
@@ -110,10 +107,7 @@ void CudaDevice::moe_combine_bwd_impl(const Tensor& drows, const Tensor& dw, con
                                       const Tensor& rows, const Tensor& slot_row, const Tensor& w,
                                       int64_t N, int64_t k, int64_t dim) {
     const char* op = "moe_combine_bwd";
-    float* pdr = f32(drows);
-    float* pdw = f32(dw);
-    const float* pdy = f32(dy);
-    const float* pr = f32(rows);
+    const auto [pdr, pdw, pdy, pr] = f32s(drows, dw, dy, rows);
     const int32_t* ps = i32(slot_row);
     const float* pw = f32(w);
     const int64_t nrows = dim > 0 && pr ? std::min(drows.numel(), rows.numel()) / dim : 0;
@@ -166,9 +160,7 @@ void CudaDevice::adamw8bit_impl(const Tensor& p, const Tensor& g, const Tensor& 
     const float* pg = f32(g);
     auto* mc = static_cast<uint8_t*>(raw(m_codes));
     auto* vc = static_cast<uint8_t*>(raw(v_codes));
-    float* ma = f32(m_absmax);
-    float* va = f32(v_absmax);
-    const float* norm = f32(gnorm_sq);
+    const auto [ma, va, norm] = f32s(m_absmax, v_absmax, gnorm_sq);
     // The maps go to scratch ahead of the kernel (stream order; the host table is static).
     auto* table = static_cast<float*>(context().scratch(MT_QMAP_LEN * sizeof(float)));
     mtk::Stream s = stream(op);
