@@ -1,8 +1,10 @@
 // Op tests, coverage: every op of the Device interface (each row `MT_DEVICE_OP(NAME, ...` of
 // api/moetrain/device_ops.def and each `virtual ... NAME(` left in api/moetrain/device.h) must
 // be listed in kTestedOps, and every listed op must be called (`.NAME(` / `->NAME(`) by some
-// tests/test_ops_*.cpp file, so a new op cannot join the interface without joining the suite.
-// The headers are found relative to this source file (__FILE__).
+// tests/test_ops_*.cpp file, so a new op cannot join the interface without joining the suite;
+// docs/OPS.md's op table must list every row. The files are found from the tests source folder
+// that CMake passes (MOETRAIN_TESTS_DIR; __FILE__ may be relative when a compiler cache
+// rewrites paths).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -40,7 +42,7 @@ std::string read_text(const fs::path& p) {
 }
 
 fs::path tests_dir() {
-    return fs::path(__FILE__).parent_path();
+    return fs::path(MOETRAIN_TESTS_DIR);
 }
 }  // namespace
 
