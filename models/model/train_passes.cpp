@@ -44,5 +44,8 @@ StepRun TrainPasses::last_run() const {
 void TrainPasses::params_changed() {
     im_.params_changed();
 }
+void TrainPasses::set_data_parallel(Communicator* comm) {
+    im_.dp_comm = comm;
+}
 
 }  // namespace moetrain

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "moetrain/comm.h"
 #include "moetrain/model.h"
 
 namespace moetrain {
@@ -30,6 +31,9 @@ class TrainPasses {
     static LossStats loss(const std::array<float, 4>& stats, int64_t tokens);
     StepRun last_run() const;  // how the last micro-batch's device work ran
     void params_changed();     // after an update wrote params()
+    // Data parallel: the passes agree on the global batch over `comm` (the MoE expert loads and
+    // the counted targets); nullptr = one process.
+    void set_data_parallel(Communicator* comm);
 
   private:
     ModelImpl& im_;
