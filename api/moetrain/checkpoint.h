@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "moetrain/config.h"
 #include "moetrain/train.h"
@@ -61,6 +62,15 @@ std::string step_dir_name(int64_t step);
 // Stale temporary directories of dead processes next to `dir` are removed.
 void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
                      const TrainState& state);
+
+// The step_NNNNNN entries directly inside a run directory (6 to 19 digits: every int64 step
+// step_dir_name writes), by ascending step; `complete_only` keeps those holding
+// model.safetensors and state.json. Names whose number exceeds int64 are not steps.
+struct StepDir {
+    int64_t step;
+    std::string path;
+};
+std::vector<StepDir> list_step_dirs(const std::string& run_dir, bool complete_only);
 
 // `path` is a checkpoint directory (returned as is) or a run directory (the newest
 // step_NNNNNN sub-directory holding model.safetensors and state.json is returned).
