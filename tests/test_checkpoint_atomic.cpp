@@ -328,6 +328,7 @@ TEST_CASE("checkpoint: read_checkpoint_info and damaged directories") {
         io::add_flat_tensors(sw, kSmall, w, "");
         for (const auto& [k, v] : meta) sw.set_metadata(k, v);
         sw.write(mpath);
+        reseal_checkpoint(tmp.file("weights"));
         return error_of([&] { read_checkpoint_info(tmp.file("weights")); });
     };
     const std::string tiny = config_to_json(preset_config("tiny"));

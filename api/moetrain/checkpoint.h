@@ -50,6 +50,9 @@ struct CheckpointInfo {
     ModelConfig config;  // from model.safetensors metadata
     TrainState state;
     OptimizerState optimizer = OptimizerState::none;
+    // Every file and tensor carries a CRC32C that was verified (false: a checkpoint written
+    // before checksums existed; it loads, and the CLI warns that it cannot be verified).
+    bool checksummed = false;
     bool has_optimizer() const { return optimizer != OptimizerState::none; }
 };
 
@@ -77,7 +80,8 @@ std::vector<StepDir> list_step_dirs(const std::string& run_dir, bool complete_on
 // Throws a one-line error when neither.
 std::string resolve_checkpoint(const std::string& path);
 
-// Reads state.json and the model.safetensors header (fully validated; data not read).
+// Verifies the checksums of every file (throws naming the file and the tensor on damage),
+// then reads state.json and the model.safetensors header (fully validated).
 CheckpointInfo read_checkpoint_info(const std::string& dir);
 
 // Load the weights into `model`. Checks the format, that the stored config equals the

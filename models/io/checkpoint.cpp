@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "io/checkpoint_integrity.h"
 #include "io/checkpoint_meta.h"
 #include "io/checkpoint_tensors.h"
 #include "io/checkpoint_write.h"
@@ -160,6 +161,11 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
     MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)),
              "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
              io::optimizer_state_name(info.optimizer), ")");
+    // Structure first (a missing file is named as such), then every checksum.
+    const io::IntegrityReport integrity = io::verify_checkpoint_integrity(dir);
+    info.checksummed = integrity.checksummed;
+    MT_CHECK(!moments || !info.checksummed || integrity.files == 3, "checkpoint ", dir, ": ",
+             kOptimizerFile, " has no checksum in ", kStateFile, " (corrupt file)");
     return info;
 }
 

@@ -92,7 +92,8 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     json j = parse_json_strict(text, where);
     JsonFields top(j, where, "",
                    {"format", "step", "optimizer_state", "precision", "loss_scale",
-                    "loss_scale_clean_steps", "skipped_steps", "rng", "data", "train"});
+                    "loss_scale_clean_steps", "skipped_steps", "rng", "data", "train",
+                    "checksums"});  // "checksums": checkpoint_integrity.h
     std::string format = top.string("format");
     MT_CHECK(format == kCheckpointFormat, where, ": \"format\" = \"", format, "\", expected \"",
              kCheckpointFormat, "\"");

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/crc32c.h"
 #include "moetrain/error.h"
 
 namespace moetrain::io {
@@ -50,6 +51,7 @@ SyncedFile::~SyncedFile() {
 
 void SyncedFile::write(const void* data, size_t bytes) {
     MT_CHECK(fd_ >= 0, "write to closed file ", path_);
+    crc_ = crc32c(data, bytes, crc_);
     const char* p = static_cast<const char*>(data);
     while (bytes > 0) {
         ssize_t n = ::write(fd_, p, bytes);

@@ -21,10 +21,13 @@ public:
     void write(const void* data, size_t bytes);
     void finish();
     const std::string& path() const { return path_; }
+    // CRC32C of everything written so far.
+    uint32_t crc() const { return crc_; }
 
 private:
     std::string path_;
     int fd_ = -1;
+    uint32_t crc_ = 0;
 };
 
 // Write `content` to `path` and fsync it.

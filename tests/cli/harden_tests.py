@@ -224,6 +224,151 @@ def error_messages_are_quoted_and_short():
     assert "\x1b" not in p.stderr and "\ufffd" not in p.stderr, repr(p.stderr)
 
 
+# ---- checkpoint integrity ----------------------------------------------------------------
+
+def crc32c(data, crc=0):
+    """Reference CRC32C (bitwise table, independent of moetrain's implementation)."""
+    table = crc32c.table
+    if table is None:
+        table = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            table.append(c)
+        crc32c.table = table
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+crc32c.table = None
+
+
+def safetensors_layout(path):
+    """(header_end, {name: (begin, end)}) with absolute file offsets."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    spans = {k: (8 + n + v["data_offsets"][0], 8 + n + v["data_offsets"][1])
+             for k, v in header.items() if k != "__metadata__"}
+    return 8 + n, spans, header.get("__metadata__", {})
+
+
+def small_checkpoint(d, optimizer="adamw"):
+    data = corpus(d)
+    run("train", *TINY, "--data", data, "--steps", 2, "--optimizer", optimizer, "--out",
+        f"{d}/run", "--quiet")
+    return data, f"{d}/run/step_000002"
+
+
+@test
+def checksums_are_crc32c_of_files_and_tensors():
+    d = work("checksums_are_crc32c")
+    _, ck = small_checkpoint(d)
+    with open(f"{ck}/state.json") as f:
+        state = json.load(f)
+    sums = state["checksums"]
+    for name in ["model.safetensors", "optimizer.safetensors"]:
+        with open(f"{ck}/{name}", "rb") as f:
+            raw = f.read()
+        assert sums[name] == f"crc32c:{crc32c(raw):08x}", name
+        _, spans, meta = safetensors_layout(f"{ck}/{name}")
+        per_tensor = json.loads(meta["crc32c"])
+        assert set(per_tensor) == set(spans)
+        for t, (b, e) in list(spans.items())[:6]:
+            assert per_tensor[t] == f"crc32c:{crc32c(raw[b:e]):08x}", t
+    canon = dict(state)
+    canon["checksums"] = {k: v for k, v in sums.items() if k != "state.json"}
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert sums["state.json"] == f"crc32c:{crc32c(text.encode()):08x}", text[:200]
+    p = run("verify", ck)
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    n = sum(len(safetensors_layout(f"{ck}/{x}")[1])
+            for x in ["model.safetensors", "optimizer.safetensors"])
+    assert j["checksummed"] and j["tensors"] == n, (j, n)
+
+
+@test
+def byte_flips_are_detected():
+    d = work("byte_flips")
+    data, ck = small_checkpoint(d)
+    files = ["model.safetensors", "optimizer.safetensors", "state.json"]
+    blobs = {f: open(f"{ck}/{f}", "rb").read() for f in files}
+    layouts = {f: safetensors_layout(f"{ck}/{f}") for f in files[:2]}
+    rng = random.Random(17)
+    total = sum(len(b) for b in blobs.values())
+    offsets = []  # (file, offset): 60 anywhere, 20 in the safetensors headers, 20 in state.json
+    for _ in range(60):
+        o = rng.randrange(total)
+        for f in files:
+            if o < len(blobs[f]):
+                offsets.append((f, o))
+                break
+            o -= len(blobs[f])
+    for _ in range(20):
+        f = rng.choice(files[:2])
+        offsets.append((f, rng.randrange(layouts[f][0])))
+    for _ in range(20):
+        offsets.append(("state.json", rng.randrange(len(blobs["state.json"]))))
+    flip_dir = f"{d}/flipped"
+    detected = harmless = 0
+    for i, (f, o) in enumerate(offsets):
+        shutil.rmtree(flip_dir, ignore_errors=True)
+        shutil.copytree(ck, flip_dir)
+        b = bytearray(blobs[f])
+        old = b[o]
+        b[o] ^= rng.randrange(1, 256)
+        with open(f"{flip_dir}/{f}", "wb") as fh:
+            fh.write(b)
+        p = run("verify", flip_dir, ok=False)
+        if p.returncode == 0:
+            # Only a whitespace byte of state.json turned into another whitespace byte can
+            # leave the contents (and so the canonical checksum) unchanged.
+            ws = b" \t\r\n"
+            assert f == "state.json" and old in ws and b[o] in ws, (f, o, old, b[o], p.stdout)
+            harmless += 1
+            continue
+        err = p.stderr.strip().splitlines()
+        assert 0 < p.returncode < 128 and len(err) == 1, (f, o, p.returncode, p.stderr)
+        assert f in err[0], (f, o, err[0])
+        if f != "state.json":
+            hdr_end, spans, _ = layouts[f]
+            inside = [t for t, (s0, e0) in spans.items() if s0 <= o < e0]
+            if inside:
+                assert f'"{inside[0]}"' in err[0], (f, o, inside, err[0])
+        detected += 1
+        if i % 20 == 0:  # loading refuses it too, with the same line
+            q = run("eval", "--checkpoint", flip_dir, "--data", data, "--batch", 2, "--seq", 16,
+                    "--batches", 1, ok=False)
+            assert q.returncode == 1 and q.stderr.strip().splitlines() == err, (q.stderr, err)
+            q = run("train", *TINY, "--data", data, "--steps", 3, "--resume", flip_dir, ok=False)
+            assert q.returncode == 1 and q.stderr.strip().splitlines() == err, (q.stderr, err)
+    print(f"{len(offsets)} flips: {detected} detected, {harmless} harmless (state.json "
+          f"whitespace), 0 loaded")
+    assert detected + harmless == len(offsets) == 100
+
+
+@test
+def checkpoints_without_checksums_load_with_a_warning():
+    d = work("without_checksums")
+    data, ck = small_checkpoint(d)
+    with open(f"{ck}/state.json") as f:
+        state = json.load(f)
+    del state["checksums"]
+    with open(f"{ck}/state.json", "w") as f:
+        json.dump(state, f, indent=2)
+    p = run("verify", ck)
+    assert "no checksums" in p.stderr and p.stderr.startswith("moetrain: warning: "), p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1])["checksummed"] is False
+    p = run("train", *TINY, "--data", data, "--steps", 3, "--resume", f"{d}/run", "--out",
+            f"{d}/run", "--quiet")
+    assert "no checksums" in p.stderr, p.stderr
+    run("verify", f"{d}/run")  # the new checkpoint has them
+    assert "checksums" in json.load(open(f"{d}/run/step_000003/state.json"))
+
+
 class Skip(Exception):
     pass
 

@@ -105,6 +105,12 @@ int run_train(TrainArgs& a) {
         const std::string& arg = a.resume.empty() ? a.init_from : a.resume;
         ckpt_dir = resolve_checkpoint(arg);
         ckpt = read_checkpoint_info(ckpt_dir);
+        if (!ckpt->checksummed)
+            std::fprintf(stderr,
+                         "moetrain: warning: checkpoint %s has no checksums (written before "
+                         "moetrain checksummed its checkpoints); its contents cannot be "
+                         "verified\n",
+                         ckpt_dir.c_str());
     }
     const bool resumed = !a.resume.empty();
     refuse_output_over_inputs({"--out", a.out},
