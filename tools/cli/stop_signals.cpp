@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <vector>
 
 namespace moetrain::cli {
 namespace {
@@ -27,10 +29,18 @@ void on_stop_signal(int sig) {
 }  // namespace
 
 void install_stop_handlers() {
+    // The handler runs on its own stack: hand-written and JIT-compiled compute kernels may
+    // keep data below the stack pointer beyond the ABI's red zone, which a handler frame on
+    // the interrupted stack would overwrite.
+    static std::vector<char> alt_stack(std::max<size_t>(SIGSTKSZ, 64 * 1024));
+    stack_t ss{};
+    ss.ss_sp = alt_stack.data();
+    ss.ss_size = alt_stack.size();
+    sigaltstack(&ss, nullptr);
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;  // interrupted reads / writes continue
+    sa.sa_flags = SA_RESTART | SA_ONSTACK;  // interrupted reads / writes continue
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 }
