@@ -86,7 +86,12 @@ AtomicDirWriter::AtomicDirWriter(const std::string& final_dir)
     fs::remove_all(tmp_, ec);  // left by an earlier failed attempt of this very process
     MT_CHECK(::mkdir(tmp_.c_str(), 0755) == 0, "cannot create directory ", tmp_, ": ",
              std::strerror(errno));
-    write_file_synced(tmp_ + "/" + kMarkerName, kMarkerText);
+    try {
+        write_file_synced(tmp_ + "/" + kMarkerName, kMarkerText);
+    } catch (const Error&) {
+        fs::remove_all(tmp_, ec);  // the destructor does not run for a failed constructor
+        throw;
+    }
 }
 
 AtomicDirWriter::~AtomicDirWriter() {

@@ -505,6 +505,113 @@ def sigkill_chaos_ends_bit_identical():
     shutil.rmtree(d, ignore_errors=True)  # ~130 checkpoints of 2.4 MB each
 
 
+# ---- IO faults ----------------------------------------------------------------------------
+
+def fault_env(op, err, path, nth=1):
+    if not ARGS.fault_lib or not os.path.exists(ARGS.fault_lib):
+        raise Skip("no --fault-lib (the LD_PRELOAD shim of tests/fault_inject/)")
+    return dict(os.environ, LD_PRELOAD=ARGS.fault_lib, MOETRAIN_FAULT_OP=op,
+                MOETRAIN_FAULT_ERRNO=err, MOETRAIN_FAULT_PATH=path, MOETRAIN_FAULT_NTH=str(nth))
+
+
+STRERROR = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
+
+
+def complete_and_verified(run_dir):
+    """Names in run_dir; every one must be a complete checkpoint that verifies."""
+    names = sorted(os.listdir(run_dir))
+    for n in names:
+        assert n.startswith("step_") and ".tmp-" not in n, f"left behind in {run_dir}: {n}"
+        run("verify", f"{run_dir}/{n}")
+    return names
+
+
+@test
+def checkpoint_write_faults_stop_with_one_line():
+    d = work("checkpoint_write_faults")
+    data = corpus(d)
+    cases = [("write", "ENOSPC", 1), ("write", "EIO", 3), ("fsync", "EIO", 1),
+             ("fsync", "ENOSPC", 2), ("close", "EIO", 1), ("rename", "EIO", 1),
+             ("rename", "ENOSPC", 1)]
+    for op, err, nth in cases:
+        run_dir = f"{d}/run_{op}_{err}"
+        # Step 2's checkpoint is written; the fault hits the writing of step 4's.
+        p = expect_error(["train", *TINY, "--data", data, "--steps", 6, "--save-every", 2,
+                          "--out", run_dir, "--quiet"], [STRERROR[err], "step_000004"],
+                         env=fault_env(op, err, "step_000004", nth))
+        assert complete_and_verified(run_dir) == ["step_000002"], os.listdir(run_dir)
+        # The run continues from the checkpoint that was written.
+        run("train", *TINY, "--data", data, "--steps", 6, "--save-every", 2, "--resume",
+            run_dir, "--out", run_dir, "--quiet")
+        assert complete_and_verified(run_dir) == ["step_000002", "step_000004", "step_000006"]
+
+
+@test
+def log_write_faults_stop_with_one_line():
+    d = work("log_write_faults")
+    data = corpus(d)
+    for op, err in [("write", "ENOSPC"), ("write", "EIO"), ("close", "EIO")]:
+        run_dir, log = f"{d}/run_{op}_{err}", f"{d}/log_{op}_{err}.jsonl"
+        nth = 3 if op == "write" else 1
+        steps = 5
+        p = expect_error(["train", *TINY, "--data", data, "--steps", steps, "--out", run_dir,
+                          "--log-json", log, "--quiet"], ["--log-json", STRERROR[err]],
+                         env=fault_env(op, err, os.path.basename(log), nth))
+        names = complete_and_verified(run_dir)
+        with open(log) as f:
+            logged = [json.loads(x)["step"] for x in f if x.strip()]
+        if op == "write":  # stopped after step 3, whose checkpoint was saved first
+            assert names == ["step_000003"] and logged == [1, 2], (names, logged)
+        else:  # the close at the end: every step logged and the final checkpoint saved
+            assert names == [f"step_{steps:06d}"] and logged == list(range(1, steps + 1))
+
+
+def mount_tmpfs_and_run(d, size, script):
+    """Run `script` (sh) with a fresh tmpfs of `size` at d/disk: directly as root, else in a
+    user + mount namespace. Returns the CompletedProcess; skips when neither can mount."""
+    disk = f"{d}/disk"
+    os.makedirs(disk, exist_ok=True)
+    body = f"mount -t tmpfs -o size={size} tmpfs {disk} || exit 99\n{script}"
+    for prefix in ([] if os.geteuid() != 0 else [["sh", "-c"]]) + [["unshare", "-rm", "sh",
+                                                                      "-c"]]:
+        if os.geteuid() == 0 and prefix[0] == "sh":
+            full = f"{body}\nrc=$?\numount {disk}\nexit $rc"
+        else:
+            full = body
+        try:
+            p = subprocess.run([*prefix, full], capture_output=True, text=True, timeout=600)
+        except FileNotFoundError:
+            continue
+        if p.returncode != 99:
+            return p
+    raise Skip("cannot mount a tmpfs here (not root, no user namespaces)")
+
+
+@test
+def real_disk_full_on_tmpfs():
+    d = work("real_disk_full")
+    data = corpus(d)
+    exe = ARGS.moetrain
+    tiny = " ".join(map(str, TINY))
+    # 6 MB: two checkpoints of ~2.5 MB fit, the third does not.
+    script = f"""
+{exe} train {tiny} --data {data} --steps 10 --save-every 2 --out {d}/disk/run --quiet \
+    >{d}/train.out 2>{d}/train.err
+echo "train-rc=$?"
+for c in {d}/disk/run/*; do {exe} verify $c >/dev/null 2>&1 && echo "ok $(basename $c)" \
+    || echo "bad $(basename $c)"; done
+"""
+    p = mount_tmpfs_and_run(d, "6m", script)
+    print(p.stdout, p.stderr)
+    err = open(f"{d}/train.err").read().strip().splitlines()
+    assert "train-rc=1" in p.stdout, p.stdout
+    assert len(err) == 1 and err[0].startswith("moetrain: error: ") and \
+        "No space left on device" in err[0], err
+    lines = [x for x in p.stdout.splitlines() if x.startswith(("ok ", "bad "))]
+    assert lines and all(x.startswith("ok step_") for x in lines), lines
+    print(f"disk full: {err[0]}; kept {[x[3:] for x in lines]}")
+
+
 class Skip(Exception):
     pass
 

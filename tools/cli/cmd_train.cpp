@@ -198,7 +198,13 @@ int run_train(TrainArgs& a) {
                      last_ckpt.empty() ? "no checkpoint was written"
                                        : "last good checkpoint: " + last_ckpt);
         std::string dir = a.out + "/" + step_dir_name(state.step);
-        save_checkpoint(dir, model, &trainer, state);
+        try {
+            save_checkpoint(dir, model, &trainer, state);
+        } catch (const Error& e) {  // the run stops; say what is safe on disk
+            fail(e.what(), "; step ", state.step, " was not saved; ",
+                 last_ckpt.empty() ? "no checkpoint was written"
+                                   : "last good checkpoint: " + last_ckpt);
+        }
         if (!a.quiet || std::string(why) == "final") std::printf("saved %s\n", dir.c_str());
         return dir;
     };
