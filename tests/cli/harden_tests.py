@@ -612,6 +612,26 @@ for c in {d}/disk/run/*; do {exe} verify $c >/dev/null 2>&1 && echo "ok $(basena
     print(f"disk full: {err[0]}; kept {[x[3:] for x in lines]}")
 
 
+# ---- out of memory --------------------------------------------------------------------------
+
+@test
+def plans_beyond_memory_fail_before_step_1():
+    d = work("memory_limits")
+    data = corpus(d)
+    p = expect_error(["train", *TINY, "--data", data, "--steps", 5, "--memory-limit", "0.001",
+                      "--out", f"{d}/run"], ["needs", "GB", "0.001 GB available"])
+    assert no_steps_ran(p) and not os.path.exists(f"{d}/run/step_000005")
+    # Larger than this machine's memory, whatever the data: refused before reading it.
+    t0 = time.time()
+    p = expect_error(["train", *TINY[:4], "--batch", 200000, "--seq", 128, "--data", data,
+                      "--steps", 5], ["needs", "GB available on cpu"])
+    assert time.time() - t0 < 30 and no_steps_ran(p)
+    run("train", *TINY, "--data", data, "--steps", 1, "--out", f"{d}/ok", "--quiet",
+        "--memory-limit", 1)
+    expect_error(["eval", "--checkpoint", f"{d}/ok", "--data", data, "--batch", 200000, "--seq",
+                  128], ["this evaluation needs", "GB available"])
+
+
 class Skip(Exception):
     pass
 

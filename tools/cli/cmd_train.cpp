@@ -138,6 +138,18 @@ int run_train(TrainArgs& a) {
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
 
+    // ---- memory plan: a run that cannot fit fails now, not in a step ----
+    {
+        PlanOptions plan;
+        plan.batch = a.batch;
+        plan.seq = a.seq;
+        plan.precision = parse_precision(a.precision);
+        plan.optimizer = parse_optimizer(a.optimizer);
+        plan.recompute = recompute;
+        check_memory_fits(plan_training_memory(cfg, plan).total(),
+                          memory_available(a.dev.device, a.memory_limit_gb), "this training run",
+                          a.memory_limit_gb > 0 ? "--memory-limit" : a.dev.device);
+    }
     // ---- data ----
     TokenData data = load_token_data(a.data, a.tokenizer, cfg);
     const int64_t data_tokens =
@@ -151,18 +163,7 @@ int run_train(TrainArgs& a) {
     if (a.eval_every > 0)  // fail now, not after the first steps
         BatchLoader(data.val, a.batch, a.seq, "val");
 
-    // ---- memory plan, then device, model, optimizer ----
-    {
-        PlanOptions plan;
-        plan.batch = a.batch;
-        plan.seq = a.seq;
-        plan.precision = parse_precision(a.precision);
-        plan.optimizer = parse_optimizer(a.optimizer);
-        plan.recompute = recompute;
-        check_memory_fits(plan_training_memory(cfg, plan).total(),
-                          memory_available(a.dev.device, a.memory_limit_gb), "this training run",
-                          a.memory_limit_gb > 0 ? "--memory-limit" : a.dev.device);
-    }
+    // ---- device, model, optimizer ----
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_recompute(recompute);

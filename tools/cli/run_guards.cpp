@@ -78,7 +78,7 @@ void check_memory_fits(double needed, double available, const std::string& what,
                        const std::string& where) {
     if (available <= 0 || needed <= available) return;
     char buf[256];
-    std::snprintf(buf, sizeof buf, "needs %.2f GB, %.2f GB available", needed / 1e9,
+    std::snprintf(buf, sizeof buf, "needs %.3g GB, %.3g GB available", needed / 1e9,
                   available / 1e9);
     fail(what, " ", buf, " on ", where,
          " (smaller --batch / --seq, --recompute, bf16, or a larger device)");
