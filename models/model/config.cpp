@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/file.h"
 #include "io/json.h"
 #include "moetrain/config.h"
 #include "moetrain/error.h"
@@ -178,13 +179,9 @@ ModelConfig parse_config(const std::string& json_text) {
 }
 
 ModelConfig load_config_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    MT_CHECK(in, "config file ", path, ": cannot open for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
-    MT_CHECK(!in.bad(), "config file ", path, ": read error");
+    const std::string text = io::read_file(path, "config file", io::kMaxJsonFileBytes);
     try {
-        return parse_config(text.str());
+        return parse_config(text);
     } catch (const Error& e) {
         fail("config file ", path, ": ", e.what());
     }

@@ -632,6 +632,25 @@ def plans_beyond_memory_fail_before_step_1():
                   128], ["this evaluation needs", "GB available"])
 
 
+@test
+def endless_and_deep_inputs_are_refused():
+    d = work("endless_inputs")
+    data = corpus(d)
+    for dev in ["/dev/zero", "/dev/urandom"]:
+        expect_error(["train", *TINY, "--data", dev, "--steps", 1], [dev, "not a regular file"])
+        expect_error(["config", "--config", dev], [dev, "not a regular file"])
+    deep = f"{d}/deep.json"
+    with open(deep, "w") as f:
+        f.write("[" * 200000 + "]" * 200000)
+    expect_error(["config", "--config", deep], "nested deeper")
+    with open(f"{d}/layers.json", "w") as f:
+        cfg = json.loads(run("config", "--preset", "tiny").stdout)
+        cfg["n_layers"] = 1000000000
+        json.dump(cfg, f)
+    for sub in [["config"], ["plan", "--batch", 1, "--seq", 8]]:
+        expect_error([*sub, "--config", f"{d}/layers.json"], "n_layers")
+
+
 class Skip(Exception):
     pass
 
