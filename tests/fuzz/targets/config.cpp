@@ -1,6 +1,7 @@
 // Model config JSON (MODEL.md section 1): parse, validate, write back and parse again.
-#include "fuzz_input.h"
 #include "moetrain/config.h"
+
+#include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,9 +1,10 @@
 // Training data files: load as tokens (the byte tokenizer), split 90/10, and draw batches
 // as the trainer does.
+#include "moetrain/data.h"
+
 #include <vector>
 
 #include "fuzz_input.h"
-#include "moetrain/data.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     moetrain::fuzz::InputFile in(data, size);
@@ -12,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         moetrain::BatchLoader loader(s.train, 2, 4, "train");
         std::vector<int32_t> x(8), y(8);
         for (int i = 0; i < 3; ++i) loader.next(x.data(), y.data());
-        (void)moetrain::decode_tokens(std::vector<int32_t>(s.val->begin(), s.val->end()),
-                                      "bytes");
+        (void)moetrain::decode_tokens(std::vector<int32_t>(s.val->begin(), s.val->end()), "bytes");
     });
     return 0;
 }

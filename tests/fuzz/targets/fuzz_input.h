@@ -17,7 +17,7 @@ namespace moetrain::fuzz {
 
 // A memory file holding the input; path() names it for code that opens files.
 class InputFile {
-public:
+  public:
     InputFile(const uint8_t* data, size_t size) {
         fd_ = ::memfd_create("fuzz-input", 0);
         if (fd_ < 0) std::abort();
@@ -32,7 +32,7 @@ public:
     InputFile& operator=(const InputFile&) = delete;
     std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
 
-private:
+  private:
     int fd_ = -1;
 };
 

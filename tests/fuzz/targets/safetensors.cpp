@@ -1,9 +1,10 @@
 // safetensors header and data offsets: open (full header validation), then read every
 // tensor (per-tensor checksums when present) and the metadata the checkpoint reader uses.
+#include "moetrain/safetensors.h"
+
 #include <vector>
 
 #include "fuzz_input.h"
-#include "moetrain/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     moetrain::fuzz::InputFile in(data, size);
