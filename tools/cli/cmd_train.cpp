@@ -144,7 +144,7 @@ int run_train(TrainArgs& a) {
         plan.batch = a.batch;
         plan.seq = a.seq;
         plan.precision = parse_precision(a.precision);
-        plan.optimizer = parse_optimizer(a.optimizer);
+        plan.optimizer = train_options(a).optimizer;  // "--optimizer: ..." when unknown
         plan.recompute = recompute;
         check_memory_fits(plan_training_memory(cfg, plan).total(),
                           memory_available(a.dev.device, a.memory_limit_gb), "this training run",
