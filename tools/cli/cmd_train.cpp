@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "dist_run.h"
 #include "json_log.h"
 #include "moetrain/memory_plan.h"
 #include "run_guards.h"
@@ -43,6 +44,8 @@ struct TrainArgs {
     std::string recompute = "none";
     bool quiet = false;
     double memory_limit_gb = 0;
+    std::string comm = "auto";  // communicator of a multi-rank launch (docs/DISTRIBUTED.md)
+    int zero = 0;
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
 
@@ -95,8 +98,34 @@ TrainOptions train_options(const TrainArgs& a) {
     return o;
 }
 
+// The settings every rank of a launch must share (docs/DISTRIBUTED.md).
+std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
+    nlohmann::json j = {{"optimizer", optimizer_name(o.optimizer)},
+                        {"lr", o.lr},
+                        {"min_lr", o.min_lr},
+                        {"warmup", o.warmup},
+                        {"steps", o.total_steps},
+                        {"wd", o.wd},
+                        {"b1", o.b1},
+                        {"b2", o.b2},
+                        {"eps", o.eps},
+                        {"clip", o.clip},
+                        {"accum", o.accum},
+                        {"batch", a.batch},
+                        {"seq", a.seq},
+                        {"seed", a.seed},
+                        {"precision", a.precision},
+                        {"zero", a.zero},
+                        {"stop_at", a.stop_at},
+                        {"resume", a.resume},
+                        {"init_from", a.init_from},
+                        {"save_every", a.save_every}};
+    return j.dump();
+}
+
 // Returns the exit status: 0, or 130 / 143 after a graceful stop by SIGINT / SIGTERM.
-int run_train(TrainArgs& a) {
+int run_train(TrainArgs& a, DistRun& dist) {
+    const int ranks = dist.size();
     const Recompute recompute = parse_recompute(a.recompute);  // a run option, not saved
     // ---- model config: from the checkpoint we continue from, else --preset / --config ----
     std::string ckpt_dir;
@@ -133,7 +162,13 @@ int run_train(TrainArgs& a) {
     } else {
         cfg = a.model.resolve();
     }
-    if (!a.resume.empty()) adopt_resume_settings(a, ckpt->state);
+    if (!a.resume.empty()) {  // the checkpoint saves the global batch: ranks x --batch
+        a.batch *= ranks;
+        adopt_resume_settings(a, ckpt->state);
+        MT_CHECK(a.batch % ranks == 0, "--resume: the checkpoint's global batch ", a.batch,
+                 " does not split over ", ranks, " ranks; give --batch");
+        a.batch /= ranks;
+    }
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
@@ -159,11 +194,14 @@ int run_train(TrainArgs& a) {
                  data_tokens, " tokens but the checkpoint was trained on ",
                  ckpt->state.data_tokens, " (", ckpt->state.data_path,
                  "); its data position belongs to that file");
-    BatchLoader train_loader(data.train, a.batch, a.seq, "train");
+    // Every rank reads the global batches (ranks x --batch rows) and keeps its own rows.
+    const int global_batch = a.batch * ranks;
+    BatchLoader train_loader(data.train, global_batch, a.seq, "train");
     if (a.eval_every > 0)  // fail now, not after the first steps
-        BatchLoader(data.val, a.batch, a.seq, "val");
+        BatchLoader(data.val, global_batch, a.seq, "val");
 
     // ---- device, model, optimizer ----
+    a.dev.device = dist.rank_device(a.dev.device);  // one GPU per rank on a node
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_recompute(recompute);
@@ -171,24 +209,44 @@ int run_train(TrainArgs& a) {
     TrainOptions opts = train_options(a);
     if (ckpt) load_weights(ckpt_dir, model);
     else model.init_weights(a.seed);
-    Trainer trainer(model, opts);
+    Trainer trainer(model, opts, DistOptions{&dist.comm(), a.zero});
     if (!a.resume.empty()) {
+        trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
         load_optimizer(ckpt_dir, trainer);  // moments and steps_done
+        trainer.scatter_moments();
         train_loader.set_position(ckpt->state.train_pos);
     }
+    dist.agree("", {{"model config", config_to_json(cfg)},
+                    {"training data", data_fingerprint(data)},
+                    {"training arguments", arguments_fingerprint(a, opts)},
+                    {"start step", std::to_string(trainer.steps_done())}});
+    if (ranks > 1)
+        std::printf(
+            "data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+            "%.3f MB on this rank\n",
+            ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
     TrainState state;
     state.seed = a.seed;
     state.options = opts;
-    state.batch = a.batch;
+    state.batch = global_batch;
     state.seq = a.seq;
     state.tokenizer = a.tokenizer;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
+    int64_t saved_step = -1;  // the step the last save() call was for, the same on every rank
     auto save = [&](const char* why) -> std::string {
         if (a.out.empty()) return "";
+        saved_step = trainer.steps_done();
+        trainer.gather_moments();  // ZeRO-1: the whole moments into rank 0's checkpoint
+        struct Rescatter {
+            Trainer& t;
+            ~Rescatter() { t.scatter_moments(); }
+        } rescatter{trainer};
+        if (!dist.root()) return "";
         state.step = trainer.steps_done();
         state.train_pos = train_loader.position();
         // Never write a checkpoint that cannot be trained from: the update of this step may
@@ -227,33 +285,38 @@ int run_train(TrainArgs& a) {
         return 0;
     }
 
-    std::unique_ptr<JsonLog> log;
-    if (!a.log_json.empty()) log = std::make_unique<JsonLog>(a.log_json, start > 0);
+    std::unique_ptr<JsonLog> log;  // rank 0 writes the log
+    if (!a.log_json.empty() && dist.root())
+        log = std::make_unique<JsonLog>(a.log_json, start > 0);
     // A log write that fails stops the run (docs/RELIABILITY.md): the step that was just
-    // completed is saved first when there is a run directory.
+    // completed is saved first when there is a run directory (one process only: a save is a
+    // collective of every rank, and only rank 0 writes the log).
     auto write_log = [&](const nlohmann::json& j) {
         if (!log) return;
         std::string err = log->write_line(j.dump());
         if (err.empty()) return;
         std::string saved = last_ckpt;
-        if (!a.out.empty() && last_ckpt != a.out + "/" + step_dir_name(trainer.steps_done()))
+        if (!a.out.empty() && !dist.multi() && saved_step != trainer.steps_done())
             saved = save("final");
         fail("--log-json ", a.log_json, ": write failed after step ", trainer.steps_done(), ": ",
              err, saved.empty() ? "; no checkpoint was written" : "; saved " + saved);
     };
     install_stop_handlers();  // from here on, SIGINT / SIGTERM stop after the current step
-    Evaluator evaluator(model, data.val, a.batch, a.seq, a.eval_batches);
-    ProgressPrinter progress(a.steps, start, static_cast<int64_t>(a.batch) * a.seq * a.accum, a.quiet);
+    Evaluator evaluator(model, data.val, global_batch, a.seq, a.eval_batches);
+    ProgressPrinter progress(a.steps, start, static_cast<int64_t>(global_batch) * a.seq * a.accum,
+                             a.quiet);
 
-    const int64_t per_micro = static_cast<int64_t>(a.batch) * a.seq;
-    std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum);
+    const int64_t per_micro = static_cast<int64_t>(global_batch) * a.seq;
+    std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum), xl, yl;
     const int64_t end = a.stop_at >= 0 ? std::min(a.steps, a.stop_at) : a.steps;
     while (trainer.steps_done() < end) {  // fp16 steps skipped on overflow are retried
         for (int m = 0; m < a.accum; ++m)
             train_loader.next(xs.data() + m * per_micro, ys.data() + m * per_micro);
+        dist.local_rows(xs, xl, a.batch, a.seq, a.accum);
+        dist.local_rows(ys, yl, a.batch, a.seq, a.accum);
         StepStats st;
         try {
-            st = trainer.step(xs.data(), ys.data(), a.batch, a.seq);
+            st = trainer.step(xl.data(), yl.data(), a.batch, a.seq);
         } catch (const Error& e) {
             fail(e.what(), last_ckpt.empty() ? "; no checkpoint was written"
                                              : "; last good checkpoint: " + last_ckpt);
@@ -266,7 +329,7 @@ int run_train(TrainArgs& a) {
         bool last = trainer.steps_done() == end;
         if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
-        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last)) {
+        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
@@ -274,12 +337,19 @@ int run_train(TrainArgs& a) {
             write_log(e);
         }
         std::fflush(stdout);
-        if (int sig = stop_signal(); sig != 0 && trainer.steps_done() < end) {
+        int sig = stop_signal();
+        if (dist.multi()) {  // every rank stops after the same step (a save is a collective)
+            int32_t v = sig;
+            dist.comm().all_reduce(&v, 1, DType::i32, ReduceOp::max);
+            sig = v;
+        }
+        if (sig != 0 && trainer.steps_done() < end) {
             const std::string here =
                 a.out.empty() ? "" : a.out + "/" + step_dir_name(trainer.steps_done());
-            if (!here.empty() && last_ckpt != here) last_ckpt = save("final");
+            if (!here.empty() && saved_step != trainer.steps_done()) last_ckpt = save("final");
             if (log) log->close();
-            std::fprintf(stderr, "moetrain: stopped by %s after step %lld; %s\n",
+            if (dist.root())
+                std::fprintf(stderr, "moetrain: stopped by %s after step %lld; %s\n",
                          stop_signal_name(sig), static_cast<long long>(trainer.steps_done()),
                          here.empty() ? "no --out, nothing saved"
                                       : ("saved " + here + "; continue with --resume " + a.out)
@@ -345,9 +415,19 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
                     "FFN / MoE internals); same gradients, less activation memory")
         ->capture_default_str();
+    cmd->add_option("--comm", a->comm,
+                    "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
+        ->capture_default_str();
+    cmd->add_option("--zero", a->zero,
+                    "1 = ZeRO-1: shard the AdamW moments over the ranks (mpirun -np N)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1));
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
-        exit_code = run_train(*a);
+        DistRun dist(a->comm, a->dev.device);
+        int code = 0;  // 130 / 143 after a graceful stop
+        exit_code = run_distributed(dist, [&] { code = run_train(*a, dist); });
+        if (exit_code == 0) exit_code = code;
     });
 }
 
