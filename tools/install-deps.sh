@@ -8,7 +8,7 @@ pkgs=(build-essential cmake git pkg-config python3 python3-venv python3-torch cc
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       doctest-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libopenmpi-dev openmpi-bin
-      clang-format-14 clang-tidy-14)
+      clang libclang-rt-14-dev clang-format-14 clang-tidy-14)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -25,6 +25,9 @@ export OMP_WAIT_POLICY=passive
 export POCL_CACHE_DIR="$PWD/$BUILD/pocl-cache" MOETRAIN_CL_CACHE="$PWD/$BUILD/cl-cache"
 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
 stage tests
+# Every parser of outside input under libFuzzer for FUZZ_SECONDS (60) each (docs/RELIABILITY.md).
+bash tools/fuzz.sh
+stage fuzz
 
 if [ "${SKIP_TIDY:-0}" != 1 ]; then
   # Every source of the compile database. TIDY_SOURCES narrows it (an extended regex over the
