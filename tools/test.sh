@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: install dependencies, check the formatting, build
-# everything with warnings as errors, run the whole ctest suite, run clang-tidy, then build with
-# AddressSanitizer + UndefinedBehaviorSanitizer and run the cpu, opencl and SIMT-harness tests
-# there. Each stage prints its wall time. SKIP_TIDY=1 / SKIP_SANITIZE=1 leave a stage out
+# everything with warnings as errors, run the whole ctest suite, fuzz the input parsers
+# (tools/fuzz.sh), run clang-tidy, then build with AddressSanitizer + UndefinedBehaviorSanitizer
+# and run the cpu, opencl and SIMT-harness tests there. Each stage prints its wall time. SKIP_TIDY=1 / SKIP_SANITIZE=1 leave a stage out
 # (local use; CI runs all of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
