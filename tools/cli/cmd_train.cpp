@@ -18,6 +18,7 @@
 #include "moetrain/data.h"
 #include "moetrain/model.h"
 #include "moetrain/train.h"
+#include "tensorboard_writer.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -36,7 +37,7 @@ struct TrainArgs {
     std::string init_from, resume, out;
     int64_t save_every = 0, eval_every = 0;
     int eval_batches = 10;
-    std::string log_json;
+    std::string log_json, tensorboard;
     std::string recompute = "none";
     bool quiet = false;
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
@@ -215,6 +216,8 @@ void run_train(TrainArgs& a) {
         log = std::make_unique<std::ofstream>(a.log_json, start > 0 ? std::ios::app : std::ios::trunc);
         MT_CHECK(*log, "--log-json: cannot write ", a.log_json);
     }
+    std::unique_ptr<TensorBoardWriter> tb;  // the same records as --log-json, as scalars
+    if (!a.tensorboard.empty()) tb = std::make_unique<TensorBoardWriter>(a.tensorboard);
     Evaluator evaluator(model, data.val, a.batch, a.seq, a.eval_batches);
     ProgressPrinter progress(a.steps, start, static_cast<int64_t>(a.batch) * a.seq * a.accum, a.quiet);
 
@@ -236,6 +239,7 @@ void run_train(TrainArgs& a) {
                         static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
         if (log) *log << j.dump() << "\n" << std::flush;
+        if (tb) tb->step_record(j);
         bool last = trainer.steps_done() == end;
         if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
@@ -245,6 +249,7 @@ void run_train(TrainArgs& a) {
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
             if (log) *log << e.dump() << "\n" << std::flush;
+            if (tb) tb->eval_record(e);
         }
         std::fflush(stdout);
     }
@@ -291,6 +296,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(non_negative());
     cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
+    cmd->add_option("--tensorboard", a->tensorboard,
+                    "write TensorBoard event files (the --log-json scalars) into DIR");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
     cmd->add_option("--recompute", a->recompute,

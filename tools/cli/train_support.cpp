@@ -94,7 +94,7 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
             double smin = total ? static_cast<double>(*mn) / total : 0;
             double smax = total ? static_cast<double>(*mx) / total : 0;
             layers.push_back({{"layer", l.layer}, {"min_share", smin}, {"max_share", smax},
-                              {"empty", empty}});
+                              {"empty", empty}, {"counts", l.counts}});
             char buf[64];
             std::snprintf(buf, sizeof buf, " L%d %.3f/%.3f/%d", l.layer, smin, smax, empty);
             load_text += buf;
