@@ -76,6 +76,7 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
     j["elapsed_s"] = elapsed;
     j["eta_s"] = eta;
     j["loss_scale"] = s.loss_scale;
+    j["tokens_seen"] = s.step * tokens_per_step_;
     if (s.skipped) {  // fp16 overflow: logged always, even with --quiet
         j["skipped"] = true;
         std::printf("step %lld skipped: fp16 gradients overflowed at loss scale %g (now %g); "
