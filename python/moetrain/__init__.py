@@ -25,7 +25,7 @@ from ._types import ExpertLoad, LossStats, StepStats
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchLoader", "Device", "Error", "ExpertLoad", "LossStats", "Model", "StepStats",
+    "available_devices", "BatchLoader", "Device", "Error", "ExpertLoad", "LossStats", "Model", "StepStats",
     "Trainer", "decode_tokens", "device_info", "encode_text", "evaluate", "generate",
     "generate_text", "list_backends", "load_tokens", "open_device", "preset_config",
     "preset_names", "read_checkpoint_info", "save_checkpoint", "split_tokens",
@@ -53,5 +53,3 @@ def available_devices() -> List[str]:
     """Ids of every usable device ("cpu:0", "opencl:0", ...)."""
     return [d["id"] for b in list_backends() for d in b["devices"] if d["available"]]
 
-
-__all__.append("available_devices")

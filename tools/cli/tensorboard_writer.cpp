@@ -80,39 +80,45 @@ void TensorBoardWriter::write_event(const std::string& event) {
     MT_CHECK(out_.good(), "--tensorboard: cannot write ", path_);
 }
 
-void TensorBoardWriter::scalar(const std::string& tag, int64_t step, double value) {
-    // Summary.Value { string tag = 1; float simple_value = 2; }
-    std::string v;
-    put_bytes(v, 1, tag);
-    put_varint(v, (2 << 3) | 5);
-    put_fixed<float>(v, static_cast<float>(value));
+void TensorBoardWriter::scalars(int64_t step,
+                                const std::vector<std::pair<std::string, double>>& values) {
     std::string summary;  // Summary { repeated Value value = 1; }
-    put_bytes(summary, 1, v);
+    for (const auto& [tag, value] : values) {
+        // Summary.Value { string tag = 1; float simple_value = 2; }
+        std::string v;
+        put_bytes(v, 1, tag);
+        put_varint(v, (2 << 3) | 5);
+        put_fixed<float>(v, static_cast<float>(value));
+        put_bytes(summary, 1, v);
+    }
     std::string e = event_header(step);
     put_bytes(e, 5, summary);
     write_event(e);
 }
 
 void TensorBoardWriter::step_record(const nlohmann::json& j) {
-    const int64_t step = j.at("step").get<int64_t>();
+    std::vector<std::pair<std::string, double>> v;
     for (const char* key :
          {"loss", "ce", "aux", "z", "lr", "grad_norm", "tokens_per_s", "loss_scale"})
-        if (j.contains(key)) scalar(std::string("train/") + key, step, j.at(key).get<double>());
-    if (!j.contains("expert_load")) return;
-    for (const auto& l : j.at("expert_load")) {
-        const std::string base = "expert_load/layer_" + std::to_string(l.at("layer").get<int>());
-        scalar(base + "/min_share", step, l.at("min_share").get<double>());
-        scalar(base + "/max_share", step, l.at("max_share").get<double>());
-        scalar(base + "/empty_experts", step, l.at("empty").get<double>());
-    }
+        if (j.contains(key)) v.emplace_back(std::string("train/") + key, j.at(key).get<double>());
+    if (j.contains("expert_load"))
+        for (const auto& l : j.at("expert_load")) {
+            const std::string base =
+                "expert_load/layer_" + std::to_string(l.at("layer").get<int>());
+            v.emplace_back(base + "/min_share", l.at("min_share").get<double>());
+            v.emplace_back(base + "/max_share", l.at("max_share").get<double>());
+            v.emplace_back(base + "/empty_experts", l.at("empty").get<double>());
+        }
+    scalars(j.at("step").get<int64_t>(), v);
 }
 
 void TensorBoardWriter::eval_record(const nlohmann::json& j) {
-    const int64_t step = j.at("step").get<int64_t>();
     const auto& e = j.at("eval");
     const std::string split = e.at("split").get<std::string>();
+    std::vector<std::pair<std::string, double>> v;
     for (const char* key : {"loss", "ce", "aux", "z"})
-        scalar(split + "/" + key, step, e.at(key).get<double>());
+        v.emplace_back(split + "/" + key, e.at(key).get<double>());
+    scalars(j.at("step").get<int64_t>(), v);
 }
 
 }  // namespace moetrain::cli

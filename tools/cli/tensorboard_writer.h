@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace moetrain::cli {
 
@@ -16,7 +18,8 @@ class TensorBoardWriter {
     // Creates DIR and a new events.out.tfevents.<time>.<host>.<pid> file in it (a resumed run
     // adds a file; TensorBoard reads every file of the directory).
     explicit TensorBoardWriter(const std::string& dir);
-    void scalar(const std::string& tag, int64_t step, double value);
+    // One Event at `step` whose Summary holds every (tag, value) as a simple value.
+    void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
     // The scalars of one --log-json step record: train/{loss,ce,aux,z,lr,grad_norm,
     // tokens_per_s,loss_scale} and, for MoE models, expert_load/layer_L/{min_share,max_share,
     // empty_experts}.
