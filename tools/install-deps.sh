@@ -3,12 +3,13 @@
 # each is there). The CUDA Toolkit is not a Debian package: the CUDA backend is built when
 # nvcc is found (e.g. /usr/local/cuda/bin), and skipped with a configure message otherwise.
 set -euo pipefail
-pkgs=(build-essential cmake git pkg-config python3 python3-venv python3-torch ccache
+pkgs=(build-essential cmake git pkg-config python3 python3-dev python3-venv python3-torch ccache
       libdnnl-dev libopenblas-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       doctest-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libopenmpi-dev openmpi-bin
-      clang libclang-rt-14-dev clang-format-14 clang-tidy-14)
+      clang libclang-rt-14-dev clang-format-14 clang-tidy-14
+      chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

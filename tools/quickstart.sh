@@ -30,7 +30,10 @@ STEPS=${STEPS:-300}
 ./build/moetrain train --device cpu --config examples/configs/shakespeare-moe.json \
   --data "$DATA" --steps "$STEPS" --batch 16 --seq 128 --lr 3e-3 --warmup 30 \
   --eval-every 50 --eval-batches 20 --save-every 100 --out runs/quickstart \
-  --log-json runs/quickstart/log.jsonl
+  --log-json runs/quickstart/log.jsonl --tensorboard runs/quickstart/tb
 ./build/moetrain eval --checkpoint runs/quickstart --data "$DATA" --batch 16 --seq 128 --batches 20
 ./build/moetrain generate --checkpoint runs/quickstart --prompt "ROMEO:" --max-new 500 \
   --temperature 0.8 --top-k 40 --seed 1
+./build/moetrain report runs/quickstart --out runs/quickstart/report.html
+echo "moetrain quickstart: plots in runs/quickstart/report.html;" \
+  "TensorBoard: tensorboard --logdir runs/quickstart/tb"

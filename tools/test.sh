@@ -17,7 +17,8 @@ BUILD=${BUILD:-build}
 PYENV=${MOETRAIN_PYENV:-$HOME/.cache/moetrain/pyenv}
 launcher=(); if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOETRAIN_WERROR=ON "${launcher[@]}" \
-  -DMOETRAIN_TEST_PYTHON="$PYENV/bin/python"
+  -DMOETRAIN_TEST_PYTHON="$PYENV/bin/python" \
+  -DMOETRAIN_PYTHON=ON -DPython_EXECUTABLE="$PYENV/bin/python"
 cmake --build "$BUILD" -j"$(nproc)"
 stage build
 # Tests run two at a time on two cores: OpenMP threads sleep instead of spinning when idle.

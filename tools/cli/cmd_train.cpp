@@ -22,6 +22,7 @@
 #include "moetrain/data.h"
 #include "moetrain/model.h"
 #include "moetrain/train.h"
+#include "tensorboard_writer.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -40,7 +41,7 @@ struct TrainArgs {
     std::string init_from, resume, out;
     int64_t save_every = 0, eval_every = 0;
     int eval_batches = 10;
-    std::string log_json;
+    std::string log_json, tensorboard;
     std::string recompute = "none";
     bool quiet = false;
     double memory_limit_gb = 0;
@@ -301,6 +302,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
         fail("--log-json ", a.log_json, ": write failed after step ", trainer.steps_done(), ": ",
              err, saved.empty() ? "; no checkpoint was written" : "; saved " + saved);
     };
+    std::unique_ptr<TensorBoardWriter> tb;  // rank 0: the --log-json records, as scalars
+    if (!a.tensorboard.empty() && dist.root())
+        tb = std::make_unique<TensorBoardWriter>(a.tensorboard);
     install_stop_handlers();  // from here on, SIGINT / SIGTERM stop after the current step
     Evaluator evaluator(model, data.val, global_batch, a.seq, a.eval_batches);
     ProgressPrinter progress(a.steps, start, static_cast<int64_t>(global_batch) * a.seq * a.accum,
@@ -326,6 +330,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
                         static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
         write_log(j);
+        if (tb) tb->step_record(j);
         bool last = trainer.steps_done() == end;
         if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
@@ -335,6 +340,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
             write_log(e);
+            if (tb) tb->eval_record(e);
         }
         std::fflush(stdout);
         int sig = stop_signal();
@@ -405,6 +411,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(non_negative());
     cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
+    cmd->add_option("--tensorboard", a->tensorboard,
+                    "write TensorBoard event files (the --log-json scalars) into DIR");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
     cmd->add_option("--memory-limit", a->memory_limit_gb,
                     "GB this run may use (default: the device's memory); a larger plan fails "

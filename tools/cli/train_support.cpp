@@ -77,6 +77,7 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
     j["elapsed_s"] = elapsed;
     j["eta_s"] = eta;
     j["loss_scale"] = s.loss_scale;
+    j["tokens_seen"] = s.step * tokens_per_step_;
     if (s.skipped) {  // fp16 overflow: logged always, even with --quiet
         j["skipped"] = true;
         std::printf(
@@ -96,7 +97,7 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
             double smin = total ? static_cast<double>(*mn) / total : 0;
             double smax = total ? static_cast<double>(*mx) / total : 0;
             layers.push_back({{"layer", l.layer}, {"min_share", smin}, {"max_share", smax},
-                              {"empty", empty}});
+                              {"empty", empty}, {"counts", l.counts}});
             char buf[64];
             std::snprintf(buf, sizeof buf, " L%d %.3f/%.3f/%d", l.layer, smin, smax, empty);
             load_text += buf;

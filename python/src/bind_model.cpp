@@ -1,0 +1,229 @@
+// moetrain.Model: built from a preset, a config dict or a JSON file, or from a checkpoint;
+// seeded init, checkpoint weights, parameters as NumPy arrays, evaluation and logits.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/model.h"
+#include "moetrain/precision.h"
+
+namespace moetrain::python {
+
+namespace {
+nb::object json_loads(const std::string& s) {
+    return nb::module_::import_("json").attr("loads")(s);
+}
+
+std::vector<size_t> shape_of(const ParamInfo& p) {
+    std::vector<size_t> s;
+    for (int i = 0; i < p.shape.rank; ++i) s.push_back(static_cast<size_t>(p.shape[i]));
+    return s;
+}
+
+nb::object loss_record(const LossStats& s) {
+    return make_record("LossStats", nb::arg("loss") = s.loss, nb::arg("ce") = s.ce,
+                       nb::arg("aux") = s.aux, nb::arg("z") = s.z, nb::arg("tokens") = s.tokens);
+}
+
+// x (and y) as [B, T] int32 arrays of the same shape.
+struct Batch {
+    TokenArray x, y;
+    int B = 0, T = 0;
+};
+Batch batch_of(const AnyArray& x, const AnyArray* y) {
+    Batch b;
+    b.x = token_array(x, "x", 2);
+    if (y) {
+        b.y = token_array(*y, "y", 2);
+        MT_CHECK(b.x.shape == b.y.shape, "x and y must have the same shape, got [", b.x.shape[0],
+                 ", ", b.x.shape[1], "] and [", b.y.shape[0], ", ", b.y.shape[1], "]");
+    }
+    MT_CHECK(b.x.shape[0] > 0 && b.x.shape[1] > 0, "x must not be empty");
+    b.B = static_cast<int>(b.x.shape[0]);
+    b.T = static_cast<int>(b.x.shape[1]);
+    return b;
+}
+
+Model* model_from_config(Device& d, const ModelConfig& c) {
+    return new Model(d, c);
+}
+}  // namespace
+
+void bind_model(nb::module_& m) {
+    m.def("preset_names", &preset_names, "The built-in presets (tiny, dense-small, ...).");
+    m.def(
+        "preset_config",
+        [](const std::string& n) { return json_loads(config_to_json(preset_config(n))); },
+        nb::arg("name"), nb::sig("def preset_config(name: str) -> dict[str, typing.Any]"),
+        "A preset's full config as a dict (every key of docs/MODEL.md section 1).");
+
+    auto keep_device = nb::keep_alive<0, 1>();  // the model refers to its device
+    nb::class_<Model>(m, "Model", "The docs/MODEL.md transformer on one device.")
+        .def_static(
+            "from_preset",
+            [](Device& d, const std::string& name) {
+                return model_from_config(d, preset_config(name));
+            },
+            nb::arg("device"), nb::arg("preset"), keep_device, nb::rv_policy::take_ownership,
+            "A model of a built-in preset (weights uninitialised: call init_weights or load).")
+        .def_static(
+            "from_config",
+            [](Device& d, nb::dict config) {
+                std::string text =
+                    nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(config));
+                return model_from_config(d, parse_config(text));
+            },
+            nb::arg("device"), nb::arg("config"), keep_device, nb::rv_policy::take_ownership,
+            "A model of a config dict with the keys of docs/MODEL.md section 1 (errors name the "
+            "key).")
+        .def_static(
+            "from_json",
+            [](Device& d, const std::string& path) {
+                return model_from_config(d, load_config_file(path));
+            },
+            nb::arg("device"), nb::arg("path"), keep_device, nb::rv_policy::take_ownership,
+            "A model of a JSON config file.")
+        .def_static(
+            "from_checkpoint",
+            [](Device& d, const std::string& path) {
+                std::string dir = resolve_checkpoint(path);
+                Model* model = model_from_config(d, read_checkpoint_info(dir).config);
+                try {
+                    nb::gil_scoped_release nogil;
+                    load_weights(dir, *model);
+                } catch (...) {
+                    delete model;
+                    throw;
+                }
+                return model;
+            },
+            nb::arg("device"), nb::arg("path"), keep_device, nb::rv_policy::take_ownership,
+            "A model with the config and weights of a checkpoint directory or a run directory "
+            "(its newest complete step).")
+        .def_prop_ro(
+            "config", [](const Model& mo) { return json_loads(config_to_json(mo.config())); },
+            nb::sig("def config(self) -> dict[str, typing.Any]"))
+        .def_prop_ro("device", &Model::device, nb::rv_policy::reference_internal)
+        .def_prop_ro("num_params", &Model::num_params)
+        .def("init_weights", &Model::init_weights, nb::arg("seed"),
+             nb::call_guard<nb::gil_scoped_release>(),
+             "Seeded init, identical on every backend (the CLI's --seed).")
+        .def(
+            "load",
+            [](Model& mo, const std::string& path) {
+                std::string dir = resolve_checkpoint(path);
+                nb::gil_scoped_release nogil;
+                load_weights(dir, mo);
+            },
+            nb::arg("path"),
+            "Load the weights of a checkpoint (or of a run directory's newest step); the "
+            "stored config must equal this model's.")
+        .def(
+            "param_names",
+            [](const Model& mo) {
+                std::vector<std::string> n;
+                for (const ParamInfo& p : mo.params()) n.push_back(p.name);
+                return n;
+            },
+            "Every parameter tensor's docs/MODEL.md section 6 name, in storage order.")
+        .def(
+            "param_shape",
+            [](const Model& mo, const std::string& name) {
+                std::vector<int64_t> s;
+                const ParamInfo& p = mo.param(name);
+                for (int i = 0; i < p.shape.rank; ++i) s.push_back(p.shape[i]);
+                return s;
+            },
+            nb::arg("name"))
+        .def(
+            "get_param",
+            [](const Model& mo, const std::string& name) {
+                const ParamInfo& p = mo.param(name);
+                return numpy_array(mo.get_param(name), shape_of(p));
+            },
+            nb::arg("name"),
+            nb::sig("def get_param(self, name: str) -> numpy.typing.NDArray[numpy.float32]"),
+            "A copy of one parameter as a float32 array of its shape.")
+        .def(
+            "set_param",
+            [](Model& mo, const std::string& name, const nb::ndarray<nb::ro>& a) {
+                const ParamInfo& p = mo.param(name);
+                MT_CHECK(a.dtype() == nb::dtype<float>(), "set_param('", name,
+                         "'): values must be a float32 array");
+                std::vector<size_t> want = shape_of(p), got;
+                for (size_t i = 0; i < a.ndim(); ++i) got.push_back(a.shape(i));
+                MT_CHECK(got == want, "set_param('", name, "'): shape mismatch, the parameter has ",
+                         p.numel(), " elements in ", p.shape.rank, " dims");
+                // Copy element by element through the strides (any layout is accepted).
+                std::vector<float> v(static_cast<size_t>(p.numel()));
+                const auto* base = static_cast<const float*>(a.data());
+                for (size_t i = 0; i < v.size(); ++i) {
+                    size_t rem = i;
+                    int64_t off = 0;
+                    for (size_t d = a.ndim(); d-- > 0;) {
+                        off += static_cast<int64_t>(rem % want[d]) * a.stride(d);
+                        rem /= want[d];
+                    }
+                    v[i] = base[off];
+                }
+                mo.set_param(name, v);
+            },
+            nb::arg("name"), nb::arg("values"),
+            "Overwrite one parameter from a float32 array of its shape.")
+        .def_prop_rw(
+            "precision",
+            [](const Model& mo) { return std::string(precision_name(mo.precision())); },
+            [](Model& mo, const std::string& p) { mo.set_precision(parse_precision(p)); },
+            "fp32 | bf16 | fp16 (the CLI's --precision)")
+        .def_prop_rw(
+            "recompute", [](const Model& mo) { return to_string(mo.recompute()); },
+            [](Model& mo, const std::string& r) { mo.set_recompute(parse_recompute(r)); },
+            "none | block | ffn (the CLI's --recompute)")
+        .def(
+            "evaluate",
+            [](Model& mo, const AnyArray& x, const AnyArray& y) {
+                Batch b = batch_of(x, &y);
+                LossStats s;
+                {
+                    nb::gil_scoped_release nogil;
+                    s = mo.forward_loss(b.x.data, b.y.data, b.B, b.T);
+                }
+                return loss_record(s);
+            },
+            nb::arg("x"), nb::arg("y"),
+            nb::sig("def evaluate(self, x: numpy.typing.NDArray[numpy.int32], "
+                    "y: numpy.typing.NDArray[numpy.int32]) -> "
+                    "moetrain._types.LossStats"),
+            "Forward + loss of one [B, T] batch (y = -1 is ignored), no gradients.")
+        .def(
+            "logits",
+            [](Model& mo, const AnyArray& x) {
+                Batch b = batch_of(x, nullptr);
+                std::vector<float> l;
+                {
+                    nb::gil_scoped_release nogil;
+                    l = mo.forward_logits(b.x.data, b.B, b.T);
+                }
+                return numpy_array(std::move(l),
+                                   {static_cast<size_t>(b.B), static_cast<size_t>(b.T),
+                                    static_cast<size_t>(mo.config().vocab_size)});
+            },
+            nb::arg("x"),
+            nb::sig("def logits(self, x: numpy.typing.NDArray[numpy.int32]) -> "
+                    "numpy.typing.NDArray[numpy.float32]"),
+            "Logits [B, T, V] of a [B, T] batch.")
+        .def(
+            "expert_load",
+            [](const Model& mo) {
+                nb::list out;
+                for (const ExpertLoad& l : mo.expert_load())
+                    out.append(make_record("ExpertLoad", nb::arg("layer") = l.layer,
+                                           nb::arg("counts") = l.counts));
+                return out;
+            },
+            nb::sig("def expert_load(self) -> list[moetrain._types.ExpertLoad]"),
+            "Rows each expert received in the last forward, per MoE layer (empty if dense).");
+}
+
+}  // namespace moetrain::python
