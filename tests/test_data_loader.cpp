@@ -36,17 +36,20 @@ TEST_CASE("data: bytes tokenizer reads files byte by byte") {
     CHECK(ids == std::vector<int32_t>{'H', 'i', '\n', 0xC3, 0xA9, 0xFF, 0, 'z'});
     CHECK(encode_text(text) == ids);
     CHECK(decode_tokens(ids) == text);
-    CHECK(decode_tokens({'a', 256, -1, 'b'}) == "a\xEF\xBF\xBD\xEF\xBF\xBD" "b");
-    CHECK(tokenizer_names() == std::vector<std::string>{"bytes"});
+    CHECK(decode_tokens({'a', 256, -1, 'b'}) ==
+          "a\xEF\xBF\xBD\xEF\xBF\xBD"
+          "b");
 
-    CHECK(error_of([&] { load_tokens(tmp.file("none.txt")); })
-              .find("data file " + tmp.file("none.txt") + ": cannot open") == 0);
+    CHECK(error_of([&] {
+              load_tokens(tmp.file("none.txt"));
+          }).find("data file " + tmp.file("none.txt") + ": cannot open") == 0);
     spit(tmp.file("empty.txt"), "");
     CHECK(error_of([&] { load_tokens(tmp.file("empty.txt")); }) ==
           "data file " + tmp.file("empty.txt") + " is empty");
     CHECK(error_of([&] { load_tokens(tmp.path.string()); }).find("data file") == 0);
-    CHECK(error_of([&] { load_tokens(tmp.file("a.txt"), "gpt2"); }) ==
-          "unknown tokenizer \"gpt2\" (known: bytes)");
+    CHECK(error_of([&] {
+              load_tokens(tmp.file("a.txt"), "gpt2");
+          }).find("unknown tokenizer \"gpt2\" (bytes, or a file:") == 0);
     CHECK(error_of([&] { encode_text("x", "bpe"); }).find("unknown tokenizer \"bpe\"") == 0);
 }
 
@@ -121,7 +124,8 @@ TEST_CASE("data: loader position save and restore reproduce the batch sequence")
         CHECK(x == x2);
         CHECK(y == y2);
     }
-    CHECK(error_of([&] { b.set_position(-1); }).find("train loader position -1 is out of range") == 0);
+    CHECK(error_of([&] { b.set_position(-1); }).find("train loader position -1 is out of range") ==
+          0);
     CHECK(error_of([&] { b.set_position(979); }) ==
           "train loader position 979 is out of range: 1000 tokens cannot hold a batch of 3 x 7 "
           "starting there");
@@ -133,8 +137,9 @@ TEST_CASE("data: too little data for one batch") {
           "data too short: 6 tokens in the train split, one batch of 2 x 3 needs 7");
     CHECK(error_of([] { BatchLoader l(iota_stream(100), 4, 32, "val"); }) ==
           "data too short: 100 tokens in the val split, one batch of 4 x 32 needs 129");
-    CHECK(error_of([] { BatchLoader l(iota_stream(100), 0, 3); })
-              .find("batch size and sequence length must be positive") == 0);
+    CHECK(error_of([] {
+              BatchLoader l(iota_stream(100), 0, 3);
+          }).find("batch size and sequence length must be positive") == 0);
     CHECK(error_of([] { BatchLoader l(nullptr, 1, 3); }).find("no token stream") !=
           std::string::npos);
 }

@@ -1,6 +1,6 @@
-// Training data (MODEL.md section 5): tokenisation of a text file (tokenizer "bytes": token =
-// byte value), the 90/10 train/validation split, and the sequential batch loader whose
-// position is saved in checkpoints so that a resumed run reads exactly the same batches.
+// Training data (MODEL.md section 5): tokenisation of a text file with any tokenizer
+// (moetrain/tokenizer.h), the 90/10 train/validation split, and the sequential batch loader
+// whose position is saved in checkpoints so that a resumed run reads exactly the same batches.
 #pragma once
 
 #include <cstdint>
@@ -9,21 +9,25 @@
 #include <vector>
 
 #include "moetrain/config.h"
+#include "moetrain/tokenizer.h"
 
 namespace moetrain {
 
 using TokenStream = std::shared_ptr<const std::vector<int32_t>>;
 
-std::vector<std::string> tokenizer_names();  // {"bytes"}
-// Throws unless `tokenizer` is known and its ids fit the model ("bytes" needs vocab >= 256).
-void check_tokenizer(const std::string& tokenizer, const ModelConfig& config);
+// Throws unless the tokenizer's ids fit the model (its vocabulary <= "vocab_size").
+void check_tokenizer(const Tokenizer& tokenizer, const std::string& spec,
+                     const ModelConfig& config);
+// The same for a tokenizer spec (load_tokenizer).
+void check_tokenizer(const std::string& spec, const ModelConfig& config);
 
 // Tokenise a whole file. Errors: missing or unreadable file, empty file, unknown tokenizer.
-std::vector<int32_t> load_tokens(const std::string& path, const std::string& tokenizer = "bytes");
-// Tokenise / detokenise text in memory (prompts and samples). Ids the tokenizer cannot
-// represent (bytes: outside 0..255) decode to U+FFFD.
-std::vector<int32_t> encode_text(const std::string& text, const std::string& tokenizer = "bytes");
-std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& tokenizer = "bytes");
+std::vector<int32_t> load_tokens(const std::string& path, const Tokenizer& tokenizer);
+std::vector<int32_t> load_tokens(const std::string& path, const std::string& spec = "bytes");
+// Tokenise / detokenise text in memory (prompts and samples) with a tokenizer spec. Ids the
+// tokenizer cannot represent (bytes: outside 0..255) decode to U+FFFD.
+std::vector<int32_t> encode_text(const std::string& text, const std::string& spec = "bytes");
+std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& spec = "bytes");
 
 // tokens[0 : floor(0.9 n)] is train, the rest validation.
 struct TokenSplit {
@@ -36,7 +40,7 @@ TokenSplit split_tokens(std::vector<int32_t> tokens);
 //   if pos + B*T + 1 > len: pos = 0.
 // Evaluation over N batches = a fresh loader (pos 0) of the split, N calls of next().
 class BatchLoader {
-public:
+  public:
     // `split_name` ("train", "val") appears in errors. Throws "data too short: ..." when the
     // stream cannot hold one batch.
     BatchLoader(TokenStream tokens, int B, int T, std::string split_name = "train");
@@ -52,7 +56,7 @@ public:
     // Batches the loader yields before wrapping back to position 0.
     int64_t batches_per_epoch() const;
 
-private:
+  private:
     TokenStream tokens_;
     int B_, T_;
     std::string name_;

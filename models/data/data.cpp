@@ -1,58 +1,39 @@
-// Tokenisation ("bytes"), the 90/10 split and the sequential BatchLoader of MODEL.md 5.
+// Tokenisation of text files, the 90/10 split and the sequential BatchLoader of MODEL.md 5.
 #include "moetrain/data.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "io/file.h"
-#include "io/json.h"
 #include "moetrain/error.h"
 
 namespace moetrain {
-namespace {
-
-const std::vector<std::string> kTokenizers = {"bytes"};
-
-void check_known(const std::string& tokenizer) {
-    MT_CHECK(std::find(kTokenizers.begin(), kTokenizers.end(), tokenizer) != kTokenizers.end(),
-             "unknown tokenizer \"", tokenizer, "\" (known: ", io::join(kTokenizers), ")");
+void check_tokenizer(const Tokenizer& tokenizer, const std::string& spec,
+                     const ModelConfig& config) {
+    MT_CHECK(tokenizer.vocab_size() <= config.vocab_size, "tokenizer \"", spec, "\" needs ",
+             "\"vocab_size\" >= ", tokenizer.vocab_size(), ", the model has ", config.vocab_size);
 }
 
-}  // namespace
-
-std::vector<std::string> tokenizer_names() { return kTokenizers; }
-
-void check_tokenizer(const std::string& tokenizer, const ModelConfig& config) {
-    check_known(tokenizer);
-    MT_CHECK(config.vocab_size >= 256, "tokenizer \"bytes\" needs \"vocab_size\" >= 256, the ",
-             "model has ", config.vocab_size);
+void check_tokenizer(const std::string& spec, const ModelConfig& config) {
+    check_tokenizer(*load_tokenizer(spec), spec, config);
 }
 
-std::vector<int32_t> encode_text(const std::string& text, const std::string& tokenizer) {
-    check_known(tokenizer);
-    std::vector<int32_t> ids(text.size());
-    for (size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
-    return ids;
+std::vector<int32_t> encode_text(const std::string& text, const std::string& spec) {
+    return load_tokenizer(spec)->encode(text);
 }
 
-std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& tokenizer) {
-    check_known(tokenizer);
-    std::string text;
-    text.reserve(ids.size());
-    for (int32_t id : ids) {
-        if (id >= 0 && id < 256)
-            text += static_cast<char>(id);
-        else
-            text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
-    }
-    return text;
+std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& spec) {
+    return load_tokenizer(spec)->decode(ids);
 }
 
-std::vector<int32_t> load_tokens(const std::string& path, const std::string& tokenizer) {
-    check_known(tokenizer);
+std::vector<int32_t> load_tokens(const std::string& path, const Tokenizer& tokenizer) {
     std::string text = io::read_file(path, "data file");
     MT_CHECK(!text.empty(), "data file ", path, " is empty");
-    return encode_text(text, tokenizer);
+    return tokenizer.encode(text);
+}
+
+std::vector<int32_t> load_tokens(const std::string& path, const std::string& spec) {
+    return load_tokens(path, *load_tokenizer(spec));
 }
 
 TokenSplit split_tokens(std::vector<int32_t> tokens) {
@@ -66,8 +47,7 @@ TokenSplit split_tokens(std::vector<int32_t> tokens) {
 BatchLoader::BatchLoader(TokenStream tokens, int B, int T, std::string split_name)
     : tokens_(std::move(tokens)), B_(B), T_(T), name_(std::move(split_name)) {
     MT_CHECK(tokens_, "batch loader for the ", name_, " split has no token stream");
-    MT_CHECK(B > 0 && T > 0, "batch size and sequence length must be positive, got ", B, " x ",
-             T);
+    MT_CHECK(B > 0 && T > 0, "batch size and sequence length must be positive, got ", B, " x ", T);
     int64_t need = int64_t{B} * T + 1;
     MT_CHECK(size() >= need, "data too short: ", size(), " tokens in the ", name_,
              " split, one batch of ", B, " x ", T, " needs ", need);
@@ -96,6 +76,8 @@ void BatchLoader::set_position(int64_t pos) {
     pos_ = pos;
 }
 
-int64_t BatchLoader::batches_per_epoch() const { return (size() - 1) / (int64_t{B_} * T_); }
+int64_t BatchLoader::batches_per_epoch() const {
+    return (size() - 1) / (int64_t{B_} * T_);
+}
 
 }  // namespace moetrain

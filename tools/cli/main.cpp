@@ -14,18 +14,23 @@ std::string one_line(const char* what) {
     std::string out;
     for (const char* p = what; *p; ++p) {
         unsigned char c = static_cast<unsigned char>(*p);
-        if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
-        else if (c < 0x20 || c == 0x7f) out += '?';
-        else out += *p;
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (c < 0x20 || c == 0x7f)
+            out += '?';
+        else
+            out += *p;
     }
     return out;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
-                 "OpenCL or CUDA"};
+    CLI::App app{
+        "moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
+        "OpenCL or CUDA"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "moetrain 0.1.0");
     int exit_code = 0;
@@ -37,6 +42,7 @@ int main(int argc, char** argv) {
     moetrain::cli::add_gradcheck_command(app, exit_code);
     moetrain::cli::add_config_command(app, exit_code);
     moetrain::cli::add_plan_command(app, exit_code);
+    moetrain::cli::add_tokenizer_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
