@@ -14,15 +14,19 @@ using namespace moetrain::testing;
 namespace {
 
 // Token i has value i, so every window shows where it was read from.
-TokenStream iota_stream(int n) {
-    auto v = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(n));
-    std::iota(v->begin(), v->end(), 0);
-    return v;
-}
-
 std::vector<int32_t> range(int32_t first, int32_t count) {
     std::vector<int32_t> v(static_cast<size_t>(count));
     std::iota(v.begin(), v.end(), first);
+    return v;
+}
+
+TokenStream iota_stream(int n) {
+    return make_token_stream(range(0, n));
+}
+
+std::vector<int32_t> all_of(const TokenStream& s) {
+    std::vector<int32_t> v(static_cast<size_t>(s->size()));
+    s->read(0, s->size(), v.data());
     return v;
 }
 
@@ -68,10 +72,11 @@ TEST_CASE("data: split is floor(0.9 n) train, the rest validation") {
         std::vector<int32_t> tokens = range(0, n);
         TokenSplit s = split_tokens(tokens);
         const size_t n_train = static_cast<size_t>(std::floor(0.9 * n));
-        REQUIRE(s.train->size() == n_train);
-        CHECK(s.val->size() == static_cast<size_t>(n) - n_train);
-        CHECK(*s.train == range(0, static_cast<int32_t>(n_train)));
-        CHECK(*s.val == range(static_cast<int32_t>(n_train), n - static_cast<int32_t>(n_train)));
+        REQUIRE(s.train->size() == static_cast<int64_t>(n_train));
+        CHECK(s.val->size() == n - static_cast<int64_t>(n_train));
+        CHECK(all_of(s.train) == range(0, static_cast<int32_t>(n_train)));
+        CHECK(all_of(s.val) ==
+              range(static_cast<int32_t>(n_train), n - static_cast<int32_t>(n_train)));
     }
 }
 

@@ -13,7 +13,17 @@
 
 namespace moetrain {
 
-using TokenStream = std::shared_ptr<const std::vector<int32_t>>;
+// A read-only sequence of token ids: tokens in memory, or memory-mapped shard files.
+class TokenSource {
+  public:
+    virtual ~TokenSource() = default;
+    virtual int64_t size() const = 0;
+    // Copy tokens [pos, pos + n) into out (0 <= pos, pos + n <= size()). Throws a one-line
+    // error for an id the source cannot hold (a shard id >= the model's vocab_size).
+    virtual void read(int64_t pos, int64_t n, int32_t* out) const = 0;
+};
+using TokenStream = std::shared_ptr<const TokenSource>;
+TokenStream make_token_stream(std::vector<int32_t> tokens);
 
 // Throws unless the tokenizer's ids fit the model (its vocabulary <= "vocab_size").
 void check_tokenizer(const Tokenizer& tokenizer, const std::string& spec,
@@ -52,7 +62,7 @@ class BatchLoader {
     void set_position(int64_t pos);
     int batch() const { return B_; }
     int seq() const { return T_; }
-    int64_t size() const { return static_cast<int64_t>(tokens_->size()); }
+    int64_t size() const { return tokens_->size(); }
     // Batches the loader yields before wrapping back to position 0.
     int64_t batches_per_epoch() const;
 
@@ -61,6 +71,7 @@ class BatchLoader {
     int B_, T_;
     std::string name_;
     int64_t pos_ = 0;
+    std::vector<int32_t> window_;  // the B*T+1 tokens of one batch
 };
 
 }  // namespace moetrain

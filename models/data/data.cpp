@@ -8,6 +8,26 @@
 #include "moetrain/error.h"
 
 namespace moetrain {
+namespace {
+
+class VectorTokens final : public TokenSource {
+  public:
+    explicit VectorTokens(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
+    int64_t size() const override { return static_cast<int64_t>(tokens_.size()); }
+    void read(int64_t pos, int64_t n, int32_t* out) const override {
+        std::memcpy(out, tokens_.data() + pos, static_cast<size_t>(n) * sizeof(int32_t));
+    }
+
+  private:
+    std::vector<int32_t> tokens_;
+};
+
+}  // namespace
+
+TokenStream make_token_stream(std::vector<int32_t> tokens) {
+    return std::make_shared<const VectorTokens>(std::move(tokens));
+}
+
 void check_tokenizer(const Tokenizer& tokenizer, const std::string& spec,
                      const ModelConfig& config) {
     MT_CHECK(tokenizer.vocab_size() <= config.vocab_size, "tokenizer \"", spec, "\" needs ",
@@ -39,9 +59,9 @@ std::vector<int32_t> load_tokens(const std::string& path, const std::string& spe
 TokenSplit split_tokens(std::vector<int32_t> tokens) {
     // floor(0.9 n) in exact integer arithmetic.
     size_t n_train = tokens.size() / 10 * 9 + tokens.size() % 10 * 9 / 10;
-    auto val = std::make_shared<std::vector<int32_t>>(tokens.begin() + n_train, tokens.end());
+    std::vector<int32_t> val(tokens.begin() + static_cast<std::ptrdiff_t>(n_train), tokens.end());
     tokens.resize(n_train);
-    return {std::make_shared<const std::vector<int32_t>>(std::move(tokens)), std::move(val)};
+    return {make_token_stream(std::move(tokens)), make_token_stream(std::move(val))};
 }
 
 BatchLoader::BatchLoader(TokenStream tokens, int B, int T, std::string split_name)
@@ -55,9 +75,10 @@ BatchLoader::BatchLoader(TokenStream tokens, int B, int T, std::string split_nam
 
 void BatchLoader::next(int32_t* x, int32_t* y) {
     const int64_t bt = int64_t{B_} * T_;
-    const int32_t* buf = tokens_->data() + pos_;
-    std::memcpy(x, buf, static_cast<size_t>(bt) * sizeof(int32_t));
-    std::memcpy(y, buf + 1, static_cast<size_t>(bt) * sizeof(int32_t));
+    window_.resize(static_cast<size_t>(bt) + 1);
+    tokens_->read(pos_, bt + 1, window_.data());
+    std::memcpy(x, window_.data(), static_cast<size_t>(bt) * sizeof(int32_t));
+    std::memcpy(y, window_.data() + 1, static_cast<size_t>(bt) * sizeof(int32_t));
     pos_ += bt;
     if (pos_ + bt + 1 > size()) pos_ = 0;
 }

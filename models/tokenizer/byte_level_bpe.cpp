@@ -1,8 +1,43 @@
 #include "tokenizer/byte_level_bpe.h"
 
 #include <algorithm>
+#include <atomic>
+#include <unordered_map>
 
 namespace moetrain::tok {
+
+uint64_t ByteLevelBpe::next_instance() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+}
+
+// Natural text repeats its words, so each thread keeps the ids of the short pieces it has
+// already merged (per tokenizer instance; cleared when it grows past a bound).
+void ByteLevelBpe::encode_cached(std::string_view piece, std::vector<int32_t>& out) const {
+    constexpr size_t kMaxPiece = 24, kMaxEntries = 1 << 18;
+    struct Cache {
+        uint64_t owner = 0;
+        std::unordered_map<std::string, std::vector<int32_t>> ids;
+    };
+    thread_local Cache cache;
+    if (piece.size() > kMaxPiece || piece.size() < 2) {
+        ranks.encode_piece(piece, out);
+        return;
+    }
+    if (cache.owner != instance_ || cache.ids.size() > kMaxEntries) {
+        cache.ids.clear();
+        cache.owner = instance_;
+    }
+    thread_local std::string key;
+    key.assign(piece);
+    auto it = cache.ids.find(key);
+    if (it == cache.ids.end()) {
+        std::vector<int32_t> ids;
+        ranks.encode_piece(piece, ids);
+        it = cache.ids.emplace(key, std::move(ids)).first;
+    }
+    out.insert(out.end(), it->second.begin(), it->second.end());
+}
 
 int64_t ByteLevelBpe::vocab_size() const {
     return std::max<int64_t>(static_cast<int64_t>(id_bytes.size()), specials.max_id() + 1);
@@ -38,7 +73,7 @@ void ByteLevelBpe::encode_ordinary(std::string_view text, std::vector<int32_t>& 
     split_pieces(pattern, text, ends);
     uint32_t begin = 0;
     for (uint32_t end : ends) {
-        ranks.encode_piece(text.substr(begin, end - begin), out);
+        encode_cached(text.substr(begin, end - begin), out);
         begin = end;
     }
 }

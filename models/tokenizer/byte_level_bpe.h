@@ -38,6 +38,9 @@ class ByteLevelBpe final : public Tokenizer {
 
   private:
     void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+    void encode_cached(std::string_view piece, std::vector<int32_t>& out) const;
+    const uint64_t instance_ = next_instance();  // keys the per-thread piece cache
+    static uint64_t next_instance();
 };
 
 }  // namespace moetrain::tok

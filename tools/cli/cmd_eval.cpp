@@ -7,6 +7,7 @@
 #include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
+#include "tokenizer_choice.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -15,7 +16,9 @@ namespace {
 struct EvalArgs {
     std::string precision = "fp32";
     DeviceChoice dev;
-    std::string checkpoint, data, split = "val", tokenizer = "bytes";
+    std::string checkpoint, data, split = "val";
+    TokenizerChoice tokenizer;
+    int64_t val_tokens = -1;
     int batch = 0, seq = 0, batches = 10;
 };
 
@@ -27,7 +30,8 @@ void run_eval(const EvalArgs& a) {
     const ModelConfig& cfg = info.config;
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
-    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    TokenData data =
+        load_token_data(a.data, *a.tokenizer.load(), a.tokenizer.spec, cfg, a.val_tokens);
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_precision(parse_precision(a.precision));
@@ -51,9 +55,13 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     add_precision_option(cmd, a->precision);
     cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
         ->required();
-    cmd->add_option("--data", a->data, "text file")->required();
+    cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")
+        ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();
-    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    a->tokenizer.add_options(cmd);
+    cmd->add_option("--val-tokens", a->val_tokens,
+                    "shards without \"_val_\" files: the last N tokens are the val split")
+        ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()

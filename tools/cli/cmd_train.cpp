@@ -18,6 +18,7 @@
 #include "moetrain/data.h"
 #include "moetrain/model.h"
 #include "moetrain/train.h"
+#include "tokenizer_choice.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -26,7 +27,9 @@ namespace {
 struct TrainArgs {
     DeviceChoice dev;
     ModelChoice model;
-    std::string data, tokenizer = "bytes";
+    std::string data;
+    TokenizerChoice tokenizer;
+    int64_t val_tokens = -1;
     int64_t steps = 0, stop_at = -1;
     int batch = 0, seq = 0, accum = 1;
     std::string optimizer = "adamw", precision = "fp32";
@@ -83,7 +86,8 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     same("--accum", a.accum, o.accum);
     same("--batch", a.batch, s.batch);
     same("--seq", a.seq, s.seq);
-    same("--tokenizer", a.tokenizer, s.tokenizer);
+    same("--tokenizer", a.tokenizer.spec, s.tokenizer);
+    same("--data", a.data, s.data_path);
     same("--seed", a.seed, s.seed);
 }
 
@@ -132,12 +136,17 @@ void run_train(TrainArgs& a) {
         cfg = a.model.resolve();
     }
     if (!a.resume.empty()) adopt_resume_settings(a, ckpt->state);
+    // Required for a fresh run; --resume takes them from the checkpoint.
+    MT_CHECK(!a.data.empty(), "--data is required");
+    MT_CHECK(a.batch > 0, "--batch is required");
+    MT_CHECK(a.seq > 0, "--seq is required");
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
 
     // ---- data ----
-    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    TokenData data =
+        load_token_data(a.data, *a.tokenizer.load(), a.tokenizer.spec, cfg, a.val_tokens);
     const int64_t data_tokens =
         static_cast<int64_t>(data.train->size()) + static_cast<int64_t>(data.val->size());
     if (!a.resume.empty() && ckpt->state.data_tokens > 0)
@@ -169,7 +178,7 @@ void run_train(TrainArgs& a) {
     state.options = opts;
     state.batch = a.batch;
     state.seq = a.seq;
-    state.tokenizer = a.tokenizer;
+    state.tokenizer = a.tokenizer.spec;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
@@ -262,12 +271,19 @@ void add_train_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("train", "train a model on a text file");
     a->dev.add_options(cmd);
     a->model.add_options(cmd);
-    cmd->add_option("--data", a->data, "training text file (90% train / 10% val)")->required();
-    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    cmd->add_option("--data", a->data,
+                    "text file (90% train / 10% val), or token shards: a shard, a directory or "
+                    "a glob; --resume: the checkpoint's");
+    a->tokenizer.add_options(cmd);
+    cmd->add_option("--val-tokens", a->val_tokens,
+                    "shards without \"_val_\" files: validate on the last N tokens (default 10%)")
+        ->check(non_negative());
     cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
         ->required()->check(non_negative());
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
+    cmd->add_option("--batch", a->batch, "batch size B (--resume: the checkpoint's)")
+        ->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T (--resume: the checkpoint's)")
+        ->check(positive());
     cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
         ->check(positive());
     cmd->add_option("--optimizer", a->optimizer,

@@ -16,5 +16,6 @@ void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_config_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_tokenizer_command(CLI::App& app, int& exit_code);
+void add_tokenize_command(CLI::App& app, int& exit_code);
 
 }  // namespace moetrain::cli

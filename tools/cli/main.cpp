@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     moetrain::cli::add_config_command(app, exit_code);
     moetrain::cli::add_plan_command(app, exit_code);
     moetrain::cli::add_tokenizer_command(app, exit_code);
+    moetrain::cli::add_tokenize_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
