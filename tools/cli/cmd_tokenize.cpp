@@ -134,6 +134,7 @@ void run_tokenize(const TokenizeArgs& a) {
     ShardSink sink(a, token_bytes);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done_bytes = 0, documents = 0;
+    double last_report = 0;
     for (size_t first = 0; first < files.size(); first += static_cast<size_t>(threads)) {
         const size_t last = std::min(files.size(), first + static_cast<size_t>(threads));
         std::vector<std::future<Encoded>> jobs;
@@ -146,13 +147,19 @@ void run_tokenize(const TokenizeArgs& a) {
             done_bytes += e.bytes;
             documents += e.documents;
         }
-        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (!a.quiet)
-            std::fprintf(stderr, "\rtokenize: %.1f / %.1f MB, %.1f MB/s, %lld tokens",
-                         done_bytes / 1e6, total_bytes / 1e6, done_bytes / 1e6 / std::max(s, 1e-9),
-                         static_cast<long long>(sink.total()));
+        // Progress on stdout (stderr is for the one error line): rewritten in place on a
+        // terminal, else one line at most every 5 seconds.
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const bool tty = stdout_is_terminal(), end = last == files.size();
+        if (!a.quiet && (tty || s - last_report >= 5 || end)) {
+            std::printf("%stokenize: %.1f / %.1f MB, %.1f MB/s, %lld tokens%s", tty ? "\r" : "",
+                        done_bytes / 1e6, total_bytes / 1e6, done_bytes / 1e6 / std::max(s, 1e-9),
+                        static_cast<long long>(sink.total()), tty && !end ? "" : "\n");
+            std::fflush(stdout);
+            last_report = s;
+        }
     }
-    if (!a.quiet) std::fprintf(stderr, "\n");
     MT_CHECK(sink.total() > documents, "empty corpus: the --data files hold no text");
     MT_CHECK(a.val_tokens < sink.total(), "--val-tokens ", a.val_tokens,
              " leaves no training tokens (the corpus has ", sink.total(), ")");
