@@ -300,6 +300,44 @@ def sentencepiece_identical():
 
 
 @test
+def bpe_model_end_to_end():
+    """tokenize -> train -> eval / generate with a byte-level BPE; generate and eval use the
+    checkpoint's tokenizer, and generate --json prints only the JSON object."""
+    from tokenizers import Tokenizer
+    d = work("bpe_end_to_end")
+    tok = train_hf(d, vocab_size=400)
+    text = os.path.join(d, "corpus.txt")
+    with open(text, "w", encoding="utf-8") as f:
+        f.write(base_corpus()[:60000])
+    shards = os.path.join(d, "shards")
+    run_bytes("tokenize", "--tokenizer", tok, "--data", text, "--out", shards,
+              "--val-tokens", 2000, "--shard-tokens", 5000)
+    cfg = json.loads(run_bytes("config", "--preset", "tiny"))
+    cfg["vocab_size"] = 400
+    cfg_path = os.path.join(d, "tiny400.json")
+    json.dump(cfg, open(cfg_path, "w"))
+    run_bytes("train", "--device", "cpu", "--threads", 1, "--config", cfg_path, "--data", shards,
+              "--tokenizer", tok, "--batch", 4, "--seq", 32, "--steps", 3, "--out",
+              os.path.join(d, "run"))
+    ev = run_bytes("eval", "--device", "cpu", "--threads", 1, "--checkpoint", os.path.join(d, "run"),
+                   "--data", text, "--batch", 2, "--seq", 32, "--batches", 2)
+    assert json.loads(ev.decode().strip().splitlines()[-1])["loss"] > 0
+    out = run_bytes("generate", "--device", "cpu", "--threads", 1, "--checkpoint",
+                    os.path.join(d, "run"), "--prompt", "ROMEO: the king", "--max-new", 12,
+                    "--seed", 3, "--json")
+    j = json.loads(out)  # the whole of stdout is one JSON object
+    ref = Tokenizer.from_file(tok)
+    assert len(j["tokens"]) == 12 and max(j["tokens"]) < 400, j
+    assert j["text"] == ref.decode(j["tokens"], skip_special_tokens=False), j
+    streamed = run_bytes("generate", "--device", "cpu", "--threads", 1, "--checkpoint",
+                         os.path.join(d, "run"), "--prompt", "ROMEO: the king", "--max-new", 12,
+                         "--seed", 3)
+    sample = ours_decode(d, tok, j["tokens"])  # exact bytes (the JSON text replaces bad UTF-8)
+    assert streamed == b"ROMEO: the king" + sample + b"\n", (streamed, sample)
+    print("generate:", repr(streamed))
+
+
+@test
 def tokenizer_bad_files():
     d = work("bad_files")
     base = train_hf(d)

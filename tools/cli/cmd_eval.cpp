@@ -18,6 +18,7 @@ struct EvalArgs {
     DeviceChoice dev;
     std::string checkpoint, data, split = "val";
     TokenizerChoice tokenizer;
+    bool tokenizer_given = false;
     int64_t val_tokens = -1;
     int batch = 0, seq = 0, batches = 10;
 };
@@ -30,8 +31,9 @@ void run_eval(const EvalArgs& a) {
     const ModelConfig& cfg = info.config;
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
-    TokenData data =
-        load_token_data(a.data, *a.tokenizer.load(), a.tokenizer.spec, cfg, a.val_tokens);
+    TokenizerChoice tc = a.tokenizer;
+    if (!a.tokenizer_given) tc.spec = info.state.tokenizer;  // the one the model was trained with
+    TokenData data = load_token_data(a.data, *tc.load(), tc.spec, cfg, a.val_tokens);
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_precision(parse_precision(a.precision));
@@ -67,7 +69,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()
         ->check(positive());
     a->dev.add_options(cmd);
-    cmd->callback([a, &exit_code] {
+    cmd->callback([a, cmd, &exit_code] {
+        a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_eval(*a);
         exit_code = 0;
     });

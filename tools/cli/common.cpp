@@ -121,14 +121,4 @@ std::string format_duration(double seconds) {
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
 
-std::string tokens_to_text(const int32_t* ids, size_t n) {
-    std::string s;
-    s.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (ids[i] >= 0 && ids[i] < 256) s.push_back(static_cast<char>(ids[i]));
-        else s += "\xEF\xBF\xBD";
-    }
-    return s;
-}
-
 }  // namespace moetrain::cli

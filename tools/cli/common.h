@@ -50,7 +50,5 @@ void add_precision_option(CLI::App* cmd, std::string& precision);
 double peak_rss_mb();                       // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"
 bool stdout_is_terminal();
-// Bytes of a token sequence as text (ids >= 256 become U+FFFD).
-std::string tokens_to_text(const int32_t* ids, size_t n);
 
 }  // namespace moetrain::cli
