@@ -51,6 +51,18 @@ struct TokenizerOptions {
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& spec,
                                                 const TokenizerOptions& options = {});
 
+// A tokenizer from the bytes of its file; `name` (a path or file name) picks the kind by its
+// ending (.json, .tiktoken, .model) and starts error messages.
+std::shared_ptr<const Tokenizer> load_tokenizer_bytes(const std::string& name,
+                                                      std::string_view bytes,
+                                                      const TokenizerOptions& options = {});
+// The file name a checkpoint stores its copy of the tokenizer `spec` under ("tokenizer.json",
+// "tokenizer.tiktoken", "tokenizer.model"); "" for "bytes".
+std::string tokenizer_copy_name(const std::string& spec);
+
+// SHA-256 of a tokenizer file's bytes (64 hex digits), as state.json records it.
+std::string tokenizer_file_sha256(std::string_view bytes);
+
 // The parsers, from bytes (also the entry points for fuzzing).
 std::shared_ptr<const Tokenizer> make_bytes_tokenizer();
 std::shared_ptr<const Tokenizer> parse_hf_tokenizer_json(std::string_view json);

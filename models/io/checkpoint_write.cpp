@@ -42,6 +42,8 @@ void write_checkpoint_dir(const std::string& dir, const CheckpointBuffers& b,
         w.set_metadata("layout", flat_layout(*b.params));
         w.write(out.file(kOptimizerFile));
     }
+    if (!state.tokenizer_file.empty())  // the tokenizer travels with the model
+        write_file_synced(out.file(tokenizer_copy_name(state.tokenizer)), state.tokenizer_file);
     write_file_synced(out.file(kStateFile), state_to_json(state, opt));
     out.commit();
 }

@@ -1,5 +1,6 @@
 // The "bytes" tokenizer and the choice of a tokenizer implementation from its spec.
 #include "io/file.h"
+#include "io/sha256.h"
 #include "moetrain/error.h"
 #include "moetrain/tokenizer.h"
 
@@ -43,6 +44,33 @@ std::vector<std::string> split_pattern_names() {
     return {"gpt2", "cl100k", "o200k"};
 }
 
+std::shared_ptr<const Tokenizer> load_tokenizer_bytes(const std::string& name,
+                                                      std::string_view bytes,
+                                                      const TokenizerOptions& options) {
+    const std::string kind = tokenizer_copy_name(name);
+    MT_CHECK(kind == "tokenizer.tiktoken" || options.pattern.empty(),
+             "--tokenizer-pattern applies to tiktoken rank files only");
+    try {
+        if (kind == "tokenizer.json") return parse_hf_tokenizer_json(bytes);
+        if (kind == "tokenizer.tiktoken") return parse_tiktoken(bytes, options.pattern);
+        return parse_sentencepiece(bytes);
+    } catch (const Error& e) {
+        fail(name, ": ", e.what());
+    }
+}
+
+std::string tokenizer_file_sha256(std::string_view bytes) {
+    return io::sha256_hex(bytes);
+}
+
+std::string tokenizer_copy_name(const std::string& spec) {
+    if (spec == "bytes") return "";
+    for (const char* ext : {".json", ".tiktoken", ".model"})
+        if (ends_with(spec, ext)) return std::string("tokenizer") + ext;
+    fail("unknown tokenizer \"", spec,
+         "\" (bytes, or a file: tokenizer.json, *.tiktoken, SentencePiece *.model)");
+}
+
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& spec,
                                                 const TokenizerOptions& options) {
     if (spec == "bytes") {
@@ -50,20 +78,8 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& spec,
                  "--tokenizer-pattern applies to tiktoken rank files only");
         return make_bytes_tokenizer();
     }
-    const bool json = ends_with(spec, ".json"), tiktoken = ends_with(spec, ".tiktoken"),
-               model = ends_with(spec, ".model");
-    MT_CHECK(json || tiktoken || model, "unknown tokenizer \"", spec,
-             "\" (bytes, or a file: tokenizer.json, *.tiktoken, SentencePiece *.model)");
-    MT_CHECK(tiktoken || options.pattern.empty(),
-             "--tokenizer-pattern applies to tiktoken rank files only");
-    std::string bytes = io::read_file(spec, "tokenizer file");
-    try {
-        if (json) return parse_hf_tokenizer_json(bytes);
-        if (tiktoken) return parse_tiktoken(bytes, options.pattern);
-        return parse_sentencepiece(bytes);
-    } catch (const Error& e) {
-        fail(spec, ": ", e.what());
-    }
+    tokenizer_copy_name(spec);  // a known kind before reading anything
+    return load_tokenizer_bytes(spec, io::read_file(spec, "tokenizer file"), options);
 }
 
 }  // namespace moetrain

@@ -224,6 +224,56 @@ def shard_bad_inputs():
                   "--tokenizer-pattern", "gpt2"], ["needs \"vocab_size\" >= 258", "has 256"])
 
 
+def small_tiktoken(path):
+    """A rank file: the 256 bytes and a few merges of common English pairs."""
+    import base64
+    merges = [b"th", b"he", b"the", b"in", b"an", b"and", b" t", b" the", b"er", b"ng", b"ing"]
+    with open(path, "w") as f:
+        for r, tok in enumerate([bytes([b]) for b in range(256)] + merges):
+            f.write(f"{base64.b64encode(tok).decode()} {r}\n")
+    return 256 + len(merges) + 1  # + <|endoftext|>
+
+
+@test
+def tokenizer_travels_with_checkpoint():
+    import hashlib
+    d = work("tokenizer_travels")
+    tok = os.path.join(d, "mine.tiktoken")
+    vocab = small_tiktoken(tok)
+    cfg = tiny_with_vocab(d, vocab)
+    data = corpus(d, 20000)
+    base = ["--device", "cpu", "--threads", 1, "--config", cfg, "--batch", 4, "--seq", 16]
+    run("train", *base, "--data", data, "--tokenizer", tok, "--tokenizer-pattern", "gpt2",
+        "--steps", 6, "--out", os.path.join(d, "full"))
+    part = os.path.join(d, "part")
+    run("train", *base, "--data", data, "--tokenizer", tok, "--tokenizer-pattern", "gpt2",
+        "--steps", 6, "--stop-at", 3, "--out", part)
+    ckpt = os.path.join(part, "step_000003")
+    state = json.load(open(os.path.join(ckpt, "state.json")))
+    want = hashlib.sha256(open(tok, "rb").read()).hexdigest()
+    assert state["data"]["tokenizer_sha256"] == want, state["data"]
+    assert open(os.path.join(ckpt, "tokenizer.tiktoken"), "rb").read() == open(tok, "rb").read()
+    expect_error(["train", "--resume", part, "--steps", 6, "--tokenizer", "bytes"],
+                 ["not the tokenizer", "mine.tiktoken"])
+    os.rename(tok, tok + ".moved")  # from here on only the checkpoint's copy exists
+    run("train", "--device", "cpu", "--threads", 1, "--resume", part, "--steps", 6, "--out", part)
+    a = open(os.path.join(d, "full", "step_000006", "model.safetensors"), "rb").read()
+    b = open(os.path.join(part, "step_000006", "model.safetensors"), "rb").read()
+    assert a == b, "resume with the checkpoint's tokenizer is not exact"
+    g = run("generate", "--device", "cpu", "--threads", 1, "--checkpoint", part, "--prompt",
+            "the king", "--max-new", 5, "--json")
+    j = json.loads(g.stdout)
+    assert len(j["tokens"]) == 5 and max(j["tokens"]) < vocab, j
+    ev = run("eval", "--device", "cpu", "--threads", 1, "--checkpoint", part, "--data", data,
+             "--batch", 4, "--seq", 16, "--batches", 2)
+    assert json.loads(ev.stdout.strip().splitlines()[-1])["tokens"] == 128
+    copy = os.path.join(part, "step_000006", "tokenizer.tiktoken")
+    with open(copy, "a") as f:
+        f.write("eA== 999\n")
+    expect_error(["generate", "--checkpoint", part, "--max-new", 2],
+                 ["tokenizer.tiktoken", "SHA-256"])
+
+
 if __name__ == "__main__":
     cli.TESTS.clear()
     cli.TESTS.update(TESTS)

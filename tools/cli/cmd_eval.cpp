@@ -31,9 +31,9 @@ void run_eval(const EvalArgs& a) {
     const ModelConfig& cfg = info.config;
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
-    TokenizerChoice tc = a.tokenizer;
-    if (!a.tokenizer_given) tc.spec = info.state.tokenizer;  // the one the model was trained with
-    TokenData data = load_token_data(a.data, *tc.load(), tc.spec, cfg, a.val_tokens);
+    auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
+    const std::string& spec = a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer;
+    TokenData data = load_token_data(a.data, *tok, spec, cfg, a.val_tokens);
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_precision(parse_precision(a.precision));

@@ -33,10 +33,8 @@ struct GenerateArgs {
 void run_generate(const GenerateArgs& a) {
     std::string dir = resolve_checkpoint(a.checkpoint);
     CheckpointInfo info = read_checkpoint_info(dir);
-    TokenizerChoice tc = a.tokenizer;
-    if (!a.tokenizer_given) tc.spec = info.state.tokenizer;  // the one the model was trained with
-    auto tok = tc.load();
-    check_tokenizer(*tok, tc.spec, info.config);
+    auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
+    check_tokenizer(*tok, a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer, info.config);
     auto device = a.dev.open();
     Model model(*device, info.config);
     model.set_precision(parse_precision(a.precision));

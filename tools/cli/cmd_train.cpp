@@ -86,7 +86,6 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     same("--accum", a.accum, o.accum);
     same("--batch", a.batch, s.batch);
     same("--seq", a.seq, s.seq);
-    same("--tokenizer", a.tokenizer.spec, s.tokenizer);
     same("--data", a.data, s.data_path);
     same("--seed", a.seed, s.seed);
 }
@@ -145,8 +144,9 @@ void run_train(TrainArgs& a) {
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
 
     // ---- data ----
-    TokenData data =
-        load_token_data(a.data, *a.tokenizer.load(), a.tokenizer.spec, cfg, a.val_tokens);
+    const RunTokenizer tok =
+        run_tokenizer(a.tokenizer, a.given("--tokenizer"), a.resume.empty() ? nullptr : &*ckpt);
+    TokenData data = load_token_data(a.data, *tok.tokenizer, tok.spec, cfg, a.val_tokens);
     const int64_t data_tokens =
         static_cast<int64_t>(data.train->size()) + static_cast<int64_t>(data.val->size());
     if (!a.resume.empty() && ckpt->state.data_tokens > 0)
@@ -178,7 +178,7 @@ void run_train(TrainArgs& a) {
     state.options = opts;
     state.batch = a.batch;
     state.seq = a.seq;
-    state.tokenizer = a.tokenizer.spec;
+    tok.record(state);
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
