@@ -1,7 +1,8 @@
 // Op tests, coverage: every op declared in api/moetrain/device.h (each `virtual ... NAME(`)
 // must be listed in kTestedOps, and every listed op must be called (`.NAME(` / `->NAME(`) by
 // some tests/test_ops_*.cpp file, so a new op cannot join the interface without joining the
-// suite. The header is found relative to this source file (__FILE__).
+// suite. The header is found from the tests source folder that CMake passes (MOETRAIN_TESTS_DIR;
+// __FILE__ may be relative when a compiler cache rewrites paths).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +34,7 @@ std::string read_text(const fs::path& p) {
     return ss.str();
 }
 
-fs::path tests_dir() { return fs::path(__FILE__).parent_path(); }
+fs::path tests_dir() { return fs::path(MOETRAIN_TESTS_DIR); }
 }  // namespace
 
 TEST_CASE("ops: coverage, every Device op is in kTestedOps and called by an op test") {

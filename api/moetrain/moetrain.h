@@ -8,6 +8,7 @@
 #include "moetrain/device.h"
 #include "moetrain/generate.h"
 #include "moetrain/gradcheck.h"
+#include "moetrain/hf.h"
 #include "moetrain/model.h"
 #include "moetrain/precision.h"
 #include "moetrain/profiling.h"

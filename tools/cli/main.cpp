@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
     moetrain::cli::add_plan_command(app, exit_code);
     moetrain::cli::add_tokenizer_command(app, exit_code);
     moetrain::cli::add_tokenize_command(app, exit_code);
+    moetrain::cli::add_export_command(app, exit_code);
+    moetrain::cli::add_import_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,134 @@
+// export_hf: a checkpoint's fp32 weights rearranged into the transformers layout of the family
+// that computes the same function, written with config.json and generation_config.json into
+// a directory that replaces `out_dir` atomically.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "io/atomic_dir.h"
+#include "io/checkpoint_tensors.h"
+#include "io/file.h"
+#include "io/hf_mapping.h"
+#include "io/json.h"
+#include "model/param_layout.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/error.h"
+#include "moetrain/hf.h"
+#include "moetrain/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace moetrain {
+
+namespace {
+
+// An existing --out may only hold what an earlier export wrote: it is replaced as a whole.
+void check_export_dir(const std::string& out_dir) {
+    std::error_code ec;
+    if (!fs::exists(out_dir, ec)) return;
+    MT_CHECK(fs::is_directory(out_dir, ec), "export: --out ", out_dir, " is not a directory");
+    for (const auto& e : fs::directory_iterator(out_dir, ec)) {
+        const std::string n = e.path().filename().string();
+        const bool ours = n == "config.json" || n == "generation_config.json" ||
+                          n == "tokenizer.json" || n == "model.safetensors.index.json" ||
+                          (n.rfind("model", 0) == 0 && n.size() > 12 &&
+                           n.compare(n.size() - 12, 12, ".safetensors") == 0);
+        MT_CHECK(ours, "export: --out ", out_dir, " holds ", n,
+                 ", which an export would delete; choose a new or empty directory");
+    }
+}
+
+// The values of one transformers tensor from the moetrain tensors.
+std::vector<float> gather(const io::HfTensor& t,
+                          const std::map<std::string, std::vector<float>>& mt) {
+    std::vector<float> cat;
+    cat.reserve(static_cast<size_t>(t.numel()));
+    for (const io::HfPart& p : t.parts) {
+        const std::vector<float>& src = mt.at(p.name);
+        cat.insert(cat.end(), src.begin() + p.offset, src.begin() + p.offset + p.numel);
+    }
+    if (t.parts.empty()) cat.assign(static_cast<size_t>(t.numel()), 0.0f);
+    std::vector<float> out = cat;
+    if (t.transpose) {  // cat is [shape[1], shape[0]]
+        const int64_t rows = t.shape[0], cols = t.shape[1];
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = cat[j * rows + i];
+    }
+    for (float& v : out) v *= t.scale;
+    return out;
+}
+
+std::string shard_name(size_t i, size_t n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+    return buf;
+}
+
+}  // namespace
+
+HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir,
+                   const HfExportOptions& options) {
+    MT_CHECK(options.max_shard_bytes > 0, "export: the shard size must be > 0");
+    const CheckpointInfo info = read_checkpoint_info(checkpoint_dir);
+    const ModelConfig& c = info.config;
+    const io::HfFamily family = io::hf_family_for_export(c);
+    io::hf_check_round_trip(family, c);
+    check_export_dir(out_dir);
+
+    const SafetensorsFile file((fs::path(checkpoint_dir) / "model.safetensors").string());
+    const std::vector<ParamInfo> params = build_param_layout(c);
+    io::check_tensors(file, params, {""});
+    std::map<std::string, std::vector<float>> mt;
+    for (const ParamInfo& p : params) mt[p.name] = file.read_f32(p.name);
+
+    const std::vector<io::HfTensor> map = io::hf_tensor_map(family, c);
+    std::vector<std::vector<float>> values;
+    values.reserve(map.size());
+    for (const io::HfTensor& t : map) values.push_back(gather(t, mt));
+
+    // Greedy sharding in tensor order; a tensor larger than the limit gets a shard of its own.
+    std::vector<size_t> shard_of(map.size());
+    size_t n_shards = 0;
+    int64_t in_shard = 0, total = 0;
+    for (size_t i = 0; i < map.size(); ++i) {
+        const int64_t bytes = map[i].numel() * 4;
+        if (n_shards == 0 || (in_shard > 0 && in_shard + bytes > options.max_shard_bytes)) {
+            ++n_shards;
+            in_shard = 0;
+        }
+        shard_of[i] = n_shards - 1;
+        in_shard += bytes;
+        total += bytes;
+    }
+
+    HfResult result{io::hf_architecture(family), c, {}, io::hf_export_notes(family, c)};
+    io::AtomicDirWriter out(out_dir);
+    io::ordered_json weight_map = io::ordered_json::object();
+    for (size_t s = 0; s < n_shards; ++s) {
+        const std::string name = n_shards == 1 ? "model.safetensors" : shard_name(s, n_shards);
+        SafetensorsWriter w;
+        w.set_metadata("format", "pt");  // transformers refuses safetensors without it
+        for (size_t i = 0; i < map.size(); ++i) {
+            if (shard_of[i] != s) continue;
+            w.add(map[i].name, DType::f32, map[i].shape, values[i].data());
+            weight_map[map[i].name] = name;
+        }
+        w.write(out.file(name));
+        result.files.push_back(name);
+    }
+    if (n_shards > 1) {
+        io::ordered_json index;
+        index["metadata"] = {{"total_size", total}};
+        index["weight_map"] = weight_map;
+        io::write_file_synced(out.file("model.safetensors.index.json"), index.dump(2) + "\n");
+        result.files.push_back("model.safetensors.index.json");
+    }
+    io::write_file_synced(out.file("config.json"), io::hf_config_json(family, c));
+    io::write_file_synced(out.file("generation_config.json"), io::hf_generation_config_json(c));
+    result.files.push_back("config.json");
+    result.files.push_back("generation_config.json");
+    out.commit();
+    return result;
+}
+
+}  // namespace moetrain

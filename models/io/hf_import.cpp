@@ -1,0 +1,136 @@
+// import_hf: a transformers model directory (config.json + safetensors weights) as a
+// weights-only moetrain checkpoint. Each transformers tensor is checked (present, shape),
+// widened to fp32 and scattered into the MODEL.md tensors by the inverse of the export
+// mapping; tensors the mapping does not know are refused, never dropped.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "io/checkpoint_write.h"
+#include "io/file.h"
+#include "io/hf_mapping.h"
+#include "io/hf_weights.h"
+#include "model/param_layout.h"
+#include "moetrain/error.h"
+#include "moetrain/hf.h"
+
+namespace fs = std::filesystem;
+
+namespace moetrain {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+// GPT-2 checkpoints on the Hub name the base model's tensors without "transformer.".
+std::string file_name_of(io::HfFamily f, const std::string& name, const io::HfWeights& w) {
+    if (f != io::HfFamily::gpt2 || w.find(name)) return name;
+    const std::string prefix = "transformer.";
+    if (name.rfind(prefix, 0) == 0 && w.find(name.substr(prefix.size())))
+        return name.substr(prefix.size());
+    return name;
+}
+
+// Scatter one transformers tensor into the flat MODEL.md buffer (inverse of the export).
+void scatter(const io::HfTensor& t, const std::vector<float>& hf,
+             const std::map<std::string, const ParamInfo*>& by_name, std::vector<float>& flat) {
+    std::vector<float> cat(hf.size());
+    if (t.transpose) {
+        const int64_t rows = t.shape[0], cols = t.shape[1];
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) cat[j * rows + i] = hf[i * cols + j];
+    } else {
+        cat = hf;
+    }
+    for (float& v : cat) v /= t.scale;  // a power of two: exact
+    size_t at = 0;
+    for (const io::HfPart& p : t.parts) {
+        const ParamInfo* info = by_name.at(p.name);
+        std::memcpy(flat.data() + info->offset + p.offset, cat.data() + at,
+                    static_cast<size_t>(p.numel) * sizeof(float));
+        at += static_cast<size_t>(p.numel);
+    }
+}
+
+}  // namespace
+
+HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir) {
+    std::error_code ec;
+    MT_CHECK(fs::is_directory(hf_dir, ec), "import: --from ", hf_dir, " is not a directory");
+    MT_CHECK(!fs::exists(checkpoint_dir, ec) ||
+                 (fs::is_directory(checkpoint_dir, ec) && fs::is_empty(checkpoint_dir, ec)),
+             "import: --out ", checkpoint_dir,
+             " already exists and is not an empty directory; choose a new directory");
+    const std::string config_path = (fs::path(hf_dir) / "config.json").string();
+    const io::HfImportedConfig hc =
+        io::hf_config_from_json(io::read_file(config_path, "config file"), config_path);
+    const ModelConfig& c = hc.config;
+    const io::HfWeights weights(hf_dir);
+
+    const std::vector<ParamInfo> params = build_param_layout(c);
+    std::map<std::string, const ParamInfo*> by_name;
+    int64_t n_flat = 0;
+    for (const ParamInfo& p : params) {
+        by_name[p.name] = &p;
+        n_flat = std::max(n_flat, p.offset + p.numel());
+    }
+    std::vector<float> flat(static_cast<size_t>(n_flat), 0.0f);
+    std::set<std::string> used;
+    for (const io::HfTensor& t : io::hf_tensor_map(hc.family, c)) {
+        const std::string name = file_name_of(hc.family, t.name, weights);
+        const SafetensorsEntry* e = weights.find(name);
+        MT_CHECK(e, "import: ", hf_dir, " has no tensor \"", t.name, "\" (",
+                 io::hf_architecture(hc.family), " with this config.json needs it)");
+        MT_CHECK(e->shape == t.shape, weights.where(name), ": tensor \"", name, "\" has shape ",
+                 e->shape_str(), ", config.json implies ", shape_str(t.shape));
+        const std::vector<float> v = weights.read_f32(name);
+        for (size_t i = 0; i < v.size(); ++i)
+            MT_CHECK(std::isfinite(v[i]), weights.where(name), ": tensor \"", name,
+                     "\" holds a non-finite value at element ", i);
+        used.insert(name);
+        if (t.parts.empty()) {
+            for (size_t i = 0; i < v.size(); ++i)
+                MT_CHECK(v[i] == 0.0f, "import: tensor \"", name, "\" is not zero (element ", i,
+                         " = ", v[i], "): MODEL.md cannot represent ", t.zero_reason);
+            continue;
+        }
+        scatter(t, v, by_name, flat);
+    }
+    for (const std::string& name : weights.names()) {
+        if (used.count(name) || io::hf_ignored_tensor(name)) continue;
+        if (name == "lm_head.weight" && c.tie_embeddings) {
+            // Some files store the tied head; accept it only when it is the embedding.
+            const std::vector<float> head = weights.read_f32(name);
+            const ParamInfo& emb = *by_name.at("tok_emb.weight");
+            MT_CHECK(head.size() == static_cast<size_t>(emb.numel()) &&
+                         std::memcmp(head.data(), flat.data() + emb.offset,
+                                     head.size() * sizeof(float)) == 0,
+                     "import: lm_head.weight differs from the embedding although config.json "
+                     "ties them (tie_word_embeddings)");
+            continue;
+        }
+        fail("import: ", weights.where(name), ": unexpected tensor \"", name, "\" (",
+             io::hf_architecture(hc.family), " as moetrain maps it has no such tensor)");
+    }
+
+    io::CheckpointBuffers b;
+    b.params = &params;
+    b.weights = &flat;
+    b.config_json = config_to_json(c);
+    TrainState state;
+    io::write_checkpoint_dir(checkpoint_dir, b, state, OptimizerState::none);
+    HfResult result{io::hf_architecture(hc.family), c, weights.files(), {}};
+    if (c.moe)
+        result.notes.push_back("moe.aux_loss_alpha = router_aux_loss_coef " +
+                               std::to_string(c.moe->aux_loss_alpha) +
+                               " (MODEL.md's per-layer load-balancing loss, not transformers')");
+    return result;
+}
+
+}  // namespace moetrain

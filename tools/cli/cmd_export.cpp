@@ -1,0 +1,51 @@
+// `moetrain export --checkpoint CKPT --format hf --out DIR`: a checkpoint as a transformers
+// model directory (docs/INTEROP.md), or one line naming why no transformers class computes
+// the same function.
+#include <cstdio>
+
+#include "commands.h"
+#include "moetrain/checkpoint.h"
+#include "moetrain/hf.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct ExportArgs {
+    std::string checkpoint, format = "hf", out;
+    double max_shard_mb = 5000;
+};
+
+void run_export(const ExportArgs& a) {
+    const std::string dir = resolve_checkpoint(a.checkpoint);
+    HfExportOptions o;
+    o.max_shard_bytes = static_cast<int64_t>(a.max_shard_mb * 1e6);
+    const HfResult r = export_hf(dir, a.out, o);
+    std::printf("exported %s as %s to %s (", dir.c_str(), r.architecture.c_str(), a.out.c_str());
+    for (size_t i = 0; i < r.files.size(); ++i)
+        std::printf("%s%s", i ? ", " : "", r.files[i].c_str());
+    std::printf(")\n");
+    for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<ExportArgs>();
+    auto* cmd = app.add_subcommand("export", "write a checkpoint in another format");
+    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
+        ->required();
+    cmd->add_option("--format", a->format, "hf: a transformers model directory")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"hf"}));
+    cmd->add_option("--out", a->out, "output directory (replaced atomically)")->required();
+    cmd->add_option("--max-shard-mb", a->max_shard_mb,
+                    "split the weights into shards with an index above this size (MB)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->callback([a, &exit_code] {
+        run_export(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli

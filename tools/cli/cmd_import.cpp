@@ -1,0 +1,42 @@
+// `moetrain import --from DIR --out CKPT`: a transformers model directory (GPT-2, Llama,
+// Mixtral, Qwen2-MoE layouts; docs/INTEROP.md) as a weights-only checkpoint that
+// `moetrain train --init-from CKPT` fine-tunes.
+#include <cstdio>
+
+#include "commands.h"
+#include "moetrain/hf.h"
+
+namespace moetrain::cli {
+namespace {
+
+struct ImportArgs {
+    std::string from, out;
+};
+
+void run_import(const ImportArgs& a) {
+    const HfResult r = import_hf(a.from, a.out);
+    std::printf("imported %s (%s, %s%d layers, d_model %d, vocab %d) to %s\n", a.from.c_str(),
+                r.architecture.c_str(),
+                r.config.moe
+                    ? ("MoE " + std::to_string(r.config.moe->n_experts) + " experts, ").c_str()
+                    : "",
+                r.config.n_layers, r.config.d_model, r.config.vocab_size, a.out.c_str());
+    for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+}
+
+}  // namespace
+
+void add_import_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<ImportArgs>();
+    auto* cmd =
+        app.add_subcommand("import", "make a checkpoint from a transformers model directory");
+    cmd->add_option("--from", a->from, "directory with config.json and safetensors weights")
+        ->required();
+    cmd->add_option("--out", a->out, "checkpoint directory to create")->required();
+    cmd->callback([a, &exit_code] {
+        run_import(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli
