@@ -97,6 +97,11 @@ TEST_CASE("tokenizers: parsers take bytes and fail with one line") {
                   {"type": "WordPiece"}})");
           }) == "tokenizer.json: model type must be \"BPE\"");
     CHECK(error_of([] { parse_tiktoken("", "gpt2"); }) == "tiktoken file: no ranks");
+    // Hostile sizes fail before anything is sized by them.
+    CHECK(error_of([] { parse_hf_tokenizer_json(std::string(100000, '[')); }) ==
+          "tokenizer.json: JSON nested deeper than 64 levels");
+    CHECK(error_of([] { parse_tiktoken("QQ== 2000000000\n", "gpt2"); }) ==
+          "tiktoken file: the ranks are not 0..0 (two tokens share a rank, or ranks are missing)");
     CHECK(error_of([] { parse_tiktoken("QQ== x\n", "gpt2"); }) ==
           "tiktoken file line 1: the rank is not a number");
     CHECK(error_of([] { parse_tiktoken("QQ== 0\n", "gpt2"); }) ==

@@ -4,6 +4,7 @@
 // and the added tokens, which are matched literally in the text. Anything the model would do
 // differently (normalizers, dropout, subword prefixes, byte fallback, stripping added tokens)
 // is rejected with a message naming the field instead of being approximated.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "moetrain/error.h"
@@ -67,9 +68,12 @@ tok::SplitPattern read_pre_tokenizer(const json& pre, bool& add_prefix_space) {
     return tok::split_pattern_by_regex((*pattern)["Regex"].get<std::string>());
 }
 
+// Ids index dense tables: a bound keeps a hostile file from asking for gigabytes.
+constexpr int64_t kMaxId = int64_t{1} << 24;
+
 int32_t read_id(const json& v, const std::string& what) {
-    MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < (1LL << 31) - 1,
-             kWhere, ": ", what, " must be an id in [0, 2^31 - 1)");
+    MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < kMaxId, kWhere,
+             ": ", what, " must be an id in [0, 2^24)");
     return static_cast<int32_t>(v.get<int64_t>());
 }
 
@@ -158,9 +162,32 @@ void read_added_tokens(const json* added, tok::ByteLevelBpe& t) {
     }
 }
 
+// Nesting depth of JSON text (brackets outside strings): nlohmann's parser recurses per level.
+size_t json_depth(std::string_view text) {
+    size_t depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
 }  // namespace
 
 std::shared_ptr<const Tokenizer> parse_hf_tokenizer_json(std::string_view text) {
+    MT_CHECK(json_depth(text) <= 64, kWhere, ": JSON nested deeper than 64 levels");
     json j;
     try {
         j = json::parse(text);

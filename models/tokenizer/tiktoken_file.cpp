@@ -101,11 +101,17 @@ std::shared_ptr<const Tokenizer> parse_tiktoken(std::string_view text, const std
                  " is too large");
         MT_CHECK(rank_of.emplace(bytes, static_cast<int32_t>(rank)).second, kWhere, " line ",
                  line_no, ": the token appears twice");
-        t->set_id_bytes(static_cast<int32_t>(rank), bytes);
     }
     MT_CHECK(!rank_of.empty(), kWhere, ": no ranks");
-    MT_CHECK(rank_of.size() == t->id_bytes.size(), kWhere, ": the ranks are not 0..",
-             rank_of.size() - 1, " (two tokens share a rank, or ranks are missing)");
+    // Ranks are the ids 0..n-1, each once (checked before any table is sized by them).
+    std::vector<bool> seen(rank_of.size(), false);
+    for (const auto& [token, rank] : rank_of) {
+        MT_CHECK(static_cast<size_t>(rank) < seen.size() && !seen[static_cast<size_t>(rank)],
+                 kWhere, ": the ranks are not 0..", rank_of.size() - 1,
+                 " (two tokens share a rank, or ranks are missing)");
+        seen[static_cast<size_t>(rank)] = true;
+    }
+    for (const auto& [token, rank] : rank_of) t->set_id_bytes(rank, token);
     for (int b = 0; b < 256; ++b) {
         auto it = rank_of.find(std::string(1, static_cast<char>(b)));
         MT_CHECK(it != rank_of.end(), kWhere, ": byte ", b,
