@@ -3,6 +3,7 @@
 // check, SHA-256 test vectors, and one-line errors of the tokenizer parsers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -125,4 +126,42 @@ TEST_CASE("tokenizers: parsers take bytes and fail with one line") {
     std::vector<int32_t> ids = tok->encode(text);
     CHECK(ids.size() == text.size() - 12);  // the special token is one id
     CHECK(tok->decode(ids) == text);
+}
+
+TEST_CASE("data: shuffled windows: a permutation per epoch, exact on resume") {
+    std::vector<int32_t> v(1000);
+    std::iota(v.begin(), v.end(), 0);
+    TokenStream s = make_token_stream(v);
+    BatchLoader a(s, 2, 5, "train");  // windows of 10: 99 per epoch
+    a.set_shuffle(42);
+    const int64_t n = a.batches_per_epoch();
+    std::vector<int32_t> x, y;
+    std::vector<std::vector<int32_t>> starts(3);
+    for (int e = 0; e < 3; ++e) {
+        for (int64_t k = 0; k < n; ++k) {
+            a.next(x, y);
+            CHECK(x[0] % 10 == 0);
+            CHECK(y[9] == x[9] + 1);
+            starts[static_cast<size_t>(e)].push_back(x[0]);
+        }
+        std::vector<int32_t> sorted = starts[static_cast<size_t>(e)];
+        std::sort(sorted.begin(), sorted.end());
+        for (int64_t k = 0; k < n; ++k) CHECK(sorted[static_cast<size_t>(k)] == k * 10);
+    }
+    CHECK(starts[0] != starts[1]);
+    CHECK(a.position() == 3 * n);
+    BatchLoader b(s, 2, 5, "train");  // resume in the middle of epoch 1
+    b.set_shuffle(42);
+    b.set_position(n + 17);
+    b.next(x, y);
+    CHECK(x[0] == starts[1][17]);
+    BatchLoader c(s, 2, 5, "train");
+    c.set_shuffle(43);
+    c.next(x, y);
+    std::vector<int32_t> other{x[0]};
+    for (int k = 1; k < 5; ++k) {
+        c.next(x, y);
+        other.push_back(x[0]);
+    }
+    CHECK(other != std::vector<int32_t>(starts[0].begin(), starts[0].begin() + 5));
 }

@@ -38,6 +38,7 @@ struct TrainState {
     // The tokenizer file's bytes, saved next to state.json as tokenizer_copy_name(tokenizer);
     // not part of state.json, and empty when read back (load_checkpoint_tokenizer reads it).
     std::string tokenizer_file;
+    int64_t shuffle_seed = -1;  // --shuffle SEED of the train loader (-1: consecutive windows)
     std::string data_path;     // informational
     int64_t data_tokens = 0;   // tokens in the whole data file (resume checks the same data)
 };

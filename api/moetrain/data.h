@@ -49,6 +49,9 @@ TokenSplit split_tokens(std::vector<int32_t> tokens);
 //   x = tokens[pos : pos+B*T], y = tokens[pos+1 : pos+B*T+1]; pos += B*T;
 //   if pos + B*T + 1 > len: pos = 0.
 // Evaluation over N batches = a fresh loader (pos 0) of the split, N calls of next().
+// With set_shuffle(seed) the same windows (starts k*B*T, k < batches_per_epoch()) are read in
+// a seeded permutation that changes every epoch; position() is then the number of batches read
+// (epoch * batches_per_epoch() + index), which set_position() restores exactly.
 class BatchLoader {
   public:
     // `split_name` ("train", "val") appears in errors. Throws "data too short: ..." when the
@@ -57,9 +60,11 @@ class BatchLoader {
     // Fill x and y with B*T ids each, then advance.
     void next(int32_t* x, int32_t* y);
     void next(std::vector<int32_t>& x, std::vector<int32_t>& y);
-    int64_t position() const { return pos_; }
-    // Resume: pos must be a position from which one batch fits (0 <= pos, pos + B*T + 1 <= n).
+    int64_t position() const { return shuffle_ ? batches_read_ : pos_; }
+    // Resume: pos must be a position from which one batch fits (0 <= pos, pos + B*T + 1 <= n);
+    // shuffled: any count of batches read (>= 0).
     void set_position(int64_t pos);
+    void set_shuffle(uint64_t seed);
     int batch() const { return B_; }
     int seq() const { return T_; }
     int64_t size() const { return tokens_->size(); }
@@ -72,6 +77,10 @@ class BatchLoader {
     std::string name_;
     int64_t pos_ = 0;
     std::vector<int32_t> window_;  // the B*T+1 tokens of one batch
+    bool shuffle_ = false;
+    uint64_t seed_ = 0;
+    int64_t batches_read_ = 0, perm_epoch_ = -1;
+    std::vector<int64_t> perm_;  // window order of epoch perm_epoch_
 };
 
 }  // namespace moetrain

@@ -76,7 +76,28 @@ BatchLoader::BatchLoader(TokenStream tokens, int B, int T, std::string split_nam
 void BatchLoader::next(int32_t* x, int32_t* y) {
     const int64_t bt = int64_t{B_} * T_;
     window_.resize(static_cast<size_t>(bt) + 1);
-    tokens_->read(pos_, bt + 1, window_.data());
+    int64_t start = pos_;
+    if (shuffle_) {
+        const int64_t n = batches_per_epoch(), epoch = batches_read_ / n;
+        if (epoch != perm_epoch_) {
+            // Fisher-Yates with SplitMix64 seeded by (seed, epoch): the same on every machine.
+            perm_.resize(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) perm_[static_cast<size_t>(i)] = i;
+            uint64_t state = seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1));
+            for (int64_t i = n - 1; i > 0; --i) {
+                uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+                z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+                z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+                z ^= z >> 31;
+                std::swap(perm_[static_cast<size_t>(i)],
+                          perm_[static_cast<size_t>(z % static_cast<uint64_t>(i + 1))]);
+            }
+            perm_epoch_ = epoch;
+        }
+        start = perm_[static_cast<size_t>(batches_read_ % n)] * bt;
+        ++batches_read_;
+    }
+    tokens_->read(start, bt + 1, window_.data());
     std::memcpy(x, window_.data(), static_cast<size_t>(bt) * sizeof(int32_t));
     std::memcpy(y, window_.data() + 1, static_cast<size_t>(bt) * sizeof(int32_t));
     pos_ += bt;
@@ -89,7 +110,18 @@ void BatchLoader::next(std::vector<int32_t>& x, std::vector<int32_t>& y) {
     next(x.data(), y.data());
 }
 
+void BatchLoader::set_shuffle(uint64_t seed) {
+    shuffle_ = true;
+    seed_ = seed;
+    perm_epoch_ = -1;
+}
+
 void BatchLoader::set_position(int64_t pos) {
+    if (shuffle_) {
+        MT_CHECK(pos >= 0, name_, " loader position ", pos, " is negative");
+        batches_read_ = pos;
+        return;
+    }
     const int64_t bt = int64_t{B_} * T_;
     MT_CHECK(pos >= 0 && pos + bt + 1 <= size(), name_, " loader position ", pos,
              " is out of range: ", size(), " tokens cannot hold a batch of ", B_, " x ", T_,

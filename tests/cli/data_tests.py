@@ -118,6 +118,20 @@ def train_from_llmc_style_shards_resumes_exactly():
     assert a == b, "resume across shard boundaries is not exact"
     state = json.load(open(os.path.join(part, "step_000012", "state.json")))
     assert state["data"]["train_pos"] == 12 * 64, state["data"]  # a global token position
+    # --shuffle: a seeded window order per epoch (7 * 300 tokens hold 32 windows of 64: the
+    # 40 steps cross an epoch), still exact on resume; a different order is refused.
+    sh = ["--data", d, "--steps", 40, "--shuffle", 7]
+    run("train", *base, *sh, "--out", os.path.join(d, "sfull"))
+    run("train", *base, *sh, "--stop-at", 35, "--out", os.path.join(d, "spart"))
+    expect_error(["train", "--resume", os.path.join(d, "spart"), "--steps", 40, "--shuffle", 8],
+                 "--shuffle 8 differs")
+    run("train", "--device", "cpu", "--threads", "1", "--resume", os.path.join(d, "spart"),
+        "--steps", 40, "--out", os.path.join(d, "spart"))
+    a = open(os.path.join(d, "sfull", "step_000040", "model.safetensors"), "rb").read()
+    b = open(os.path.join(d, "spart", "step_000040", "model.safetensors"), "rb").read()
+    assert a == b, "shuffled resume is not exact"
+    state = json.load(open(os.path.join(d, "spart", "step_000040", "state.json")))
+    assert state["data"]["shuffle"] == 7 and state["data"]["train_pos"] == 40, state["data"]
     ev = run("eval", "--device", "cpu", "--threads", 1, "--checkpoint", full, "--data", d, "--batch", 4, "--seq", 16,
              "--batches", 2)
     assert json.loads(ev.stdout.strip().splitlines()[-1])["loss"] > 0

@@ -29,7 +29,7 @@ struct TrainArgs {
     ModelChoice model;
     std::string data;
     TokenizerChoice tokenizer;
-    int64_t val_tokens = -1;
+    int64_t val_tokens = -1, shuffle = -1;
     int64_t steps = 0, stop_at = -1;
     int batch = 0, seq = 0, accum = 1;
     std::string optimizer = "adamw", precision = "fp32";
@@ -87,6 +87,12 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     same("--batch", a.batch, s.batch);
     same("--seq", a.seq, s.seq);
     same("--data", a.data, s.data_path);
+    MT_CHECK(!a.given("--shuffle") || a.shuffle == s.shuffle_seed, "--resume: --shuffle ",
+             a.shuffle, " differs from the checkpoint's ",
+             s.shuffle_seed < 0 ? std::string("consecutive windows")
+                                : "--shuffle " + std::to_string(s.shuffle_seed),
+             "; its data position belongs to that order");
+    a.shuffle = s.shuffle_seed;
     same("--seed", a.seed, s.seed);
 }
 
@@ -155,6 +161,7 @@ void run_train(TrainArgs& a) {
                  ckpt->state.data_tokens, " (", ckpt->state.data_path,
                  "); its data position belongs to that file");
     BatchLoader train_loader(data.train, a.batch, a.seq, "train");
+    if (a.shuffle >= 0) train_loader.set_shuffle(static_cast<uint64_t>(a.shuffle));
     if (a.eval_every > 0)  // fail now, not after the first steps
         BatchLoader(data.val, a.batch, a.seq, "val");
 
@@ -179,6 +186,7 @@ void run_train(TrainArgs& a) {
     state.batch = a.batch;
     state.seq = a.seq;
     tok.record(state);
+    state.shuffle_seed = a.shuffle;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
@@ -277,6 +285,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
     a->tokenizer.add_options(cmd);
     cmd->add_option("--val-tokens", a->val_tokens,
                     "shards without \"_val_\" files: validate on the last N tokens (default 10%)")
+        ->check(non_negative());
+    cmd->add_option("--shuffle", a->shuffle,
+                    "read the train windows in a permutation seeded by SEED, new every epoch")
         ->check(non_negative());
     cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
         ->required()->check(non_negative());
