@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -62,6 +63,17 @@ std::string tokenizer_copy_name(const std::string& spec);
 
 // SHA-256 of a tokenizer file's bytes (64 hex digits), as state.json records it.
 std::string tokenizer_file_sha256(std::string_view bytes);
+
+// Train a byte-level BPE with the GPT-2 split regex on text files; returns a Hugging Face
+// tokenizer.json (special tokens get ids 0.., then the 256 bytes, then one id per merge).
+struct BpeTrainOptions {
+    int64_t vocab_size = 0;
+    std::vector<std::string> specials;
+    int threads = 1;                                  // files counted at once
+    std::function<void(const std::string&)> progress;  // optional status lines
+};
+std::string train_byte_level_bpe(const std::vector<std::string>& files,
+                                 const BpeTrainOptions& options);
 
 // The parsers, from bytes (also the entry points for fuzzing).
 std::shared_ptr<const Tokenizer> make_bytes_tokenizer();

@@ -338,6 +338,36 @@ def bpe_model_end_to_end():
 
 
 @test
+def tokenizer_train_loads_in_hf_and_is_deterministic():
+    d = work("tokenizer_train")
+    parts = []
+    text = base_corpus()
+    for i in range(3):  # several files: counted in parallel
+        p = os.path.join(d, f"part{i}.txt")
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text[i * len(text) // 3:(i + 1) * len(text) // 3])
+        parts.append(p)
+    outs = []
+    for threads in [1, 3]:
+        out = os.path.join(d, f"trained{threads}.json")
+        log = run_bytes("tokenizer", "train", "--data", os.path.join(d, "part*.txt"),
+                        "--vocab-size", 1200, "--special", "<|endoftext|>", "--out", out,
+                        "--threads", threads)
+        assert b"counted" in log and b"wrote" in log, log
+        outs.append(open(out, "rb").read())
+    assert outs[0] == outs[1], "tokenizer train is not deterministic across thread counts"
+    path = os.path.join(d, "trained1.json")
+    check_hf(d, path)  # HF tokenizers loads it and encodes / decodes identically
+    from tokenizers import Tokenizer
+    assert Tokenizer.from_file(path).get_vocab_size() == 1200
+    expect_error(["tokenizer", "train", "--data", os.path.join(d, "none*.txt"), "--vocab-size",
+                  500, "--out", os.path.join(d, "x.json")], "matches no files")
+    expect_error(["tokenizer", "train", "--data", parts[0], "--vocab-size", 100, "--out",
+                  os.path.join(d, "x.json")], "below the 256 bytes")
+    assert not os.path.exists(os.path.join(d, "x.json"))
+
+
+@test
 def tokenizer_bad_files():
     d = work("bad_files")
     base = train_hf(d)

@@ -1,12 +1,18 @@
 // `moetrain tokenizer info|encode|decode`: inspect a tokenizer and run it on a file, so that
 // its output can be compared with other tools (ids as a JSON array, decoded bytes verbatim).
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
 #include "moetrain/error.h"
+#include "moetrain/shards.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -64,6 +70,55 @@ void add_decode(CLI::App* parent) {
     });
 }
 
+void add_train(CLI::App* parent) {
+    struct Args {
+        std::vector<std::string> data, specials;
+        int64_t vocab_size = 0;
+        std::string out;
+        int threads = 0;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = parent->add_subcommand(
+        "train", "train a byte-level BPE (GPT-2 split) and write a Hugging Face tokenizer.json");
+    cmd->add_option("--data", a->data, "text files, directories or globs")->required();
+    cmd->add_option("--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)")
+        ->required();
+    cmd->add_option("--out", a->out, "tokenizer.json to write")->required();
+    cmd->add_option("--special", a->specials, "special tokens (ids 0..), e.g. <|endoftext|>");
+    cmd->add_option("--threads", a->threads, "files counted at once (0 = all cores)");
+    cmd->callback([a] {
+        std::vector<std::string> files;
+        for (const std::string& d : a->data)
+            for (std::string& f : expand_file_spec(d, "")) files.push_back(std::move(f));
+        BpeTrainOptions o;
+        o.vocab_size = a->vocab_size;
+        o.specials = a->specials;
+        o.threads = a->threads > 0
+                        ? a->threads
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        o.progress = [](const std::string& line) {
+            std::printf("tokenizer train: %s\n", line.c_str());
+            std::fflush(stdout);
+        };
+        std::string json = train_byte_level_bpe(files, o);
+        // Written under a temporary name and renamed: never a partial file under --out.
+        const std::string tmp = a->out + ".tmp-" + std::to_string(::getpid());
+        {
+            std::ofstream f(tmp, std::ios::binary);
+            f << json;
+            f.close();
+            if (!f) {
+                std::remove(tmp.c_str());
+                fail("--out ", a->out, ": cannot write ", tmp);
+            }
+        }
+        MT_CHECK(std::rename(tmp.c_str(), a->out.c_str()) == 0, "--out ", a->out,
+                 ": cannot rename ", tmp, " into place");
+        std::printf("tokenizer train: wrote %s (%lld tokens)\n", a->out.c_str(),
+                    static_cast<long long>(load_tokenizer(a->out)->vocab_size()));
+    });
+}
+
 }  // namespace
 
 void add_tokenizer_command(CLI::App& app, int& exit_code) {
@@ -72,6 +127,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     add_info(cmd);
     add_encode(cmd);
     add_decode(cmd);
+    add_train(cmd);
     cmd->final_callback([&exit_code] { exit_code = 0; });
 }
 
