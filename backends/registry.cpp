@@ -9,23 +9,12 @@
 #include <mutex>
 
 #include "cpu/cpu_backend.h"
+#include "module_dirs.h"
 #include "moetrain/backend.h"
 
 namespace moetrain {
-namespace {
 
-const char* kPrefix = MOETRAIN_MODULE_PREFIX;  // "libmoetrain_backend_"
-const std::vector<std::string> kKnown = {"cpu", "opencl", "cuda"};
-
-struct Entry {
-    std::string name;
-    std::string path;  // module file ("" = built in or not found)
-    bool tried = false;
-    Backend* backend = nullptr;  // owned for the life of the process (modules never unloaded)
-    std::string reason;
-};
-
-std::string library_dir() {
+static std::string library_dir() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&library_dir), &info) && info.dli_fname) {
         std::string p = info.dli_fname;
@@ -35,7 +24,7 @@ std::string library_dir() {
     return ".";
 }
 
-std::vector<std::string> search_dirs() {
+std::vector<std::string> module_search_dirs() {
     std::vector<std::string> dirs;
     if (const char* env = std::getenv("MOETRAIN_BACKEND_PATH")) {
         std::string s = env;
@@ -51,8 +40,21 @@ std::vector<std::string> search_dirs() {
     return dirs;
 }
 
+namespace {
+
+const char* kPrefix = MOETRAIN_MODULE_PREFIX;  // "libmoetrain_backend_"
+const std::vector<std::string> kKnown = {"cpu", "opencl", "cuda"};
+
+struct Entry {
+    std::string name;
+    std::string path;  // module file ("" = built in or not found)
+    bool tried = false;
+    Backend* backend = nullptr;  // owned for the life of the process (modules never unloaded)
+    std::string reason;
+};
+
 class Registry {
-public:
+  public:
     static Registry& get() {
         static Registry r;
         return r;
@@ -104,7 +106,7 @@ public:
             e.reason = "module " + e.path + " was built for another moetrain backend ABI";
     }
 
-private:
+  private:
     static std::string upper(std::string s) {
         for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         return s;
@@ -112,7 +114,7 @@ private:
 
     Registry() {
         for (auto& n : kKnown) add(n, "");
-        dirs_ = search_dirs();
+        dirs_ = module_search_dirs();
         std::string prefix = kPrefix;
         for (auto& dir : dirs_) {
             DIR* d = opendir(dir.c_str());
@@ -128,8 +130,10 @@ private:
                 std::string name = f.substr(prefix.size(), f.size() - prefix.size() - 3);
                 if (name == "cpu") continue;
                 auto it = entries_.find(name);
-                if (it == entries_.end()) add(name, dir + "/" + f);
-                else if (it->second.path.empty()) it->second.path = dir + "/" + f;
+                if (it == entries_.end())
+                    add(name, dir + "/" + f);
+                else if (it->second.path.empty())
+                    it->second.path = dir + "/" + f;
             }
         }
     }
@@ -186,9 +190,10 @@ ResolvedDevice resolve_device(const std::string& spec) {
     if (colon != std::string::npos) {
         name = spec.substr(0, colon);
         std::string idx = spec.substr(colon + 1);
-        MT_CHECK(!idx.empty() && idx.size() < 6 &&
-                     std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; }),
-                 "bad device '", spec, "': expected NAME or NAME:INDEX, e.g. opencl:0");
+        MT_CHECK(
+            !idx.empty() && idx.size() < 6 &&
+                std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; }),
+            "bad device '", spec, "': expected NAME or NAME:INDEX, e.g. opencl:0");
         r.index = std::stoi(idx);
     }
     auto& reg = Registry::get();
@@ -208,8 +213,8 @@ ResolvedDevice resolve_device(const std::string& spec) {
         MT_CHECK(r.index < static_cast<int>(r.devices.size()), "device '", spec,
                  "' does not exist (", name, " has ", r.devices.size(), " device",
                  r.devices.size() == 1 ? "" : "s", ")");
-        MT_CHECK(r.devices[r.index].available, "device '", spec, "' is not available: ",
-                 r.devices[r.index].reason);
+        MT_CHECK(r.devices[r.index].available, "device '", spec,
+                 "' is not available: ", r.devices[r.index].reason);
     }
     return r;
 }

@@ -23,6 +23,7 @@ import array
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -170,6 +171,13 @@ def check_state(path):
             else:
                 check(isinstance(obj[k], t) and not isinstance(obj[k], bool),
                       f"{path}: {where + k} has type {type(obj[k]).__name__}")
+    # "checksums": CRC32C of the checkpoint's files and of state.json itself (checked by
+    # tests/cli/harden_tests.py against an independent CRC32C); here only its form.
+    sums = s.pop("checksums", {})
+    check(isinstance(sums, dict) and "state.json" in sums and "model.safetensors" in sums and
+          set(sums) <= {"state.json", "model.safetensors", "optimizer.safetensors"} and
+          all(re.fullmatch(r"crc32c:[0-9a-f]{8}", v or "") for v in sums.values()),
+          f"{path}: checksums {sums}")
     walk(s, spec, "")
     check(s["format"] == "moetrain-1", f"{path}: format {s['format']}")
     check(s["optimizer_state"] in ("adamw_moments", "adamw8bit_moments", "sgd_no_moments",

@@ -85,8 +85,11 @@ void write_optimizer(const std::string& dir, std::vector<io::QuantizedHost> stat
     edit(state, meta);
     SafetensorsWriter w;
     io::add_quantized_tensors(w, state);
-    for (const auto& [k, v] : meta) w.set_metadata(k, v);
+    for (const auto& [k, v] : meta)
+        if (k != kSafetensorsChecksumKey) w.set_metadata(k, v);
+    w.add_checksums();  // consistent checksums: the checks behind them are what is tested
     w.write(dir + "/optimizer.safetensors");
+    reseal_checkpoint(dir);
 }
 
 }  // namespace

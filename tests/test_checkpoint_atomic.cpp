@@ -139,16 +139,28 @@ TEST_CASE("checkpoint: atomic directory writer") {
     CHECK(error_of([&] { w.commit(); }).find("exists and is not a directory") != std::string::npos);
 }
 
+namespace {
+// A temporary directory left by a process that died while writing `final_dir` (the child
+// creates the writer and exits without unwinding); returns the dead process's pid.
+pid_t leave_dead_tmp(const std::string& final_dir) {
+    pid_t child = ::fork();
+    if (child == 0) {
+        new io::AtomicDirWriter(final_dir);  // never destroyed: _exit skips destructors
+        ::_exit(0);
+    }
+    REQUIRE(child > 0);
+    ::waitpid(child, nullptr, 0);  // `child` is now a pid of no process
+    return child;
+}
+}  // namespace
+
 TEST_CASE("checkpoint: stale temporaries of dead processes are ignored and removed") {
     TempDir tmp;
     write_plain(tmp.file("step_000001"), kSmall, 1);
-    pid_t child = ::fork();
-    if (child == 0) ::_exit(0);
-    REQUIRE(child > 0);
-    ::waitpid(child, nullptr, 0);  // `child` is now a pid of no process
+    const pid_t child = leave_dead_tmp(tmp.file("step_000002"));
     const std::string dead = tmp.file("step_000002.tmp-" + std::to_string(child));
     const std::string mine = tmp.file("step_000003.tmp-" + std::to_string(::getpid()));
-    fs::create_directories(dead);
+    REQUIRE(fs::is_directory(dead));
     fs::create_directories(mine);
     spit(dead + "/model.safetensors", "partial");
     spit(dead + "/state.json", "{");
@@ -157,9 +169,46 @@ TEST_CASE("checkpoint: stale temporaries of dead processes are ignored and remov
     CHECK(!fs::exists(dead));
     CHECK(fs::exists(mine));  // this process's own temporary may be in use
     // Writing the next checkpoint also cleans up.
-    fs::create_directories(dead);
+    const std::string dead2 =
+        tmp.file("step_000002.tmp-" + std::to_string(leave_dead_tmp(tmp.file("step_000002"))));
+    REQUIRE(fs::is_directory(dead2));
     write_plain(tmp.file("step_000004"), kSmall, 4);
-    CHECK(!fs::exists(dead));
+    CHECK(!fs::exists(dead2));
+}
+
+TEST_CASE("checkpoint: the cleaner never touches what this program did not make") {
+    TempDir tmp;
+    const pid_t gone = leave_dead_tmp(tmp.file("probe"));  // a pid of no process
+    const std::string suffix = ".tmp-" + std::to_string(gone);
+    // A user's folder with a temporary-looking name, and one holding a wrong marker.
+    fs::create_directories(tmp.file("thesis" + suffix + "/chapter1"));
+    spit(tmp.file("thesis" + suffix + "/chapter1/text.tex"), "precious");
+    fs::create_directories(tmp.file("notes" + suffix));
+    spit(tmp.file("notes" + suffix + "/.moetrain-partial"), "not our text");
+    // A symlink with such a name pointing at a real left-over elsewhere: not followed.
+    const std::string elsewhere = tmp.file("elsewhere");
+    fs::create_directories(elsewhere);
+    const std::string target =
+        elsewhere + "/x.tmp-" + std::to_string(leave_dead_tmp(elsewhere + "/x"));
+    REQUIRE(fs::is_directory(target));
+    fs::create_symlink(target, tmp.file("link" + suffix));
+    // A plain file with such a name.
+    spit(tmp.file("file" + suffix), "data");
+    const int removed = io::remove_stale_tmp_dirs(tmp.path.string());
+    CHECK(removed == 1);  // only probe.tmp-<pid>, made by AtomicDirWriter
+    CHECK(slurp(tmp.file("thesis" + suffix + "/chapter1/text.tex")) == "precious");
+    CHECK(fs::exists(tmp.file("notes" + suffix + "/.moetrain-partial")));
+    CHECK(fs::is_symlink(tmp.file("link" + suffix)));
+    CHECK(fs::is_directory(target));
+    CHECK(slurp(tmp.file("file" + suffix)) == "data");
+    CHECK(!fs::exists(tmp.file("probe" + suffix)));
+}
+
+TEST_CASE("checkpoint: a committed directory holds only what was written into it") {
+    TempDir tmp;
+    write_plain(tmp.file("step_000001"), kSmall, 1);
+    for (const std::string& name : entries(tmp.file("step_000001")))
+        CHECK(name.find("moetrain-partial") == std::string::npos);
 }
 
 TEST_CASE("checkpoint: SIGKILL while writing never damages an earlier checkpoint") {
@@ -220,6 +269,15 @@ TEST_CASE("checkpoint: resolve_checkpoint") {
     CHECK(resolve_checkpoint(run) == run + "/step_000010");
     write_plain(run + "/step_1000000", kSmall, 1000000);
     CHECK(resolve_checkpoint(run) == run + "/step_1000000");
+    // The writer's names for the largest steps (19 digits) are found by the reader too;
+    // 19 digits beyond int64 are not a step.
+    write_plain(run + "/" + step_dir_name(1000000000000000001), kSmall, 1000000000000000001);
+    CHECK(step_dir_name(1000000000000000001) == "step_1000000000000000001");
+    CHECK(resolve_checkpoint(run) == run + "/step_1000000000000000001");
+    fs::create_directories(run + "/step_9999999999999999999");
+    spit(run + "/step_9999999999999999999/model.safetensors", "");
+    spit(run + "/step_9999999999999999999/state.json", "");
+    CHECK(resolve_checkpoint(run) == run + "/step_1000000000000000001");
 
     CHECK(error_of([&] { resolve_checkpoint(tmp.file("missing")); }) ==
           "checkpoint " + tmp.file("missing") + " not found");
@@ -270,6 +328,7 @@ TEST_CASE("checkpoint: read_checkpoint_info and damaged directories") {
         io::add_flat_tensors(sw, kSmall, w, "");
         for (const auto& [k, v] : meta) sw.set_metadata(k, v);
         sw.write(mpath);
+        reseal_checkpoint(tmp.file("weights"));
         return error_of([&] { read_checkpoint_info(tmp.file("weights")); });
     };
     const std::string tiny = config_to_json(preset_config("tiny"));

@@ -6,7 +6,10 @@
 #      usable), then the op tests on cuda alone against the float64 reference;
 #   4. runs the finite-difference gradient check on cuda (tiny preset, dense and MoE layers);
 #   5. benchmarks dense-small, moe-mini and gpt2-124m training steps on cuda, fp32 and bf16,
-#      with CUDA Graphs on and off.
+#      with CUDA Graphs on and off;
+#   6. on machines with two or more GPUs (and mpirun): NCCL collectives, data-parallel and
+#      ZeRO-1 equivalence against one GPU, and a weak-scaling table of moe-mini over 1..G GPUs
+#      (docs/DISTRIBUTED.md; expert parallelism is not implemented, so there is no EP check).
 # The report goes to $OUT/gpu-check-<host>-<time>.md (default OUT=gpu-check-reports); the exit
 # status is non-zero if any check failed. Environment: BUILD (build dir, default build-gpu),
 # CUDA_ARCH (e.g. 90; default: the project's architecture list), PEAK_GFLOPS (for MFU; default
@@ -96,6 +99,46 @@ for spec in "dense-small 16 1024" "moe-mini 16 1024" "gpt2-124m 8 1024"; do
         echo "$out" >>"$LOG"
     done
 done
+say ""
+say "## Multi-GPU (NCCL)"
+gpus=$(grep -cE '^ +cuda:[0-9]+ ' <<<"$info" || true)
+if [ "${gpus:-0}" -lt 2 ] || ! command -v mpirun >/dev/null; then
+    say "- skipped: ${gpus:-0} CUDA GPU(s), mpirun $(command -v mpirun >/dev/null && echo found || echo missing)"
+elif [ ! -f "$BUILD/libmoetrain_comm_nccl.so" ]; then
+    say "- the nccl communicator module was not built: FAILED"
+    status=1
+else
+    DT=(python3 tests/dist/dist_tests.py --mpirun mpirun --moetrain "$MT"
+        --comm-check "$BUILD/moetrain_comm_check" --work "$BUILD/dist-work")
+    for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2; do run "dist $t" "${DT[@]}" "$t"; done
+    say ""
+    say "Weak scaling, moe-mini bf16, B=8 T=1024 per GPU, 20 steps (tokens/s of the last step):"
+    say ""
+    say "| GPUs | zero | tokens/s | per GPU |"
+    say "|---|---|---|---|"
+    scaling_data="$ROOT/$BUILD/dist-work/scaling-corpus.txt"
+    mkdir -p "$(dirname "$scaling_data")"
+    head -c 3000000 /dev/urandom | base64 >"$scaling_data"  # bytes tokenizer: any text
+    n=1
+    while [ "$n" -le "$gpus" ]; do
+        for z in 0 1; do
+            if [ "$n" -eq 1 ] && [ "$z" -eq 1 ]; then continue; fi
+            log_json="$ROOT/$BUILD/dist-work/scaling-$n-$z.jsonl"
+            rm -f "$log_json"
+            if mpirun --allow-run-as-root -np "$n" "$MT" train --device cuda --preset moe-mini \
+                --data "$scaling_data" --steps 20 --batch 8 --seq 1024 \
+                --precision bf16 --zero "$z" --quiet --log-json "$log_json" >>"$LOG" 2>&1; then
+                tps=$(tail -1 "$log_json" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))')
+                say "| $n | $z | $tps | $((tps / n)) |"
+            else
+                say "| $n | $z | FAILED | |"
+                status=1
+            fi
+        done
+        n=$((n * 2))
+    done
+fi
+
 say ""
 say "Full output: $(basename "$LOG")"
 echo "report: $REPORT"

@@ -7,7 +7,8 @@ pkgs=(build-essential cmake git pkg-config python3 python3-venv python3-torch cc
       libdnnl-dev libopenblas-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       doctest-dev libcli11-dev nlohmann-json3-dev
-      libsentencepiece-dev libicu-dev libopenmpi-dev openmpi-bin)
+      libsentencepiece-dev libicu-dev libopenmpi-dev openmpi-bin
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

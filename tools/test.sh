@@ -15,3 +15,5 @@ cmake --build "$BUILD" -j"$(nproc)"
 export OMP_WAIT_POLICY=passive
 export POCL_CACHE_DIR="$PWD/$BUILD/pocl-cache" MOETRAIN_CL_CACHE="$PWD/$BUILD/cl-cache"
 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
+# Every parser of outside input under libFuzzer for FUZZ_SECONDS (60) each (docs/RELIABILITY.md).
+bash tools/fuzz.sh

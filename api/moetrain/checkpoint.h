@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "moetrain/config.h"
 #include "moetrain/tokenizer.h"
@@ -56,6 +57,9 @@ struct CheckpointInfo {
     ModelConfig config;  // from model.safetensors metadata
     TrainState state;
     OptimizerState optimizer = OptimizerState::none;
+    // Every file and tensor carries a CRC32C that was verified (false: a checkpoint written
+    // before checksums existed; it loads, and the CLI warns that it cannot be verified).
+    bool checksummed = false;
     bool has_optimizer() const { return optimizer != OptimizerState::none; }
 };
 
@@ -69,6 +73,15 @@ std::string step_dir_name(int64_t step);
 void save_checkpoint(const std::string& dir, const Model& model, const Trainer* trainer,
                      const TrainState& state);
 
+// The step_NNNNNN entries directly inside a run directory (6 to 19 digits: every int64 step
+// step_dir_name writes), by ascending step; `complete_only` keeps those holding
+// model.safetensors and state.json. Names whose number exceeds int64 are not steps.
+struct StepDir {
+    int64_t step;
+    std::string path;
+};
+std::vector<StepDir> list_step_dirs(const std::string& run_dir, bool complete_only);
+
 // `path` is a checkpoint directory (returned as is) or a run directory (the newest
 // step_NNNNNN sub-directory holding model.safetensors and state.json is returned).
 // Throws a one-line error when neither.
@@ -78,7 +91,8 @@ std::string resolve_checkpoint(const std::string& path);
 // checked against the SHA-256 in state.json.
 std::shared_ptr<const Tokenizer> load_checkpoint_tokenizer(const CheckpointInfo& info);
 
-// Reads state.json and the model.safetensors header (fully validated; data not read).
+// Verifies the checksums of every file (throws naming the file and the tensor on damage),
+// then reads state.json and the model.safetensors header (fully validated).
 CheckpointInfo read_checkpoint_info(const std::string& dir);
 
 // Load the weights into `model`. Checks the format, that the stored config equals the

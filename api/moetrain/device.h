@@ -1,7 +1,8 @@
-// The Device interface: memory plus the smallest op set the MODEL.md transformer needs.
-// The model is written once against this class; each backend (cpu, opencl, cuda) implements
-// every op (pure virtual: a backend missing an op does not compile). Ops are queued in order
-// on the device's stream; download() and synchronize() wait for queued work.
+// The Device interface: memory plus the smallest op set the docs/MODEL.md transformer needs.
+// The model is written once against this class; the ops are listed once, in
+// api/moetrain/device_ops.def, and each backend (cpu, opencl, cuda) implements every one of
+// them. Ops are queued in order on the device's stream; download() and synchronize() wait
+// for queued work.
 //
 // Conventions for every op:
 //  - Tensors are views (buffer + element offset); sizes are passed explicitly and the
@@ -87,7 +88,7 @@ struct SampleArgs {
 enum class StepRun : uint8_t { eager, captured, replayed };
 
 class Device {
-public:
+  public:
     virtual ~Device() = default;
 
     // ---- identity ----
@@ -103,178 +104,21 @@ public:
         t.shape = shape;
         return t;
     }
-    virtual void upload(const Tensor& dst, const void* src) = 0;    // dst.bytes() from host
-    virtual void download(void* dst, const Tensor& src) = 0;        // waits for queued work
-    virtual void copy(const Tensor& dst, const Tensor& src) = 0;    // same dtype, dst.numel()
-    virtual void fill(const Tensor& dst, float value) = 0;          // any dtype (value cast)
-    virtual void convert(const Tensor& dst, const Tensor& src) = 0;  // f32/bf16/f16 casts
     virtual void synchronize() = 0;
 
-    // ---- dense algebra ----
-    virtual void gemm(const GemmArgs& g) = 0;
-    // Grouped products over consecutive row groups (the MoE experts) whose sizes live on the
-    // device. Group i < groups has r_i = group_rows[i] rows (i32, >= 0) starting at row
-    // o_i = r_0 + ... + r_{i-1}; sum r_i <= the capacity g.m (dim m) or g.k (dim k), which
-    // fixes the work a backend plans for (rows past sum r_i are not touched).
-    //  dim m (forward, input gradient): ta must be N, tb N or T; the tensors are A [cap, k],
-    //   C [cap, n] and `groups` B matrices B_i = g.b + i * g.stride_b;
-    //   C[o_i : o_i+r_i, :] = alpha * A[o_i : o_i+r_i, :] @ op(B_i) + beta * C[o_i : o_i+r_i, :].
-    //  dim k (weight gradient): ta must be T, tb N; A [cap, m], B [cap, n] and `groups` C
-    //   matrices C_i = g.c + i * g.stride_c [m, n];
-    //   C_i = alpha * A[o_i : o_i+r_i, :]^T @ B[o_i : o_i+r_i, :] + beta * C_i (r_i = 0 gives
-    //   beta * C_i).
-    // compute, dtypes, lda / ldb / ldc and "beta = 0 does not read C" as in gemm(); g.batch
-    // must be 1 and the other stride_* 0. Invalid group_rows (negative, sum over the capacity)
-    // are an error: thrown at once where group_rows is read on the host (cpu, opencl), else
-    // (cuda) reported at the next download() / synchronize() with the groups clamped to the
-    // capacity. Backends that support graph capture (cuda) issue no host synchronisation.
-    virtual void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
-                              GroupDim dim) = 0;
-    // out[i] = a[i] + b[i], i < n (out may alias a or b).
-    virtual void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) = 0;
-    // y[i] = alpha * x[i] + beta * y[i], i < n.
-    virtual void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) = 0;
-    // y[r, c] += bias[c] for r < rows, c < cols.
-    virtual void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) = 0;
-    // dbias[c] += sum_r dy[r, c].
-    virtual void bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) = 0;
-
-    // ---- embedding ----
-    // out[i, :] (+)= table[ids[i], :] for i < n; ids are i32 already validated (< rows of table).
-    virtual void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
-                               int64_t n, int64_t dim, bool accumulate) = 0;
-    // dtable[ids[i], :] += dout[i, :] for i < n (duplicates summed deterministically).
-    virtual void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                               int64_t n, int64_t dim) = 0;
-
-    // ---- normalisation (MODEL.md 2; rows of length dim) ----
-    // y = x * rstd * g, rstd[r] = 1/sqrt(mean(x^2) + eps).
-    virtual void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
-                             const Tensor& g, int64_t rows, int64_t dim, float eps) = 0;
-    // dx (+)= d/dx, dg += d/dg, from dy and the saved x, rstd.
-    virtual void rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
-                             const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
-                             int64_t dim, bool accumulate_dx) = 0;
-    // y = (x - mean) * rstd * g + b (b may be empty), biased variance.
-    virtual void layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
-                               const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
-                               int64_t dim, float eps) = 0;
-    // dx (+)= ..., dg += ..., db += ... (db may be empty).
-    virtual void layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db,
-                               const Tensor& dy, const Tensor& x, const Tensor& g,
-                               const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
-                               bool accumulate_dx) = 0;
-
-    // ---- positions ----
-    // In-place half-split RoPE on x[B,T,nh,hd]; row t has position p + t with p = pos0 +
-    // pos_dev[0] (pos_dev: i32 [1] or empty = 0; every position must lie in [0, 2^30)); theta
-    // is the already NTK-adjusted base. inverse = rotate by -angle (the backward pass).
-    virtual void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-                      int64_t pos0, const Tensor& pos_dev, bool inverse) = 0;
-
-    // ---- KV cache ----
-    // cache[b, p + t, :] = rows[b, t, :] for b < B, t < T, with p = pos0 + pos_dev[0] (pos_dev:
-    // i32 [1] or empty = 0); cache is [B, S, row_len], rows [B, T, row_len], both of one dtype
-    // (any). Needs 0 <= p and p + T <= S (pos0 + T <= S is checked on the host).
-    virtual void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
-                           int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) = 0;
-
-    // ---- attention (causal, flash-style: no Tq x Tk matrix is kept) ----
-    virtual void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,
-                               const Tensor& k, const Tensor& v, const AttnDims& d,
-                               float scale) = 0;
-    // dq, dk, dv are overwritten (dk/dv shaped like k/v, rows >= Tk zeroed).
-    virtual void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                               const Tensor& dout, const Tensor& q, const Tensor& k,
-                               const Tensor& v, const Tensor& o, const Tensor& lse,
-                               const AttnDims& d, float scale) = 0;
-
-    // ---- activations ----
-    virtual void act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) = 0;
-    // dx = dy * act'(x).
-    virtual void act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                         int64_t n) = 0;
-    // h = silu(gate) * up.
-    virtual void swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up,
-                            int64_t n) = 0;
-    virtual void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
-                            const Tensor& gate, const Tensor& up, int64_t n) = 0;
-    // Row-wise stable softmax, y may alias x.
-    virtual void softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) = 0;
-
-    // ---- MoE routing (MODEL.md 2-3) ----
-    // probs = softmax(logits) [N,E], lse[N] = logsumexp(logits); topk_idx/topk_w [N,k]: the k
-    // largest probs (ties: lower index first) in descending order, weights renormalised when
-    // norm_topk.
-    virtual void router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
-                            const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
-                            int64_t k, bool norm_topk) = 0;
-    // dlogits = d/dlogits of [sum dtopk_w * topk_w + scale*(aux + z)] with f_e = counts[e]/(N k)
-    // held constant: aux = aux_alpha * E * sum_e f_e * mean_n p[n,e]; z = z_alpha * mean lse^2.
-    virtual void router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
-                            const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
-                            const Tensor& counts, int64_t N, int64_t E, int64_t k,
-                            bool norm_topk, float aux_alpha, float z_alpha, float scale) = 0;
-    // out[0] += aux, out[1] += z (the two loss terms of one MoE layer, definitions above).
-    virtual void router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
-                                 const Tensor& counts, int64_t N, int64_t E, int64_t k,
-                                 float aux_alpha, float z_alpha) = 0;
-    // topk_idx[n] = mix32(ids[n] + 0x9E3779B9 * (layer + 1)) mod E.
-    virtual void hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
-                            int64_t E) = 0;
-    // Stable counting sort of the N*k slots by expert: counts[E]; row_token[r] = token of
-    // sorted row r (experts contiguous in order, within an expert by slot order n*k+j);
-    // slot_row[n*k+j] = sorted row of slot (n, j).
-    virtual void moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
-                          const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) = 0;
-    // dst[r, :] = src[index[r], :] for r < R.
-    virtual void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
-                             int64_t dim) = 0;
-    // y[n] (+)= sum_j w[n,j] * rows[slot_row[n*k+j]] (w empty = all 1). Also the backward of
-    // the token permutation (w empty, accumulate).
-    virtual void moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
-                             const Tensor& w, int64_t N, int64_t k, int64_t dim,
-                             bool accumulate) = 0;
-    // drows[slot_row[n,j]] = w[n,j] * dy[n]; dw[n,j] = dy[n] . rows[slot_row[n,j]] (dw may be
-    // empty; w empty = all 1).
-    virtual void moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
-                                 const Tensor& rows, const Tensor& slot_row, const Tensor& w,
-                                 int64_t N, int64_t k, int64_t dim) = 0;
-
-    // ---- loss ----
-    // losses[n] = -log softmax(logits[n])[targets[n]] (0 where target = -1). If grad_scale != 0
-    // the logits are overwritten by grad_scale * (softmax - onehot) (zero rows for ignored).
-    virtual void cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                               int64_t N, int64_t V, float grad_scale) = 0;
-
-    // ---- reductions (out is a 1-element view) ----
-    // out (+)= scale * sum_i x[i].
-    virtual void sum(const Tensor& out, const Tensor& x, int64_t n, float scale,
-                     bool accumulate) = 0;
-    // out (+)= sum_i x[i]^2.
-    virtual void sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) = 0;
-
-    // ---- optimizers (MODEL.md 4) ----
-    // g' = g * grad_scale * c, c = clip/(norm+1e-6) if clip > 0 and norm > clip else 1, where
-    // norm = sqrt(gnorm_sq[0]) * grad_scale; then the AdamW update of p, m, v (n elements).
-    virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
-                       int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
-                       float grad_scale) = 0;
-    // AdamW with 8-bit moments (backends/shared/mt_math.h, docs/OPS.md): m_codes / v_codes [n]
-    // (u8) index the signed / unsigned dynamic maps, m_absmax / v_absmax [ceil(n/256)] (f32)
-    // scale each block of 256 consecutive elements, counted from the first element of this
-    // call (a state buffer belongs to one call range). Per block: m = map[code] * absmax,
-    // the adamw update of p, m, v in fp32 (g' as for adamw), then absmax = max |m| of the
-    // block and each code = the nearest map entry to m / absmax (ties to the lower code; the
-    // code of 0 when absmax is 0); the same for v, and m gets the code of 0 wherever v's code
-    // is 0 (no m without v). Zero-filled state is the zero moment.
-    virtual void adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
-                           const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
-                           int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
-                           float grad_scale) = 0;
-    // p -= lr * g' (g' as for adamw).
-    virtual void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr,
-                     const Tensor& gnorm_sq, float clip, float grad_scale) = 0;
+    // ---- the ops (api/moetrain/device_ops.def: one row and its contract per op) ----
+    // One front door per op: check_<op> checks the host arguments once, for every backend and
+    // with one message per problem (sizes, dtypes, the device owning each tensor, view bounds,
+    // the attention shape, GEMM leading dimensions; backends/device_checks.cpp), then the
+    // backend's <op>_impl runs with arguments it no longer needs to check. Values that live in
+    // device memory (index tensors, group sizes, the device-side values above) are checked by
+    // the backends where they read them.
+#define MT_DEVICE_OP(name, params, args) \
+    void name params {                   \
+        check_##name args;               \
+        name##_impl args;                \
+    }
+#include "moetrain/device_ops.def"
 
     // ---- recorded steps (CUDA Graphs) ----
     // Runs `record`, a function that only queues ops of this device: no upload, download,
@@ -291,10 +135,20 @@ public:
         return StepRun::eager;
     }
 
-    // ---- sampling (MODEL.md 7) ----
-    // out_ids[b] = token drawn from logits[b, :V]; logits may be used as scratch.
-    virtual void sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
-                        const SampleArgs& s) = 0;
+    // The device whose buffers the ops accept: this one, or the wrapped device of a decorator
+    // (the profiling device forwards its tensors to the device that allocated them).
+    virtual const Device* tensor_owner() const {
+        return this;
+    }
+
+  protected:
+    // What each backend implements (pure virtual: a backend missing an op does not compile).
+#define MT_DEVICE_OP(name, params, args) virtual void name##_impl params = 0;
+#include "moetrain/device_ops.def"
+
+  private:
+#define MT_DEVICE_OP(name, params, args) void check_##name params const;
+#include "moetrain/device_ops.def"
 };
 
 }  // namespace moetrain

@@ -20,6 +20,8 @@ struct PlanOptions {
     Precision precision = Precision::fp32;
     OptimizerKind optimizer = OptimizerKind::adamw;
     Recompute recompute = Recompute::none;
+    int ranks = 1;  // data-parallel ranks (batch is per rank)
+    int zero = 0;   // 1: ZeRO-1, the AdamW moments sharded over the ranks
 };
 
 // Bytes of device memory, by part.
@@ -28,7 +30,9 @@ struct MemoryPlan {
                                 // 16-bit copy of the weight matrices (bf16 / fp16)
     double master_weights = 0;  // bf16 / fp16: the fp32 parameters the optimizer updates
     double grads = 0;           // fp32 gradients of every parameter
-    double optimizer = 0;       // AdamW moments (fp32 or 8-bit + block scales); SGD: 0
+    double optimizer = 0;       // AdamW moments (fp32 or 8-bit + block scales); SGD: 0;
+                                // with ZeRO-1 this rank's shard of them
+    double zero_buffers = 0;    // ZeRO-1: the reduced gradient shard and updated parameter shard
     double activations = 0;     // what the forward keeps for the backward (recompute mode)
     double workspace = 0;       // backward scratch, a logits chunk, batch ids, loss buffers,
                                 // and the backend's op scratch (op_scratch)
@@ -36,7 +40,8 @@ struct MemoryPlan {
                                 // (16-bit) GEMM operand conversion or (MoE, cuda) the grouped
                                 // expert GEMMs' pointer arrays and round buffers
     double total() const {
-        return weights + master_weights + grads + optimizer + activations + workspace;
+        return weights + master_weights + grads + optimizer + zero_buffers + activations +
+               workspace;
     }
 };
 

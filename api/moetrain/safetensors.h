@@ -15,6 +15,9 @@
 
 namespace moetrain {
 
+// Metadata key of the per-tensor CRC32C checksums (SafetensorsWriter::add_checksums).
+inline constexpr const char* kSafetensorsChecksumKey = "crc32c";
+
 // "F32", "F16", "BF16", "I32", "U8".
 const char* safetensors_dtype_name(DType t);
 
@@ -27,8 +30,11 @@ public:
     void add(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
              const void* data);
     void set_metadata(const std::string& key, const std::string& value);
-    // Write the file (created or truncated) and fsync it.
-    void write(const std::string& path) const;
+    // Record the CRC32C of every tensor added so far in the metadata entry
+    // kSafetensorsChecksumKey, {"name": "crc32c:<8 hex digits>", ...} as a JSON string.
+    void add_checksums();
+    // Write the file (created or truncated) and fsync it; returns the CRC32C of the file.
+    uint32_t write(const std::string& path) const;
     // The header bytes (length prefix excluded, padding included) write() would produce.
     std::string header() const;
 
@@ -64,8 +70,12 @@ public:
     const std::string& metadata_at(const std::string& key) const;
     const std::vector<SafetensorsEntry>& tensors() const { return tensors_; }  // by offset
     const SafetensorsEntry* find(const std::string& name) const;  // null if absent
-    // Copy the raw bytes of one tensor (entry.end - entry.begin of them) to `dst`.
+    // Copy the raw bytes of one tensor (entry.end - entry.begin of them) to `dst`. When the
+    // file carries checksums, a tensor whose bytes do not match its CRC32C throws naming it.
     void read(const SafetensorsEntry& entry, void* dst) const;
+    // Does the file carry per-tensor checksums (checked when the header is read: one for
+    // every tensor, none for a tensor that does not exist)?
+    bool has_checksums() const { return !checksums_.empty(); }
     // An F32 tensor as floats (throws naming the tensor when absent or not F32).
     std::vector<float> read_f32(const std::string& name) const;
 
@@ -75,6 +85,7 @@ private:
     std::map<std::string, std::string> metadata_;
     std::vector<SafetensorsEntry> tensors_;
     std::map<std::string, size_t> index_;
+    std::map<std::string, uint32_t> checksums_;
 };
 
 }  // namespace moetrain

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "moetrain/comm.h"
 #include "moetrain/model.h"
 
 namespace moetrain {
@@ -53,15 +54,27 @@ struct StepStats {
     int64_t step = 0;  // optimizer steps completed after this one (from 1)
     LossStats loss;    // means over the A micro-batches
     double lr = 0;
-    double grad_norm = 0;  // global norm before clipping (unscaled)
-    double loss_scale = 1;  // the scale this step ran with (1 unless fp16)
-    bool skipped = false;   // fp16 overflow: no update, step not counted, scale halved
+    double grad_norm = 0;          // global norm before clipping (unscaled)
+    double loss_scale = 1;         // the scale this step ran with (1 unless fp16)
+    bool skipped = false;          // fp16 overflow: no update, step not counted, scale halved
     StepRun run = StepRun::eager;  // how the last micro-batch ran (replayed: a CUDA Graph)
 };
 
+// Data-parallel training over the ranks of a communicator (docs/DISTRIBUTED.md). Every rank
+// passes its own rows of each global micro-batch to step() (rank r: rows [r B, (r + 1) B) of
+// the global N B rows); gradients are summed over the ranks in buckets, so N ranks x B compute
+// the same function as one process x N B. zero = 1 shards the AdamW moments over the ranks
+// (ZeRO-1): reduce-scatter of the gradients, each rank updates its shard, all-gather of the
+// parameters.
+struct DistOptions {
+    Communicator* comm = nullptr;             // null or size 1: one process
+    int zero = 0;                             // 0 or 1
+    int64_t bucket_elems = int64_t{1} << 20;  // gradient all-reduce bucket (elements)
+};
+
 class Trainer {
-public:
-    Trainer(Model& model, const TrainOptions& opts);
+  public:
+    Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist = {});
     // One optimizer step over `accum` micro-batches; xs/ys hold accum * B * T ids each.
     StepStats step(const int32_t* xs, const int32_t* ys, int B, int T);
     int64_t steps_done() const { return step_; }
@@ -69,8 +82,20 @@ public:
     const TrainOptions& options() const { return opts_; }
     Model& model() { return model_; }
     // Optimizer moments (AdamW m, v; empty tensors otherwise), flat like Model::params_flat().
-    Tensor moment1() const { return m_; }
-    Tensor moment2() const { return v_; }
+    // Under ZeRO-1 they hold this rank's shard only, except between gather_moments() and
+    // scatter_moments(), when they are the whole flat buffers (checkpoints save and load them).
+    Tensor moment1() const { return m_full_ ? m_full_ : m_; }
+    Tensor moment2() const { return v_full_ ? v_full_ : v_; }
+    // ZeRO-1 (collectives: every rank calls them): gather_moments() assembles the whole
+    // moments on every rank; scatter_moments() keeps this rank's shard of them (loaded ones
+    // included) and frees the whole ones. No-ops without ZeRO.
+    void gather_moments();
+    void scatter_moments();
+    // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers.
+    int64_t shard_first() const { return shard_lo_; }
+    int64_t shard_count() const { return shard_hi_ - shard_lo_; }
+    // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
+    int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
     const std::vector<QuantizedMoments>& quantized_moments() const { return q_; }
     // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
@@ -79,7 +104,7 @@ public:
     int64_t skipped_steps() const { return skipped_steps_; }  // in the whole run
     void set_loss_scale_state(double scale, int64_t clean, int64_t skipped);
 
-private:
+  private:
     Model& model_;
     TrainOptions opts_;
     int64_t step_ = 0;
@@ -88,6 +113,19 @@ private:
     Tensor m_, v_;
     std::vector<QuantizedMoments> q_;
     Tensor stats_;  // small device buffer: grad norm^2 etc.
+    // Data parallel (trainer_dist.cpp).
+    DistOptions dist_;
+    bool dp() const { return dist_.comm && dist_.comm->size() > 1; }
+    bool zero() const { return dp() && dist_.zero == 1; }
+    bool synced_ = false;                  // rank 0's parameters broadcast (first step)
+    int64_t shard_lo_ = 0, shard_hi_ = 0;  // this rank's ZeRO-1 range (everything without)
+    int64_t shard_len_ = 0;                // ceil(n / ranks): every rank's padded shard size
+    Tensor gshard_, pshard_;               // ZeRO-1: reduced gradient / updated parameter shard
+    Tensor m_full_, v_full_;               // between gather_moments and scatter_moments
+    void setup_dist();
+    void sync_parameters();    // first step: every rank starts from rank 0's parameters
+    void reduce_gradients();   // after the micro-batches: gradients and loss terms summed
+    void gather_parameters();  // ZeRO-1: every rank's updated shard to every rank
 };
 
 }  // namespace moetrain

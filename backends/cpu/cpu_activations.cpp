@@ -41,46 +41,47 @@ void act_bwd_loop(float* dx, const float* dy, const float* x, int64_t n) {
 
 }  // namespace
 
-void CpuDevice::act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) {
-    check_sizes("act_fwd", {n});
-    float* py = f32(y, n, "act_fwd", "y");
-    const float* px = f32(x, n, "act_fwd", "x");
+void CpuDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t n) {
+    float* py = f32(y);
+    const float* px = f32(x);
     switch (act) {
-        case Act::gelu: act_fwd_loop<Act::gelu>(py, px, n); break;
-        case Act::relu: act_fwd_loop<Act::relu>(py, px, n); break;
-        case Act::silu: act_fwd_loop<Act::silu>(py, px, n); break;
+        case Act::gelu:
+            act_fwd_loop<Act::gelu>(py, px, n);
+            break;
+        case Act::relu:
+            act_fwd_loop<Act::relu>(py, px, n);
+            break;
+        case Act::silu:
+            act_fwd_loop<Act::silu>(py, px, n);
+            break;
     }
 }
 
-void CpuDevice::act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x, int64_t n) {
-    check_sizes("act_bwd", {n});
-    float* pdx = f32(dx, n, "act_bwd", "dx");
-    const float* pdy = f32(dy, n, "act_bwd", "dy");
-    const float* px = f32(x, n, "act_bwd", "x");
+void CpuDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                             int64_t n) {
+    const auto [pdx, pdy, px] = f32s(dx, dy, x);
     switch (act) {
-        case Act::gelu: act_bwd_loop<Act::gelu>(pdx, pdy, px, n); break;
-        case Act::relu: act_bwd_loop<Act::relu>(pdx, pdy, px, n); break;
-        case Act::silu: act_bwd_loop<Act::silu>(pdx, pdy, px, n); break;
+        case Act::gelu:
+            act_bwd_loop<Act::gelu>(pdx, pdy, px, n);
+            break;
+        case Act::relu:
+            act_bwd_loop<Act::relu>(pdx, pdy, px, n);
+            break;
+        case Act::silu:
+            act_bwd_loop<Act::silu>(pdx, pdy, px, n);
+            break;
     }
 }
 
-void CpuDevice::swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
-    check_sizes("swiglu_fwd", {n});
-    float* ph = f32(h, n, "swiglu_fwd", "h");
-    const float* pg = f32(gate, n, "swiglu_fwd", "gate");
-    const float* pu = f32(up, n, "swiglu_fwd", "up");
+void CpuDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
+    const auto [ph, pg, pu] = f32s(h, gate, up);
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) ph[i] = mt_silu(pg[i]) * pu[i];
 }
 
-void CpuDevice::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
-                           const Tensor& gate, const Tensor& up, int64_t n) {
-    check_sizes("swiglu_bwd", {n});
-    float* pdg = f32(dgate, n, "swiglu_bwd", "dgate");
-    float* pdu = f32(dup, n, "swiglu_bwd", "dup");
-    const float* pdh = f32(dh, n, "swiglu_bwd", "dh");
-    const float* pg = f32(gate, n, "swiglu_bwd", "gate");
-    const float* pu = f32(up, n, "swiglu_bwd", "up");
+void CpuDevice::swiglu_bwd_impl(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
+                                const Tensor& gate, const Tensor& up, int64_t n) {
+    const auto [pdg, pdu, pdh, pg, pu] = f32s(dgate, dup, dh, gate, up);
     // Element i is read before it is written, so outputs may alias inputs (also per SIMD lane).
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
@@ -90,10 +91,9 @@ void CpuDevice::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor&
     }
 }
 
-void CpuDevice::softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) {
-    check_sizes("softmax", {rows, cols});
-    float* py = f32(y, rows * cols, "softmax", "y");
-    const float* px = f32(x, rows * cols, "softmax", "x");
+void CpuDevice::softmax_impl(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) {
+    float* py = f32(y);
+    const float* px = f32(x);
 #pragma omp parallel for schedule(static) if (rows * cols > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * cols;

@@ -25,20 +25,11 @@ namespace {
 
 constexpr int64_t kBlock = 64;  // queries per task
 
-void check_dims(const AttnDims& d, const char* op) {
-    check_sizes(op, {d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd});
-    MT_CHECK(d.K > 0 && d.H > 0 && d.H % d.K == 0, op, ": n_heads ", d.H,
-             " is not a multiple of n_kv_heads ", d.K);
-    MT_CHECK(d.Tq <= d.Tk, op, ": Tq ", d.Tq, " > Tk ", d.Tk);
-    MT_CHECK(d.Tk <= d.S, op, ": Tk ", d.Tk, " > capacity S ", d.S);
-    MT_CHECK(d.hd > 0, op, ": head_dim must be positive");
-}
-
-// d with the device length tk_dev[0] added to Tk (device.h AttnDims), after the host checks.
+// d with the device length tk_dev[0] added to Tk (device.h AttnDims); the host sizes were
+// checked by the front door.
 AttnDims resolved(const CpuDevice& dev, const AttnDims& d, const char* op) {
-    check_dims(d, op);
     AttnDims r = d;
-    const int64_t extra = dev.device_value(d.tk_dev, op, "tk_dev");
+    const int64_t extra = dev.device_value(d.tk_dev);
     r.Tk += extra;
     MT_CHECK(r.Tk >= r.Tq && r.Tk <= r.S, op, ": device length ", extra, " makes Tk ", r.Tk,
              ", outside [Tq, S] = [", r.Tq, ", ", r.S, "]");
@@ -49,8 +40,12 @@ AttnDims resolved(const CpuDevice& dev, const AttnDims& d, const char* op) {
 // [B,H,Tq] tensors, their row strides, and the row stride of a score block.
 struct Layout {
     const AttnDims& d;
-    int64_t qrow(int64_t b, int64_t t, int64_t j) const { return ((b * d.Tq + t) * d.H + j) * d.hd; }
-    int64_t krow(int64_t b, int64_t u, int64_t kvh) const { return ((b * d.S + u) * d.K + kvh) * d.hd; }
+    int64_t qrow(int64_t b, int64_t t, int64_t j) const {
+        return ((b * d.Tq + t) * d.H + j) * d.hd;
+    }
+    int64_t krow(int64_t b, int64_t u, int64_t kvh) const {
+        return ((b * d.S + u) * d.K + kvh) * d.hd;
+    }
     int64_t lse(int64_t b, int64_t j, int64_t t) const { return (b * d.H + j) * d.Tq + t; }
     int64_t ldq() const { return d.H * d.hd; }
     int64_t ldk() const { return d.K * d.hd; }
@@ -96,15 +91,11 @@ struct ThreadScratch {
 
 }  // namespace
 
-void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,
-                              const Tensor& k, const Tensor& v, const AttnDims& dims, float scale) {
+void CpuDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Tensor& q,
+                                   const Tensor& k, const Tensor& v, const AttnDims& dims,
+                                   float scale) {
     const AttnDims d = resolved(*this, dims, "attention_fwd");
-    const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
-    float* po = f32(o, nq, "attention_fwd", "o");
-    float* plse = f32(lse, d.B * d.H * d.Tq, "attention_fwd", "lse");
-    const float* pq = f32(q, nq, "attention_fwd", "q");
-    const float* pk = f32(k, nk, "attention_fwd", "k");
-    const float* pv = f32(v, nk, "attention_fwd", "v");
+    const auto [po, plse, pq, pk, pv] = f32s(o, lse, q, k, v);
     const Layout L{d};
     const int64_t hd = d.hd, qblocks = (d.Tq + kBlock - 1) / kBlock, tasks = d.B * d.H * qblocks;
     if (tasks == 0) return;
@@ -124,8 +115,8 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
                 float* row = s + i * L.lds();
                 const int64_t n = visible(d, blk, i);
                 const float m = cpu::lane_max(row, n);
-                const float l =
-                    cpu::lane_sum<float>(n, [&](int64_t c) { return row[c] = cpu::exp_f32(row[c] - m); });
+                const float l = cpu::lane_sum<float>(
+                    n, [&](int64_t c) { return row[c] = cpu::exp_f32(row[c] - m); });
                 std::fill(row + n, row + blk.keys, 0.0f);
                 inv[i] = 1.0f / l;
                 plse[L.lse(blk.b, blk.j, blk.t0 + i)] = m + std::log(l);
@@ -143,21 +134,12 @@ void CpuDevice::attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& 
     }
 }
 
-void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                              const Tensor& dout, const Tensor& q, const Tensor& k,
-                              const Tensor& v, const Tensor& o, const Tensor& lse,
-                              const AttnDims& dims, float scale) {
+void CpuDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                                   const Tensor& dout, const Tensor& q, const Tensor& k,
+                                   const Tensor& v, const Tensor& o, const Tensor& lse,
+                                   const AttnDims& dims, float scale) {
     const AttnDims d = resolved(*this, dims, "attention_bwd");
-    const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
-    float* pdq = f32(dq, nq, "attention_bwd", "dq");
-    float* pdk = f32(dk, nk, "attention_bwd", "dk");
-    float* pdv = f32(dv, nk, "attention_bwd", "dv");
-    const float* pdo = f32(dout, nq, "attention_bwd", "dout");
-    const float* pq = f32(q, nq, "attention_bwd", "q");
-    const float* pk = f32(k, nk, "attention_bwd", "k");
-    const float* pv = f32(v, nk, "attention_bwd", "v");
-    const float* po = f32(o, nq, "attention_bwd", "o");
-    const float* plse = f32(lse, d.B * d.H * d.Tq, "attention_bwd", "lse");
+    const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, plse] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     const Layout L{d};
     const int64_t hd = d.hd, group = d.H / d.K, nrows = d.B * d.H * d.Tq;
 
@@ -190,8 +172,10 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
             const int64_t b = task / d.H, j = task % d.H, kvh = j / group;
             // Where this head's dK / dV rows go: the outputs themselves (group 1, rows >= Tk
             // zeroed too) or the head's partials.
-            float* dk_dst = group > 1 ? part_k + static_cast<size_t>(task * d.Tk * hd) : pdk + L.krow(b, 0, kvh);
-            float* dv_dst = group > 1 ? part_v + static_cast<size_t>(task * d.Tk * hd) : pdv + L.krow(b, 0, kvh);
+            float* dk_dst = group > 1 ? part_k + static_cast<size_t>(task * d.Tk * hd)
+                                      : pdk + L.krow(b, 0, kvh);
+            float* dv_dst = group > 1 ? part_v + static_cast<size_t>(task * d.Tk * hd)
+                                      : pdv + L.krow(b, 0, kvh);
             const int64_t ld_kv = group > 1 ? hd : L.ldk(), zero_rows = group > 1 ? d.Tk : d.S;
             for (int64_t u = 0; u < zero_rows; ++u) {
                 std::fill_n(dk_dst + u * ld_kv, hd, 0.0f);
@@ -199,8 +183,8 @@ void CpuDevice::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& 
             }
             for (int64_t t0 = 0; t0 < d.Tq; t0 += kBlock) {
                 const Block blk = query_block(d, b, j, t0);
-                block_products(d, L, blk, pq, pk, scale, p);      // s
-                block_products(d, L, blk, pdo, pv, 1.0f, ds);     // dO V^T
+                block_products(d, L, blk, pq, pk, scale, p);   // s
+                block_products(d, L, blk, pdo, pv, 1.0f, ds);  // dO V^T
                 const int64_t row0 = L.lse(b, j, t0);
                 for (int64_t i = 0; i < blk.qb; ++i) {
                     float* pr = p + i * L.lds();

@@ -46,7 +46,7 @@ std::string device_name(int threads) {
 }
 
 class CpuBackend : public Backend {
-public:
+  public:
     std::string name() const override { return "cpu"; }
     std::string unavailable_reason() override { return ""; }
 
@@ -72,6 +72,8 @@ public:
 
 }  // namespace
 
-Backend* create_cpu_backend() { return new CpuBackend(); }
+Backend* create_cpu_backend() {
+    return new CpuBackend();
+}
 
 }  // namespace moetrain

@@ -5,19 +5,15 @@
 
 namespace moetrain {
 
-void CpuDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
-    check_sizes("add", {n});
-    float* o = f32(out, n, "add", "out");
-    const float* x = f32(a, n, "add", "a");
-    const float* y = f32(b, n, "add", "b");
+void CpuDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
+    const auto [o, x, y] = f32s(out, a, b);
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
 }
 
-void CpuDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
-    check_sizes("axpby", {n});
-    float* py = f32(y, n, "axpby", "y");
-    const float* px = f32(x, n, "axpby", "x");
+void CpuDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
+    float* py = f32(y);
+    const float* px = f32(x);
     if (beta == 0.0f) {  // y is not read (it may hold garbage)
 #pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
         for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i];
@@ -27,10 +23,9 @@ void CpuDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta,
     for (int64_t i = 0; i < n; ++i) py[i] = alpha * px[i] + beta * py[i];
 }
 
-void CpuDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
-    check_sizes("add_bias", {rows, cols});
-    float* py = f32(y, rows * cols, "add_bias", "y");
-    const float* pb = f32(bias, cols, "add_bias", "bias");
+void CpuDevice::add_bias_impl(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
+    float* py = f32(y);
+    const float* pb = f32(bias);
 #pragma omp parallel for schedule(static) if (rows * cols > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         float* row = py + r * cols;
@@ -39,10 +34,9 @@ void CpuDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int6
     }
 }
 
-void CpuDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
-    check_sizes("bias_grad", {rows, cols});
-    float* db = f32(dbias, cols, "bias_grad", "dbias");
-    const float* pdy = f32(dy, rows * cols, "bias_grad", "dy");
+void CpuDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
+    float* db = f32(dbias);
+    const float* pdy = f32(dy);
     cpu::for_column_blocks(rows, cols, [&](int64_t c0, int64_t c1) {
         double acc[cpu::kColBlock] = {};
         for (int64_t r = 0; r < rows; ++r) {

@@ -17,13 +17,11 @@ void check_ids(const int32_t* ids, int64_t n, int64_t rows, const char* op) {
 }
 }  // namespace
 
-void CpuDevice::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
-                              int64_t n, int64_t dim, bool accumulate) {
-    check_sizes("embedding_fwd", {n, dim});
-    MT_CHECK(dim > 0, "embedding_fwd: dim must be positive");
-    float* o = f32(out, n * dim, "embedding_fwd", "out");
-    const float* t = f32(table, dim, "embedding_fwd", "table");
-    const int32_t* id = i32(ids, n, "embedding_fwd", "ids");
+void CpuDevice::embedding_fwd_impl(const Tensor& out, const Tensor& table, const Tensor& ids,
+                                   int64_t n, int64_t dim, bool accumulate) {
+    float* o = f32(out);
+    const float* t = f32(table);
+    const int32_t* id = i32(ids);
     check_ids(id, n, table.numel() / dim, "embedding_fwd");
 #pragma omp parallel for schedule(static) if (n * dim > cpu::kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
@@ -38,17 +36,16 @@ void CpuDevice::embedding_fwd(const Tensor& out, const Tensor& table, const Tens
     }
 }
 
-void CpuDevice::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                              int64_t n, int64_t dim) {
-    check_sizes("embedding_bwd", {n, dim});
-    MT_CHECK(dim > 0, "embedding_bwd: dim must be positive");
-    float* dt = f32(dtable, dim, "embedding_bwd", "dtable");
-    const float* dy = f32(dout, n * dim, "embedding_bwd", "dout");
-    const int32_t* id = i32(ids, n, "embedding_bwd", "ids");
+void CpuDevice::embedding_bwd_impl(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                                   int64_t n, int64_t dim) {
+    float* dt = f32(dtable);
+    const float* dy = f32(dout);
+    const int32_t* id = i32(ids);
     check_ids(id, n, dtable.numel() / dim, "embedding_bwd");
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), int64_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return id[a] < id[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return id[a] < id[b]; });
     std::vector<int64_t> group_start;  // start of each run of equal ids in `order`
     for (int64_t i = 0; i < n; ++i)
         if (i == 0 || id[order[i]] != id[order[i - 1]]) group_start.push_back(i);

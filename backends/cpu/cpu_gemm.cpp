@@ -5,11 +5,12 @@
 // gemm16 below. Exception: one row against a weight's transpose in bf16 (m = 1, Trans::N x
 // Trans::T, batch 1: a bf16 model's linear layers at batch-1 decoding) runs the
 // matrix-vector product of cpu_gemv.cpp.
+#include "cpu/cpu_gemm.h"
+
 #include <algorithm>
 #include <bit>
 
 #include "cpu/cpu_device.h"
-#include "cpu/cpu_gemm.h"
 #include "cpu/cpu_gemv.h"
 #include "shared/gemm_dtypes.h"
 
@@ -31,9 +32,9 @@ size_t scratch_floats(int64_t elements, size_t bytes) {
 
 // batch products through the f32 library (dnnl_sgemm / cblas_sgemm, or oneDNN's matmul for
 // the shapes of matmul_preferred).
-void run_f32(const GemmArgs& g, const cpu::StoredMatrix& a, const cpu::StoredMatrix& b,
-             float* c) {
-    const auto product = cpu::matmul_preferred(g.ta, g.tb, g.m, g.n, g.k) ? cpu::matmul : cpu::sgemm;
+void run_f32(const GemmArgs& g, const cpu::StoredMatrix& a, const cpu::StoredMatrix& b, float* c) {
+    const auto product =
+        cpu::matmul_preferred(g.ta, g.tb, g.m, g.n, g.k) ? cpu::matmul : cpu::sgemm;
     const auto* pa = static_cast<const float*>(a.data);
     const auto* pb = static_cast<const float*>(b.data);
     for (int64_t i = 0; i < g.batch; ++i)
@@ -74,7 +75,8 @@ void gemm_bf16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::Stor
     for (int64_t i = 0; i < g.batch; ++i)
         for (int64_t r0 = 0; r0 < g.m;) {
             const int64_t left = g.m - r0;
-            const int64_t rows = left >= kBf16RowChunk ? kBf16RowChunk : std::bit_floor(static_cast<uint64_t>(left));
+            const int64_t rows =
+                left >= kBf16RowChunk ? kBf16RowChunk : std::bit_floor(static_cast<uint64_t>(left));
             cpu::matmul_bf16(g.ta, g.tb, rows, g.n, k, g.alpha, pa + i * a.stride + r0 * a_row_step,
                              a.ld, pb + i * b.stride, b.ld, g.beta, c + i * g.stride_c + r0 * g.ldc,
                              g.ldc);
@@ -118,18 +120,12 @@ void sgemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, con
 }
 }  // namespace cpu
 
-void CpuDevice::gemm(const GemmArgs& g) {
-    check_gemm_dtypes(g);
-    check_sizes("gemm", {g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c});
-    MT_CHECK(g.batch >= 1, "gemm: batch ", g.batch, " < 1");
+void CpuDevice::gemm_impl(const GemmArgs& g) {
     // Stored shapes: A is [m,k] (N) or [k,m] (T); B is [k,n] (N) or [n,k] (T); C is [m,n].
     const int64_t a_rows = g.ta == Trans::N ? g.m : g.k, a_cols = g.ta == Trans::N ? g.k : g.m;
     const int64_t b_rows = g.tb == Trans::N ? g.k : g.n, b_cols = g.tb == Trans::N ? g.n : g.k;
-    MT_CHECK(g.lda >= std::max<int64_t>(1, a_cols), "gemm: lda ", g.lda, " < ", a_cols);
-    MT_CHECK(g.ldb >= std::max<int64_t>(1, b_cols), "gemm: ldb ", g.ldb, " < ", b_cols);
-    MT_CHECK(g.ldc >= std::max<int64_t>(1, g.n), "gemm: ldc ", g.ldc, " < ", g.n);
     if (g.m == 0 || g.n == 0) return;
-    float* c = f32(g.c, gemm_span(g.batch, g.stride_c, g.m, g.n, g.ldc), "gemm", "c");
+    float* c = f32(g.c);
     if (g.k == 0) {  // C = beta * C (alpha * empty product)
         for (int64_t i = 0; i < g.batch; ++i)
             for (int64_t r = 0; r < g.m; ++r) {
@@ -138,14 +134,11 @@ void CpuDevice::gemm(const GemmArgs& g) {
             }
         return;
     }
-    auto stored = [&](const Tensor& t, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-                      const char* arg) {
-        const int64_t need = gemm_span(g.batch, stride, rows, cols, ld);
-        const void* p = checked(t, t.dtype, need, "gemm", arg);
-        return cpu::StoredMatrix{p, t.dtype, rows, cols, ld, g.batch, stride};
+    auto stored = [&](const Tensor& t, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+        return cpu::StoredMatrix{raw(t), t.dtype, rows, cols, ld, g.batch, stride};
     };
-    const cpu::StoredMatrix a = stored(g.a, a_rows, a_cols, g.lda, g.stride_a, "a");
-    const cpu::StoredMatrix b = stored(g.b, b_rows, b_cols, g.ldb, g.stride_b, "b");
+    const cpu::StoredMatrix a = stored(g.a, a_rows, a_cols, g.lda, g.stride_a);
+    const cpu::StoredMatrix b = stored(g.b, b_rows, b_cols, g.ldb, g.stride_b);
     if (cpu::gemv_applies(g))
         cpu::gemv(g, a, b, c, scratch(static_cast<size_t>(g.k)));
     else if (g.compute == DType::f32)

@@ -6,10 +6,9 @@
 
 namespace moetrain {
 
-void CpuDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
-                             GroupDim dim) {
-    check_grouped_args(g, group_rows, groups, dim);
-    const int32_t* rows = i32(group_rows, groups, "gemm_grouped", "group_rows");
+void CpuDevice::gemm_grouped_impl(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                                  GroupDim dim) {
+    const int32_t* rows = i32(group_rows);
     run_grouped_on_host(g, rows, groups, dim, [&](const GemmArgs& e) { gemm(e); });
 }
 

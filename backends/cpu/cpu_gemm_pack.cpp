@@ -12,7 +12,9 @@
 namespace moetrain::cpu {
 namespace {
 
-int64_t packed_count(const StoredMatrix& m) { return m.stride == 0 ? 1 : m.batch; }
+int64_t packed_count(const StoredMatrix& m) {
+    return m.stride == 0 ? 1 : m.batch;
+}
 
 StoredMatrix packed_view(const StoredMatrix& m, const void* dst, DType dtype, int64_t rows,
                          int64_t cols) {

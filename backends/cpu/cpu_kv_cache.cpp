@@ -3,17 +3,15 @@
 #include <cstring>
 
 #include "cpu/cpu_device.h"
-#include "shared/kv_append_checks.h"
 
 namespace moetrain {
 
-void CpuDevice::kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
-                          int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) {
+void CpuDevice::kv_append_impl(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
+                               int64_t S, int64_t row_len, int64_t pos0, const Tensor& pos_dev) {
     const char* op = "kv_append";
-    check_kv_append(cache, rows, B, T, S, row_len, pos0);
-    char* dst = static_cast<char*>(checked(cache, cache.dtype, B * S * row_len, op, "cache"));
-    const char* src = static_cast<const char*>(checked(rows, rows.dtype, B * T * row_len, op, "rows"));
-    const int64_t offset = device_value(pos_dev, op, "pos_dev"), p = pos0 + offset;
+    char* dst = static_cast<char*>(raw(cache));
+    const char* src = static_cast<const char*>(raw(rows));
+    const int64_t offset = device_value(pos_dev), p = pos0 + offset;
     MT_CHECK(p >= 0 && p + T <= S, op, ": device position offset ", offset, " puts rows ", p, "..",
              p + T - 1, " outside the capacity ", S);
     if (B * T * row_len == 0) return;

@@ -10,13 +10,11 @@
 
 namespace moetrain {
 
-void CpuDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                              int64_t N, int64_t V, float grad_scale) {
-    check_sizes("cross_entropy", {N, V});
-    MT_CHECK(V >= 1, "cross_entropy: vocabulary size must be >= 1");
-    float* pl = f32(losses, N, "cross_entropy", "losses");
-    float* px = f32(logits, N * V, "cross_entropy", "logits");
-    const int32_t* pt = i32(targets, N, "cross_entropy", "targets");
+void CpuDevice::cross_entropy_impl(const Tensor& losses, const Tensor& logits,
+                                   const Tensor& targets, int64_t N, int64_t V, float grad_scale) {
+    float* pl = f32(losses);
+    float* px = f32(logits);
+    const int32_t* pt = i32(targets);
     for (int64_t n = 0; n < N; ++n)
         MT_CHECK(pt[n] == -1 || (pt[n] >= 0 && pt[n] < V), "cross_entropy: target ", pt[n],
                  " at row ", n, " outside 0..", V - 1, " (or -1 = ignore)");

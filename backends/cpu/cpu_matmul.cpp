@@ -31,7 +31,7 @@ struct Entry {
 
 // Process-wide: the primitives do not depend on the device object, only on the shape.
 class MatmulCache {
-public:
+  public:
     static MatmulCache& get() {
         static MatmulCache c;
         return c;
@@ -47,8 +47,17 @@ public:
         const memory::desc bd({k, n}, ab,
                               tb == Trans::N ? memory::dims{ldb, 1} : memory::dims{1, ldb});
         const memory::desc cd({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
-        const Key key{ab, ta == Trans::N ? 'N' : 'T', tb == Trans::N ? 'N' : 'T', m, n, k, lda,
-                      ldb, ldc, alpha, beta};
+        const Key key{ab,
+                      ta == Trans::N ? 'N' : 'T',
+                      tb == Trans::N ? 'N' : 'T',
+                      m,
+                      n,
+                      k,
+                      lda,
+                      ldb,
+                      ldc,
+                      alpha,
+                      beta};
         std::lock_guard<std::mutex> lock(mu_);
         const dnnl::matmul& prim = find_or_make(key, ad, bd, cd, alpha, beta);
         memory am(ad, engine_, const_cast<void*>(a)), bm(bd, engine_, const_cast<void*>(b)),
@@ -57,7 +66,7 @@ public:
         stream_.wait();
     }
 
-private:
+  private:
     static constexpr size_t kCapacity = 256;  // shapes kept; the oldest is dropped first
 
     MatmulCache() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
@@ -117,8 +126,7 @@ void matmul(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, co
 void matmul_bf16(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
                  const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
                  float* c, int64_t ldc) {
-    run_matmul(dnnl::memory::data_type::bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-               ldc);
+    run_matmul(dnnl::memory::data_type::bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace moetrain::cpu
@@ -126,7 +134,9 @@ void matmul_bf16(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alph
 #else  // BLAS provider: no matmul primitive, every product goes to cblas_sgemm
 
 namespace moetrain::cpu {
-bool matmul_preferred(Trans, Trans, int64_t, int64_t, int64_t) { return false; }
+bool matmul_preferred(Trans, Trans, int64_t, int64_t, int64_t) {
+    return false;
+}
 void matmul(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -30,29 +30,27 @@ CpuBuffer::CpuBuffer(Device* device, size_t bytes) : Buffer(device, bytes) {
     std::memset(data_, 0, rounded);
 }
 
-CpuBuffer::~CpuBuffer() { std::free(data_); }
+CpuBuffer::~CpuBuffer() {
+    std::free(data_);
+}
 
 std::shared_ptr<Buffer> CpuDevice::alloc_buffer(size_t bytes) {
     return std::make_shared<CpuBuffer>(this, bytes);
 }
 
-void CpuDevice::upload(const Tensor& dst, const void* src) {
-    void* d = raw(dst, "upload", "dst");
+void CpuDevice::upload_impl(const Tensor& dst, const void* src) {
+    void* d = raw(dst);
     if (dst.bytes()) std::memcpy(d, src, dst.bytes());
 }
 
-void CpuDevice::download(void* dst, const Tensor& src) {
-    const void* s = raw(src, "download", "src");
+void CpuDevice::download_impl(void* dst, const Tensor& src) {
+    const void* s = raw(src);
     if (src.bytes()) std::memcpy(dst, s, src.bytes());
 }
 
-void CpuDevice::copy(const Tensor& dst, const Tensor& src) {
-    MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
-             dtype_name(src.dtype), ")");
-    MT_CHECK(src.numel() >= dst.numel(), "copy: source has ", src.numel(),
-             " elements, destination ", dst.numel());
-    void* d = raw(dst, "copy", "dst");
-    const void* s = raw(src, "copy", "src");
+void CpuDevice::copy_impl(const Tensor& dst, const Tensor& src) {
+    void* d = raw(dst);
+    const void* s = raw(src);
     if (dst.bytes()) std::memmove(d, s, dst.bytes());
 }
 
@@ -63,33 +61,48 @@ void fill_with(T* p, int64_t n, T value) {
     for (int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
-bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
 float load_float(const void* p, DType t, int64_t i) {
     switch (t) {
-        case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-        case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-        default: return static_cast<const float*>(p)[i];
+        case DType::bf16:
+            return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+        case DType::f16:
+            return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+        default:
+            return static_cast<const float*>(p)[i];
     }
 }
 
 void store_float(void* p, DType t, int64_t i, float v) {
     switch (t) {
-        case DType::bf16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(v); break;
-        case DType::f16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
-        default: static_cast<float*>(p)[i] = v; break;
+        case DType::bf16:
+            static_cast<uint16_t*>(p)[i] = f32_to_bf16(v);
+            break;
+        case DType::f16:
+            static_cast<uint16_t*>(p)[i] = f32_to_f16(v);
+            break;
+        default:
+            static_cast<float*>(p)[i] = v;
+            break;
     }
 }
 }  // namespace
 
-void CpuDevice::fill(const Tensor& dst, float value) {
-    void* d = raw(dst, "fill", "dst");
+void CpuDevice::fill_impl(const Tensor& dst, float value) {
+    void* d = raw(dst);
     const int64_t n = dst.numel();
     switch (dst.dtype) {
-        case DType::f32: fill_with(static_cast<float*>(d), n, value); break;
-        case DType::bf16: fill_with(static_cast<uint16_t*>(d), n, f32_to_bf16(value)); break;
-        case DType::f16: fill_with(static_cast<uint16_t*>(d), n, f32_to_f16(value)); break;
-        case DType::i32: fill_with(static_cast<int32_t*>(d), n, static_cast<int32_t>(value)); break;
+        case DType::f32:
+            fill_with(static_cast<float*>(d), n, value);
+            break;
+        case DType::bf16:
+            fill_with(static_cast<uint16_t*>(d), n, f32_to_bf16(value));
+            break;
+        case DType::f16:
+            fill_with(static_cast<uint16_t*>(d), n, f32_to_f16(value));
+            break;
+        case DType::i32:
+            fill_with(static_cast<int32_t*>(d), n, static_cast<int32_t>(value));
+            break;
         case DType::u8:
             fill_with(static_cast<uint8_t*>(d), n,
                       static_cast<uint8_t>(static_cast<int32_t>(value)));
@@ -97,14 +110,9 @@ void CpuDevice::fill(const Tensor& dst, float value) {
     }
 }
 
-void CpuDevice::convert(const Tensor& dst, const Tensor& src) {
-    MT_CHECK(is_float_type(dst.dtype) && is_float_type(src.dtype), "convert: ",
-             dtype_name(src.dtype), " -> ", dtype_name(dst.dtype),
-             " is not supported (f32 / bf16 / f16 only)");
-    MT_CHECK(src.numel() >= dst.numel(), "convert: source has ", src.numel(),
-             " elements, destination ", dst.numel());
-    void* d = raw(dst, "convert", "dst");
-    const void* s = raw(src, "convert", "src");
+void CpuDevice::convert_impl(const Tensor& dst, const Tensor& src) {
+    void* d = raw(dst);
+    const void* s = raw(src);
     const int64_t n = dst.numel();
     const DType dt = dst.dtype, st = src.dtype;
 #pragma omp parallel for schedule(static) if (n > 4 * cpu::kParallelMin)

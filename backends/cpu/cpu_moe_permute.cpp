@@ -17,14 +17,12 @@ void check_index(const int32_t* index, int64_t n, int64_t limit, const char* op,
 }
 }  // namespace
 
-void CpuDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
-                         const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) {
-    check_sizes("moe_sort", {N, k, E});
-    MT_CHECK(E >= 1 && k >= 1, "moe_sort: n_experts and top_k must be >= 1");
-    int32_t* pc = i32(counts, E, "moe_sort", "counts");
-    int32_t* prt = i32(row_token, N * k, "moe_sort", "row_token");
-    int32_t* psr = i32(slot_row, N * k, "moe_sort", "slot_row");
-    const int32_t* pidx = i32(topk_idx, N * k, "moe_sort", "topk_idx");
+void CpuDevice::moe_sort_impl(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
+                              const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) {
+    int32_t* pc = i32(counts);
+    int32_t* prt = i32(row_token);
+    int32_t* psr = i32(slot_row);
+    const int32_t* pidx = i32(topk_idx);
     check_index(pidx, N * k, E, "moe_sort", "topk_idx");
     std::fill(pc, pc + E, 0);
     for (int64_t s = 0; s < N * k; ++s) pc[pidx[s]]++;
@@ -37,27 +35,26 @@ void CpuDevice::moe_sort(const Tensor& counts, const Tensor& row_token, const Te
     }
 }
 
-void CpuDevice::gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
-                            int64_t dim) {
-    check_sizes("gather_rows", {R, dim});
+void CpuDevice::gather_rows_impl(const Tensor& dst, const Tensor& src, const Tensor& index,
+                                 int64_t R, int64_t dim) {
     if (R == 0 || dim == 0) return;
-    float* pd = f32(dst, R * dim, "gather_rows", "dst");
-    const float* ps = f32(src, dim, "gather_rows", "src");
-    const int32_t* pi = i32(index, R, "gather_rows", "index");
+    float* pd = f32(dst);
+    const float* ps = f32(src);
+    const int32_t* pi = i32(index);
     check_index(pi, R, src.numel() / dim, "gather_rows", "index");
 #pragma omp parallel for schedule(static) if (R * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < R; ++r)
         std::copy_n(ps + static_cast<int64_t>(pi[r]) * dim, dim, pd + r * dim);
 }
 
-void CpuDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
-                            const Tensor& w, int64_t N, int64_t k, int64_t dim, bool accumulate) {
-    check_sizes("moe_combine", {N, k, dim});
+void CpuDevice::moe_combine_impl(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
+                                 const Tensor& w, int64_t N, int64_t k, int64_t dim,
+                                 bool accumulate) {
     if (N == 0 || dim == 0) return;
-    float* py = f32(y, N * dim, "moe_combine", "y");
-    const float* prows = f32(rows, dim, "moe_combine", "rows");
-    const int32_t* psr = i32(slot_row, N * k, "moe_combine", "slot_row");
-    const float* pw = f32_opt(w, N * k, "moe_combine", "w");
+    float* py = f32(y);
+    const float* prows = f32(rows);
+    const int32_t* psr = i32(slot_row);
+    const float* pw = f32(w);
     check_index(psr, N * k, rows.numel() / dim, "moe_combine", "slot_row");
 #pragma omp parallel for schedule(static) if (N * dim > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
@@ -72,17 +69,14 @@ void CpuDevice::moe_combine(const Tensor& y, const Tensor& rows, const Tensor& s
     }
 }
 
-void CpuDevice::moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
-                                const Tensor& rows, const Tensor& slot_row, const Tensor& w,
-                                int64_t N, int64_t k, int64_t dim) {
-    check_sizes("moe_combine_bwd", {N, k, dim});
+void CpuDevice::moe_combine_bwd_impl(const Tensor& drows, const Tensor& dw, const Tensor& dy,
+                                     const Tensor& rows, const Tensor& slot_row, const Tensor& w,
+                                     int64_t N, int64_t k, int64_t dim) {
     if (N == 0 || dim == 0) return;
-    float* pdr = f32(drows, dim, "moe_combine_bwd", "drows");
-    float* pdw = f32_opt(dw, N * k, "moe_combine_bwd", "dw");
-    const float* pdy = f32(dy, N * dim, "moe_combine_bwd", "dy");
-    const float* prows = pdw ? f32(rows, dim, "moe_combine_bwd", "rows") : nullptr;
-    const int32_t* psr = i32(slot_row, N * k, "moe_combine_bwd", "slot_row");
-    const float* pw = f32_opt(w, N * k, "moe_combine_bwd", "w");
+    const auto [pdr, pdw, pdy] = f32s(drows, dw, dy);
+    const float* prows = pdw ? f32(rows) : nullptr;
+    const int32_t* psr = i32(slot_row);
+    const float* pw = f32(w);
     check_index(psr, N * k, drows.numel() / dim, "moe_combine_bwd", "slot_row");
     if (prows) check_index(psr, N * k, rows.numel() / dim, "moe_combine_bwd", "slot_row");
 #pragma omp parallel for schedule(static) if (N * dim > cpu::kParallelMin)

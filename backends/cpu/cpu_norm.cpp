@@ -10,19 +10,14 @@
 
 namespace moetrain {
 
-void CpuDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& g,
-                            int64_t rows, int64_t dim, float eps) {
-    check_sizes("rmsnorm_fwd", {rows, dim});
-    MT_CHECK(dim > 0, "rmsnorm_fwd: dim must be positive");
-    float* py = f32(y, rows * dim, "rmsnorm_fwd", "y");
-    float* prs = f32(rstd, rows, "rmsnorm_fwd", "rstd");
-    const float* px = f32(x, rows * dim, "rmsnorm_fwd", "x");
-    const float* pg = f32(g, dim, "rmsnorm_fwd", "g");
+void CpuDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tensor& x,
+                                 const Tensor& g, int64_t rows, int64_t dim, float eps) {
+    const auto [py, prs, px, pg] = f32s(y, rstd, x, g);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
-        const double ms =
-            cpu::lane_sum<double>(dim, [&](int64_t c) { return static_cast<double>(xr[c]) * xr[c]; });
+        const double ms = cpu::lane_sum<double>(
+            dim, [&](int64_t c) { return static_cast<double>(xr[c]) * xr[c]; });
         const float rs = static_cast<float>(1.0 / std::sqrt(ms / static_cast<double>(dim) + eps));
         prs[r] = rs;
         float* yr = py + r * dim;
@@ -31,16 +26,10 @@ void CpuDevice::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x
     }
 }
 
-void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy, const Tensor& x,
-                            const Tensor& g, const Tensor& rstd, int64_t rows, int64_t dim,
-                            bool accumulate_dx) {
-    check_sizes("rmsnorm_bwd", {rows, dim});
-    float* pdx = f32(dx, rows * dim, "rmsnorm_bwd", "dx");
-    float* pdg = f32(dg, dim, "rmsnorm_bwd", "dg");
-    const float* pdy = f32(dy, rows * dim, "rmsnorm_bwd", "dy");
-    const float* px = f32(x, rows * dim, "rmsnorm_bwd", "x");
-    const float* pg = f32(g, dim, "rmsnorm_bwd", "g");
-    const float* prs = f32(rstd, rows, "rmsnorm_bwd", "rstd");
+void CpuDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tensor& dy,
+                                 const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
+                                 int64_t dim, bool accumulate_dx) {
+    const auto [pdx, pdg, pdy, px, pg, prs] = f32s(dx, dg, dy, x, g, rstd);
     double* partials = scratch_f64(cpu::row_chunks(rows) * dim);
     cpu::rows_with_column_sums(
         rows, dim, partials,
@@ -51,8 +40,10 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
                 const float rs = prs[r];
                 const double dot = cpu::lane_sum<double>(  // sum_c dy_c g_c x_c
                     dim, [&](int64_t c) { return static_cast<double>(dyr[c]) * pg[c] * xr[c]; });
-                const float coef = static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
-                for (int64_t c = 0; c < dim; ++c) acc[c] += static_cast<double>(dyr[c]) * xr[c] * rs;
+                const float coef =
+                    static_cast<float>(dot * rs * rs * rs / static_cast<double>(dim));
+                for (int64_t c = 0; c < dim; ++c)
+                    acc[c] += static_cast<double>(dyr[c]) * xr[c] * rs;
                 float* dxr = pdx + r * dim;
                 if (accumulate_dx) {
 #pragma omp simd
@@ -66,17 +57,10 @@ void CpuDevice::rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy
         [&](int64_t c, double total) { pdg[c] += static_cast<float>(total); });
 }
 
-void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
-                              const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
-                              int64_t dim, float eps) {
-    check_sizes("layernorm_fwd", {rows, dim});
-    MT_CHECK(dim > 0, "layernorm_fwd: dim must be positive");
-    float* py = f32(y, rows * dim, "layernorm_fwd", "y");
-    float* pmu = f32(mean, rows, "layernorm_fwd", "mean");
-    float* prs = f32(rstd, rows, "layernorm_fwd", "rstd");
-    const float* px = f32(x, rows * dim, "layernorm_fwd", "x");
-    const float* pg = f32(g, dim, "layernorm_fwd", "g");
-    const float* pb = f32_opt(b, dim, "layernorm_fwd", "b");
+void CpuDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
+                                   int64_t dim, float eps) {
+    const auto [py, pmu, prs, px, pg, pb] = f32s(y, mean, rstd, x, g, b);
     const double nd = static_cast<double>(dim);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
@@ -102,19 +86,11 @@ void CpuDevice::layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor&
     }
 }
 
-void CpuDevice::layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db,
-                              const Tensor& dy, const Tensor& x, const Tensor& g,
-                              const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
-                              bool accumulate_dx) {
-    check_sizes("layernorm_bwd", {rows, dim});
-    float* pdx = f32(dx, rows * dim, "layernorm_bwd", "dx");
-    float* pdg = f32(dg, dim, "layernorm_bwd", "dg");
-    float* pdb = f32_opt(db, dim, "layernorm_bwd", "db");
-    const float* pdy = f32(dy, rows * dim, "layernorm_bwd", "dy");
-    const float* px = f32(x, rows * dim, "layernorm_bwd", "x");
-    const float* pg = f32(g, dim, "layernorm_bwd", "g");
-    const float* pmu = f32(mean, rows, "layernorm_bwd", "mean");
-    const float* prs = f32(rstd, rows, "layernorm_bwd", "rstd");
+void CpuDevice::layernorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tensor& db,
+                                   const Tensor& dy, const Tensor& x, const Tensor& g,
+                                   const Tensor& mean, const Tensor& rstd, int64_t rows,
+                                   int64_t dim, bool accumulate_dx) {
+    const auto [pdx, pdg, pdb, pdy, px, pg, pmu, prs] = f32s(dx, dg, db, dy, x, g, mean, rstd);
     const double nd = static_cast<double>(dim);
     double* partials = scratch_f64(cpu::row_chunks(rows) * 2 * dim);  // per chunk: dg, then db
     cpu::rows_with_column_sums(

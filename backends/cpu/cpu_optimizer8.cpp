@@ -20,16 +20,6 @@
 
 namespace moetrain {
 namespace {
-// A u8 code tensor of at least n elements on this device.
-uint8_t* codes_arg(const CpuDevice& dev, const Tensor& t, int64_t n, const char* arg) {
-    auto* p = static_cast<uint8_t*>(dev.raw(t, "adamw8bit", arg));
-    MT_CHECK(t.dtype == DType::u8, "adamw8bit: tensor '", arg, "' is ", dtype_name(t.dtype),
-             ", expected u8");
-    MT_CHECK(t.numel() >= n, "adamw8bit: tensor '", arg, "' has ", t.numel(),
-             " elements, the op needs ", n);
-    return p;
-}
-
 // The two maps' searches (tables built once per process).
 const cpu::QmapSearch& signed_search() {
     static const cpu::QmapSearch s(qmap_host_table());
@@ -41,22 +31,19 @@ const cpu::QmapSearch& unsigned_search() {
 }
 }  // namespace
 
-void CpuDevice::adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
-                          const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
-                          int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
-                          float grad_scale) {
-    const char* op = "adamw8bit";
-    check_sizes(op, {n});
-    MT_CHECK(a.bc1 > 0 && a.bc2 > 0, op, ": bias corrections must be positive (step >= 1)");
+void CpuDevice::adamw8bit_impl(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                               const Tensor& v_codes, const Tensor& m_absmax,
+                               const Tensor& v_absmax, int64_t n, const AdamWArgs& a,
+                               const Tensor& gnorm_sq, float clip, float grad_scale) {
     if (n == 0) return;
     const int64_t blocks = (n + MT_QBLOCK - 1) / MT_QBLOCK;
-    float* pp = f32(p, n, op, "p");
-    const float* pg = f32(g, n, op, "g");
-    uint8_t* mc = codes_arg(*this, m_codes, n, "m_codes");
-    uint8_t* vc = codes_arg(*this, v_codes, n, "v_codes");
-    float* ma = f32(m_absmax, blocks, op, "m_absmax");
-    float* va = f32(v_absmax, blocks, op, "v_absmax");
-    const float gs = grad_scale * clip_coefficient(*this, gnorm_sq, clip, grad_scale, op);
+    float* pp = f32(p);
+    const float* pg = f32(g);
+    auto* mc = static_cast<uint8_t*>(raw(m_codes));
+    auto* vc = static_cast<uint8_t*>(raw(v_codes));
+    float* ma = f32(m_absmax);
+    float* va = f32(v_absmax);
+    const float gs = grad_scale * clip_coefficient(*this, gnorm_sq, clip, grad_scale);
     const float* table = qmap_host_table();
     const cpu::QmapSearch &ms = signed_search(), &vs = unsigned_search();
 #pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
@@ -72,8 +59,8 @@ void CpuDevice::adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_code
         float* pb = pp + i0;
         const float* gb = pg + i0;
         for (int64_t k = 0; k < len; ++k)
-            mt_adamw_update(pb + k, m + k, v + k, gb[k] * gs, a.lr, a.b1, a.b2, a.eps, a.wd,
-                            a.bc1, a.bc2);
+            mt_adamw_update(pb + k, m + k, v + k, gb[k] * gs, a.lr, a.b1, a.b2, a.eps, a.wd, a.bc1,
+                            a.bc2);
         float m_max = 0.0f, v_max = 0.0f;
         for (int64_t k = 0; k < len; ++k) {
             m_max = std::max(m_max, std::fabs(m[k]));

@@ -19,7 +19,9 @@ constexpr int64_t kSumChunk = 8192;
 // Rows per chunk of the row passes that also sum over rows (norm backward).
 constexpr int64_t kRowChunk = 64;
 
-inline int64_t row_chunks(int64_t rows) { return (rows + kRowChunk - 1) / kRowChunk; }
+inline int64_t row_chunks(int64_t rows) {
+    return (rows + kRowChunk - 1) / kRowChunk;
+}
 
 // A row pass that also produces `width` column sums in one sweep over the data: rows are cut
 // into fixed chunks of kRowChunk; body(r0, r1, acc) handles rows [r0, r1) and adds their
@@ -46,8 +48,8 @@ void rows_with_column_sums(int64_t rows, int64_t width, double* partials, Body&&
     }
 }
 
-// body(c0, c1) for the column blocks [c0, c1) of a rows x cols matrix, in parallel (each block owned by one
-// thread, so per-column sums over rows keep their row order).
+// body(c0, c1) for the column blocks [c0, c1) of a rows x cols matrix, in parallel (each block
+// owned by one thread, so per-column sums over rows keep their row order).
 template <typename F>
 void for_column_blocks(int64_t rows, int64_t cols, F&& body) {
     const int64_t blocks = (cols + kColBlock - 1) / kColBlock;

@@ -37,11 +37,15 @@ QmapSearch::QmapSearch(const float* map)
                 const uint32_t mid = negative ? l + (h - l + 1) / 2 : l + (h - l) / 2;
                 const bool high = mt_qmap_encode(map, from_bits(sign | mid)) == c_hi;
                 if (negative) {
-                    if (high) l = mid;
-                    else h = mid - 1;
+                    if (high)
+                        l = mid;
+                    else
+                        h = mid - 1;
                 } else {
-                    if (high) h = mid;
-                    else l = mid + 1;
+                    if (high)
+                        h = mid;
+                    else
+                        l = mid + 1;
                 }
             }
             threshold_[slot] = from_bits(sign | l);

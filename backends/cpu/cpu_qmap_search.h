@@ -15,7 +15,7 @@
 namespace moetrain::cpu {
 
 class QmapSearch {
-public:
+  public:
     explicit QmapSearch(const float* map);  // map: 256 ascending values (one of the two maps)
 
     // mt_qmap_encode(map, x), bit for bit (NaN gives 0, as the binary search does).
@@ -38,7 +38,7 @@ public:
         return b + 1 == kBuckets ? 0x7f800000u : kLo + uint32_t((b + 1) << kShift) - 1;
     }
 
-private:
+  private:
     std::vector<uint8_t> code_;     // the code of the bucket's lowest value
     std::vector<float> threshold_;  // the lowest value with the next code (NaN: none)
 };

@@ -7,10 +7,10 @@
 
 namespace moetrain {
 
-void CpuDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {
-    check_sizes("sum", {n});
-    float* po = f32(out, 1, "sum", "out");
-    const float* px = f32(x, n, "sum", "x");
+void CpuDevice::sum_impl(const Tensor& out, const Tensor& x, int64_t n, float scale,
+                         bool accumulate) {
+    float* po = f32(out);
+    const float* px = f32(x);
     const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
         const float* c = px + i0;
         return cpu::lane_sum<double>(i1 - i0, [&](int64_t i) { return static_cast<double>(c[i]); });
@@ -18,10 +18,9 @@ void CpuDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, 
     po[0] = (accumulate ? po[0] : 0.0f) + static_cast<float>(scale * s);
 }
 
-void CpuDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
-    check_sizes("sum_squares", {n});
-    float* po = f32(out, 1, "sum_squares", "out");
-    const float* px = f32(x, n, "sum_squares", "x");
+void CpuDevice::sum_squares_impl(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
+    float* po = f32(out);
+    const float* px = f32(x);
     const double s = cpu::chunked_sum(n, [&](int64_t i0, int64_t i1) {
         const float* c = px + i0;
         return cpu::lane_sum<double>(i1 - i0,

@@ -10,13 +10,10 @@
 
 namespace moetrain {
 
-void CpuDevice::rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-                     int64_t pos0, const Tensor& pos_dev, bool inverse) {
-    check_sizes("rope", {B, T, nh, hd, pos0});
-    MT_CHECK(hd % 2 == 0, "rope: head_dim ", hd, " is odd");
-    MT_CHECK(theta > 0, "rope: theta ", theta, " must be positive");
-    float* px = f32(x, B * T * nh * hd, "rope", "x");
-    const int64_t offset = device_value(pos_dev, "rope", "pos_dev");
+void CpuDevice::rope_impl(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd,
+                          float theta, int64_t pos0, const Tensor& pos_dev, bool inverse) {
+    float* px = f32(x);
+    const int64_t offset = device_value(pos_dev);
     pos0 += offset;
     MT_CHECK(pos0 >= 0 && pos0 + T <= MT_POS_LIMIT, "rope: device position offset ", offset,
              " puts positions ", pos0, "..", pos0 + T - 1, " outside [0, 2^30)");

@@ -24,10 +24,14 @@ inline uint16_t bf16_bits(float f) {
     return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
-inline float bf16_value(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+inline float bf16_value(uint16_t h) {
+    return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 // f32 -> nearest bf16 value, as bf16_to_f32(f32_to_bf16(f)).
-inline float round_bf16(float f) { return bf16_value(bf16_bits(f)); }
+inline float round_bf16(float f) {
+    return bf16_value(bf16_bits(f));
+}
 
 // f32 -> nearest f16 value, as f16_to_f32(f32_to_f16(f)): normal halves round the f32
 // mantissa to 10 bits; below 2^-14 the half grid is fixed (multiples of 2^-24), which

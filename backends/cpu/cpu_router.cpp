@@ -12,30 +12,24 @@
 
 namespace moetrain {
 namespace {
-void check_router(const char* op, int64_t N, int64_t E, int64_t k) {
-    check_sizes(op, {N, E, k});
-    MT_CHECK(E >= 1, op, ": n_experts must be >= 1");
-    MT_CHECK(k >= 1 && k <= E, op, ": top_k ", k, " outside 1..n_experts (", E, ")");
-}
-
 // f_e = counts[e] / (N k), the routed fraction per expert, held constant in the backward.
 std::vector<double> routed_fraction(const int32_t* counts, int64_t N, int64_t E, int64_t k) {
     std::vector<double> f(static_cast<size_t>(E), 0.0);
     if (N == 0) return f;
-    for (int64_t e = 0; e < E; ++e) f[e] = counts[e] / (static_cast<double>(N) * static_cast<double>(k));
+    for (int64_t e = 0; e < E; ++e)
+        f[e] = counts[e] / (static_cast<double>(N) * static_cast<double>(k));
     return f;
 }
 }  // namespace
 
-void CpuDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
-                           const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
-                           int64_t k, bool norm_topk) {
-    check_router("router_fwd", N, E, k);
-    float* pp = f32(probs, N * E, "router_fwd", "probs");
-    float* plse = f32(lse, N, "router_fwd", "lse");
-    int32_t* pidx = i32(topk_idx, N * k, "router_fwd", "topk_idx");
-    float* pw = f32(topk_w, N * k, "router_fwd", "topk_w");
-    const float* pl = f32(logits, N * E, "router_fwd", "logits");
+void CpuDevice::router_fwd_impl(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
+                                const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
+                                int64_t k, bool norm_topk) {
+    float* pp = f32(probs);
+    float* plse = f32(lse);
+    int32_t* pidx = i32(topk_idx);
+    float* pw = f32(topk_w);
+    const float* pl = f32(logits);
 #pragma omp parallel for schedule(static) if (N * E > cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         const float* l = pl + n * E;
@@ -60,21 +54,17 @@ void CpuDevice::router_fwd(const Tensor& probs, const Tensor& lse, const Tensor&
     }
 }
 
-void CpuDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
-                           const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
-                           const Tensor& counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
-                           float aux_alpha, float z_alpha, float scale) {
-    check_router("router_bwd", N, E, k);
-    float* pdl = f32(dlogits, N * E, "router_bwd", "dlogits");
-    const float* pdw = f32(dtopk_w, N * k, "router_bwd", "dtopk_w");
-    const float* pp = f32(probs, N * E, "router_bwd", "probs");
-    const float* plse = f32(lse, N, "router_bwd", "lse");
-    const int32_t* pidx = i32(topk_idx, N * k, "router_bwd", "topk_idx");
-    const float* pw = f32(topk_w, N * k, "router_bwd", "topk_w");
-    const int32_t* pc = i32(counts, E, "router_bwd", "counts");
+void CpuDevice::router_bwd_impl(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
+                                const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
+                                const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                                bool norm_topk, float aux_alpha, float z_alpha, float scale) {
+    const auto [pdl, pdw, pp, plse] = f32s(dlogits, dtopk_w, probs, lse);
+    const int32_t* pidx = i32(topk_idx);
+    const float* pw = f32(topk_w);
+    const int32_t* pc = i32(counts);
     for (int64_t s = 0; s < N * k; ++s)
-        MT_CHECK(pidx[s] >= 0 && pidx[s] < E, "router_bwd: expert index ", pidx[s],
-                 " outside 0..", E - 1);
+        MT_CHECK(pidx[s] >= 0 && pidx[s] < E, "router_bwd: expert index ", pidx[s], " outside 0..",
+                 E - 1);
     const std::vector<double> f = routed_fraction(pc, N, E, k);
     const double nN = static_cast<double>(std::max<int64_t>(N, 1));
     std::vector<double> aux_dp(static_cast<size_t>(E));  // d(scale * aux)/dp[n,e]
@@ -107,14 +97,11 @@ void CpuDevice::router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const T
     }
 }
 
-void CpuDevice::router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
-                                const Tensor& counts, int64_t N, int64_t E, int64_t k,
-                                float aux_alpha, float z_alpha) {
-    check_router("router_aux_loss", N, E, k);
-    float* po = f32(out, 2, "router_aux_loss", "out");
-    const float* pp = f32(probs, N * E, "router_aux_loss", "probs");
-    const float* plse = f32(lse, N, "router_aux_loss", "lse");
-    const int32_t* pc = i32(counts, E, "router_aux_loss", "counts");
+void CpuDevice::router_aux_loss_impl(const Tensor& out, const Tensor& probs, const Tensor& lse,
+                                     const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                                     float aux_alpha, float z_alpha) {
+    const auto [po, pp, plse] = f32s(out, probs, lse);
+    const int32_t* pc = i32(counts);
     if (N == 0) return;
     const std::vector<double> f = routed_fraction(pc, N, E, k);
     std::vector<double> P(static_cast<size_t>(E), 0.0);  // sum over tokens of p[n,e]
@@ -130,12 +117,10 @@ void CpuDevice::router_aux_loss(const Tensor& out, const Tensor& probs, const Te
     po[1] += static_cast<float>(z_alpha * z / nN);
 }
 
-void CpuDevice::hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
-                           int64_t E) {
-    check_sizes("hash_route", {N, layer, E});
-    MT_CHECK(E >= 1, "hash_route: n_experts must be >= 1");
-    int32_t* pidx = i32(topk_idx, N, "hash_route", "topk_idx");
-    const int32_t* pid = i32(ids, N, "hash_route", "ids");
+void CpuDevice::hash_route_impl(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
+                                int64_t E) {
+    int32_t* pidx = i32(topk_idx);
+    const int32_t* pid = i32(ids);
 #pragma omp parallel for schedule(static) if (N > 4 * cpu::kParallelMin)
     for (int64_t n = 0; n < N; ++n)
         pidx[n] = mt_hash_expert(pid[n], static_cast<int>(layer), static_cast<int>(E));

@@ -52,17 +52,12 @@ int32_t sample_row(const float* l, int64_t V, const SampleArgs& s, int64_t row) 
 }
 }  // namespace
 
-void CpuDevice::sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
-                       const SampleArgs& s) {
-    check_sizes("sample", {B, V, s.top_k});
-    MT_CHECK(V >= 1, "sample: vocabulary size must be >= 1");
-    MT_CHECK(s.temperature >= 0.0f && std::isfinite(s.temperature), "sample: temperature ",
-             s.temperature, " must be finite and >= 0");
-    MT_CHECK(s.top_p > 0.0f && s.top_p <= 1.0f, "sample: top_p ", s.top_p, " outside (0, 1]");
-    int32_t* po = i32(out_ids, B, "sample", "out_ids");
-    const float* pl = f32(logits, B * V, "sample", "logits");
+void CpuDevice::sample_impl(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
+                            const SampleArgs& s) {
+    int32_t* po = i32(out_ids);
+    const float* pl = f32(logits);
     SampleArgs args = s;  // the Philox step with the device part added (device.h)
-    args.step += static_cast<uint32_t>(device_value(s.step_dev, "sample", "step_dev"));
+    args.step += static_cast<uint32_t>(device_value(s.step_dev));
 #pragma omp parallel for schedule(static) if (B > 1)
     for (int64_t b = 0; b < B; ++b) po[b] = sample_row(pl + b * V, V, args, b);
 }

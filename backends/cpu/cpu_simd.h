@@ -31,10 +31,12 @@ inline float lane_max(const float* x, int64_t n) {
     for (float& a : acc) a = -INFINITY;
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        for (int j = 0; j < kLanes; ++j) acc[j] = std::isgreater(x[i + j], acc[j]) ? x[i + j] : acc[j];
+        for (int j = 0; j < kLanes; ++j)
+            acc[j] = std::isgreater(x[i + j], acc[j]) ? x[i + j] : acc[j];
     for (int j = 0; i + j < n; ++j) acc[j] = std::isgreater(x[i + j], acc[j]) ? x[i + j] : acc[j];
     for (int w = kLanes / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; ++j) acc[j] = std::isgreater(acc[j + w], acc[j]) ? acc[j + w] : acc[j];
+        for (int j = 0; j < w; ++j)
+            acc[j] = std::isgreater(acc[j + w], acc[j]) ? acc[j + w] : acc[j];
     return acc[0];
 }
 

@@ -19,7 +19,7 @@ namespace moetrain::cuda {
 
 // Where blocks really come from (cudaMalloc/cudaFree in the backend, malloc in tests).
 class RawAllocator {
-public:
+  public:
     virtual ~RawAllocator() = default;
     // nullptr when out of memory; throws moetrain::Error on any other failure.
     virtual void* allocate(size_t bytes) = 0;
@@ -27,8 +27,8 @@ public:
 };
 
 struct AllocatorStats {
-    size_t bytes_in_use = 0;   // size-class bytes handed out and not yet freed
-    size_t bytes_cached = 0;   // size-class bytes on the free lists
+    size_t bytes_in_use = 0;  // size-class bytes handed out and not yet freed
+    size_t bytes_cached = 0;  // size-class bytes on the free lists
     size_t peak_in_use = 0;
     uint64_t raw_allocations = 0;  // calls that reached the raw allocator
     uint64_t cache_hits = 0;       // requests served from a free list
@@ -36,7 +36,7 @@ struct AllocatorStats {
 };
 
 class CachingAllocator {
-public:
+  public:
     explicit CachingAllocator(std::unique_ptr<RawAllocator> raw) : raw_(std::move(raw)) {}
     ~CachingAllocator();  // returns every cached block; blocks still in use are a caller bug
     CachingAllocator(const CachingAllocator&) = delete;
@@ -55,13 +55,13 @@ public:
     void release_cached();
     AllocatorStats stats() const;
 
-private:
+  private:
     void release_cached_locked();
 
     std::unique_ptr<RawAllocator> raw_;
     mutable std::mutex mu_;
-    std::map<size_t, std::vector<void*>> free_;   // size class -> cached blocks
-    std::unordered_map<void*, size_t> in_use_;    // block -> its size class
+    std::map<size_t, std::vector<void*>> free_;  // size class -> cached blocks
+    std::unordered_map<void*, size_t> in_use_;   // block -> its size class
     AllocatorStats stats_;
 };
 

@@ -12,7 +12,9 @@ int fit_int(int64_t v, const char* what) {
     MT_CHECK(v >= 0 && v <= INT_MAX, "gemm: ", what, " ", v, " does not fit cuBLAS (32-bit)");
     return static_cast<int>(v);
 }
-cublasOperation_t op(Trans t) { return t == Trans::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasOperation_t op(Trans t) {
+    return t == Trans::N ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
 }  // namespace
 
 ColumnMajorGemm to_column_major(const GemmArgs& g) {
@@ -41,15 +43,16 @@ cudaDataType operand_type(DType compute) {
 
 }  // namespace
 
-void gemm_strided(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b, float* c) {
+void gemm_strided(cublasHandle_t handle, const GemmArgs& g, const void* a, const void* b,
+                  float* c) {
     const cudaDataType ab = operand_type(g.compute);
     const std::string what =
         std::string("cublasGemmStridedBatchedEx (") + dtype_name(g.compute) + " gemm)";
     ColumnMajorGemm cm = to_column_major(g);
-    check_cublas(cublasGemmStridedBatchedEx(handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha,
-                                            b, ab, cm.lda, cm.stride_a, a, ab, cm.ldb,
-                                            cm.stride_b, &g.beta, c, CUDA_R_32F, cm.ldc, cm.stride_c,
-                                            cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check_cublas(cublasGemmStridedBatchedEx(
+                     handle, cm.transa, cm.transb, cm.m, cm.n, cm.k, &g.alpha, b, ab, cm.lda,
+                     cm.stride_a, a, ab, cm.ldb, cm.stride_b, &g.beta, c, CUDA_R_32F, cm.ldc,
+                     cm.stride_c, cm.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  what.c_str());
 }
 

@@ -13,7 +13,7 @@ namespace moetrain::cuda {
 namespace {
 
 class CudaBackend final : public Backend {
-public:
+  public:
     std::string name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
 
     std::string unavailable_reason() override {
@@ -28,20 +28,22 @@ public:
 
     std::unique_ptr<Device> open(int index, const DeviceOptions& opts) override {
         probe();
-        MT_CHECK(reason_.empty(), "device '" MOETRAIN_CUDA_BACKEND_NAME "' is not available: ", reason_);
+        MT_CHECK(reason_.empty(),
+                 "device '" MOETRAIN_CUDA_BACKEND_NAME "' is not available: ", reason_);
         if (index < 0) {  // default: the first usable device
             index = default_device();
-            MT_CHECK(index >= 0, "no usable CUDA device: ", devices_.empty() ? "none found"
-                                                                           : devices_[0].reason);
+            MT_CHECK(index >= 0, "no usable CUDA device: ",
+                     devices_.empty() ? "none found" : devices_[0].reason);
         }
-        MT_CHECK(index < static_cast<int>(devices_.size()), "device '" MOETRAIN_CUDA_BACKEND_NAME ":",
-                 index, "' does not exist (", devices_.size(), " CUDA devices)");
-        MT_CHECK(devices_[index].available, "device '", devices_[index].id, "' is not available: ",
-                 devices_[index].reason);
+        MT_CHECK(index < static_cast<int>(devices_.size()),
+                 "device '" MOETRAIN_CUDA_BACKEND_NAME ":", index, "' does not exist (",
+                 devices_.size(), " CUDA devices)");
+        MT_CHECK(devices_[index].available, "device '", devices_[index].id,
+                 "' is not available: ", devices_[index].reason);
         return create_cuda_device(index, opts);
     }
 
-private:
+  private:
     // Queries the runtime once; the answer does not change while the process runs.
     void probe() {
         std::call_once(once_, [this] {
@@ -74,16 +76,17 @@ private:
         info.name = prop.name;
         info.memory_bytes = prop.totalGlobalMem;
         int cc = prop.major * 10 + prop.minor;
-        info.details = "compute capability " + std::to_string(prop.major) + "." +
-                       std::to_string(prop.minor) + ", " +
-                       std::to_string(prop.multiProcessorCount) + " SMs, " +
-                       std::to_string(prop.sharedMemPerBlockOptin / 1024) +
-                       " KiB shared memory per block";
+        info.details =
+            "compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+            ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
+            std::to_string(prop.sharedMemPerBlockOptin / 1024) + " KiB shared memory per block";
         if (cc < MOETRAIN_CUDA_MIN_CC) {
             info.available = false;
             info.reason = "compute capability " + std::to_string(prop.major) + "." +
-                          std::to_string(prop.minor) + " is older than the oldest architecture "
-                          "this build targets (sm_" + std::to_string(MOETRAIN_CUDA_MIN_CC) + ")";
+                          std::to_string(prop.minor) +
+                          " is older than the oldest architecture "
+                          "this build targets (sm_" +
+                          std::to_string(MOETRAIN_CUDA_MIN_CC) + ")";
         }
         return info;
     }
@@ -96,7 +99,8 @@ private:
 }  // namespace
 }  // namespace moetrain::cuda
 
-extern "C" __attribute__((visibility("default"))) moetrain::Backend* moetrain_backend_entry(int abi) {
+extern "C" __attribute__((visibility("default"))) moetrain::Backend* moetrain_backend_entry(
+    int abi) {
     if (abi != MOETRAIN_BACKEND_ABI) return nullptr;
     static moetrain::cuda::CudaBackend backend;
     return &backend;

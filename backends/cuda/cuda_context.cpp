@@ -3,9 +3,8 @@
 
 #include <string>
 
-#include "moetrain/error.h"
-
 #include "cuda/cuda_errors.h"
+#include "moetrain/error.h"
 
 namespace moetrain::cuda {
 namespace {
@@ -42,7 +41,8 @@ CudaContext::CudaContext(int device)
     check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace),
                  "cublasSetWorkspace");
     error_word_ = static_cast<int32_t*>(allocator_->allocate(2 * sizeof(int32_t)));
-    check_cuda(cudaMemsetAsync(error_word_, 0, 2 * sizeof(int32_t), stream_), "cudaMemsetAsync (error word)");
+    check_cuda(cudaMemsetAsync(error_word_, 0, 2 * sizeof(int32_t), stream_),
+               "cudaMemsetAsync (error word)");
 }
 
 CudaContext::~CudaContext() {

@@ -18,17 +18,17 @@ namespace moetrain::cuda {
 
 // cudaMalloc / cudaFree on one device (nullptr on cudaErrorMemoryAllocation).
 class CudaRawAllocator final : public RawAllocator {
-public:
+  public:
     explicit CudaRawAllocator(int device) : device_(device) {}
     void* allocate(size_t bytes) override;
     void release(void* p) override;
 
-private:
+  private:
     int device_;
 };
 
 class CudaContext {
-public:
+  public:
     explicit CudaContext(int device);
     ~CudaContext();
     CudaContext(const CudaContext&) = delete;
@@ -64,7 +64,7 @@ public:
     void make_current() const;
     void synchronize() const;
 
-private:
+  private:
     int device_;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;

@@ -18,10 +18,11 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts)
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     char mem[32];
-    std::snprintf(mem, sizeof mem, "%.0f GiB", static_cast<double>(prop.totalGlobalMem) / (1 << 30));
-    std::string name = std::string(prop.name) + " (" MOETRAIN_CUDA_BACKEND_NAME ":" + std::to_string(index) + ", " + mem +
-                       ", compute capability " + std::to_string(prop.major) + "." +
-                       std::to_string(prop.minor) + ")";
+    std::snprintf(mem, sizeof mem, "%.0f GiB",
+                  static_cast<double>(prop.totalGlobalMem) / (1 << 30));
+    std::string name = std::string(prop.name) + " (" MOETRAIN_CUDA_BACKEND_NAME ":" +
+                       std::to_string(index) + ", " + mem + ", compute capability " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")";
     return std::make_unique<CudaDevice>(index, std::move(name), opts.cuda_graphs);
 }
 
@@ -36,55 +37,21 @@ void CudaDevice::not_capturing(const char* what) const {
     MT_CHECK(!ctx_.capturing(), what, " inside a captured CUDA graph");
 }
 
-void check_sizes(const char* op, std::initializer_list<int64_t> sizes) {
-    for (int64_t s : sizes) MT_CHECK(s >= 0, op, ": negative size ", s);
-}
-
-void* CudaDevice::raw(const Tensor& t, const char* op, const char* arg) {
-    MT_CHECK(t.buf, op, ": tensor '", arg, "' is empty");
-    MT_CHECK(t.device() == this, op, ": tensor '", arg, "' lives on another device");
-    auto* b = static_cast<CudaBuffer*>(t.buf.get());
-    MT_CHECK(t.offset >= 0 && static_cast<size_t>(t.offset) * dtype_size(t.dtype) + t.bytes() <=
-                                  b->bytes(),
-             op, ": tensor '", arg, "' view exceeds its buffer");
-    return static_cast<char*>(b->data()) + static_cast<size_t>(t.offset) * dtype_size(t.dtype);
-}
-
-void* CudaDevice::checked(const Tensor& t, DType dtype, int64_t n, const char* op,
-                          const char* arg) {
-    if (n == 0 && !t.buf) return nullptr;
-    void* p = raw(t, op, arg);
-    MT_CHECK(t.dtype == dtype, op, ": tensor '", arg, "' is ", dtype_name(t.dtype), ", expected ",
-             dtype_name(dtype));
-    MT_CHECK(t.numel() >= n, op, ": tensor '", arg, "' has ", t.numel(),
-             " elements, the op needs ", n);
-    return p;
-}
-
-float* CudaDevice::f32(const Tensor& t, int64_t n, const char* op, const char* arg) {
-    return static_cast<float*>(checked(t, DType::f32, n, op, arg));
-}
-
-int32_t* CudaDevice::i32(const Tensor& t, int64_t n, const char* op, const char* arg) {
-    return static_cast<int32_t*>(checked(t, DType::i32, n, op, arg));
-}
-
-float* CudaDevice::f32_opt(const Tensor& t, int64_t n, const char* op, const char* arg) {
-    return t.buf ? f32(t, n, op, arg) : nullptr;
-}
-
 mtk::Stream CudaDevice::stream(const char*) {
     ctx_.make_current();
     return ctx_.stream();
 }
 
-void CudaDevice::launched(const char* op) { check_launch(op); }
+void CudaDevice::launched(const char* op) {
+    check_launch(op);
+}
 
 void CudaDevice::check_device_error() {
     if (ctx_.capturing()) return;
     int32_t word[2] = {0, 0};
     ctx_.make_current();
-    check_cuda(cudaMemcpyAsync(word, ctx_.error_word(), sizeof word, cudaMemcpyDeviceToHost, ctx_.stream()),
+    check_cuda(cudaMemcpyAsync(word, ctx_.error_word(), sizeof word, cudaMemcpyDeviceToHost,
+                               ctx_.stream()),
                "cudaMemcpyAsync (reading the device error word)");
     ctx_.synchronize();
     if (word[0] == 0) return;
@@ -100,12 +67,13 @@ std::shared_ptr<Buffer> CudaDevice::alloc_buffer(size_t bytes) {
     ctx_.make_current();
     auto buf = std::make_shared<CudaBuffer>(this, bytes, ctx_.allocator_ptr());
     if (bytes)
-        check_cuda(cudaMemsetAsync(buf->data(), 0, bytes, ctx_.stream()), "cudaMemsetAsync (zero a new buffer)");
+        check_cuda(cudaMemsetAsync(buf->data(), 0, bytes, ctx_.stream()),
+                   "cudaMemsetAsync (zero a new buffer)");
     return buf;
 }
 
-void CudaDevice::upload(const Tensor& dst, const void* src) {
-    void* d = raw(dst, "upload", "dst");
+void CudaDevice::upload_impl(const Tensor& dst, const void* src) {
+    void* d = raw(dst);
     not_capturing("upload");
     if (!dst.bytes()) return;
     ctx_.make_current();
@@ -113,8 +81,8 @@ void CudaDevice::upload(const Tensor& dst, const void* src) {
                "cudaMemcpyAsync host -> device (upload)");
 }
 
-void CudaDevice::download(void* dst, const Tensor& src) {
-    void* s = raw(src, "download", "src");
+void CudaDevice::download_impl(void* dst, const Tensor& src) {
+    void* s = raw(src);
     not_capturing("download");
     ctx_.make_current();
     if (src.bytes())
@@ -123,50 +91,56 @@ void CudaDevice::download(void* dst, const Tensor& src) {
     check_device_error();  // waits for the copy, then reports any invalid index seen so far
 }
 
-void CudaDevice::copy(const Tensor& dst, const Tensor& src) {
-    MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
-             dtype_name(src.dtype), ")");
-    MT_CHECK(src.numel() >= dst.numel(), "copy: source has ", src.numel(),
-             " elements, destination ", dst.numel());
-    char* d = static_cast<char*>(raw(dst, "copy", "dst"));
-    const char* s = static_cast<const char*>(raw(src, "copy", "src"));
+void CudaDevice::copy_impl(const Tensor& dst, const Tensor& src) {
+    char* d = static_cast<char*>(raw(dst));
+    const char* s = static_cast<const char*>(raw(src));
     const size_t bytes = dst.bytes();
     if (!bytes || d == s) return;
     ctx_.make_current();
     if (d < s + bytes && s < d + bytes) {  // overlapping views: go through scratch (memmove)
         void* tmp = ctx_.scratch(bytes);
-        check_cuda(cudaMemcpyAsync(tmp, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()), "cudaMemcpyAsync (copy)");
+        check_cuda(cudaMemcpyAsync(tmp, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()),
+                   "cudaMemcpyAsync (copy)");
         s = static_cast<const char*>(tmp);
     }
-    check_cuda(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()), "cudaMemcpyAsync (copy)");
+    check_cuda(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()),
+               "cudaMemcpyAsync (copy)");
 }
 
-void CudaDevice::fill(const Tensor& dst, float value) {
-    void* d = raw(dst, "fill", "dst");
+void CudaDevice::fill_impl(const Tensor& dst, float value) {
+    void* d = raw(dst);
     uint32_t bits = 0;
     int width = static_cast<int>(dtype_size(dst.dtype));
     switch (dst.dtype) {
-        case DType::f32: std::memcpy(&bits, &value, 4); break;
-        case DType::bf16: bits = f32_to_bf16(value); break;
-        case DType::f16: bits = f32_to_f16(value); break;
-        case DType::i32: bits = static_cast<uint32_t>(static_cast<int32_t>(value)); break;
-        case DType::u8: bits = static_cast<uint8_t>(static_cast<int32_t>(value)); break;
+        case DType::f32:
+            std::memcpy(&bits, &value, 4);
+            break;
+        case DType::bf16:
+            bits = f32_to_bf16(value);
+            break;
+        case DType::f16:
+            bits = f32_to_f16(value);
+            break;
+        case DType::i32:
+            bits = static_cast<uint32_t>(static_cast<int32_t>(value));
+            break;
+        case DType::u8:
+            bits = static_cast<uint8_t>(static_cast<int32_t>(value));
+            break;
     }
     mtk::fill(stream("fill"), d, width, bits, dst.numel());
     launched("fill");
 }
 
-void CudaDevice::convert(const Tensor& dst, const Tensor& src) {
+void CudaDevice::convert_impl(const Tensor& dst, const Tensor& src) {
     auto kind = [](DType t, const char* which) {
         MT_CHECK(t == DType::f32 || t == DType::bf16 || t == DType::f16, "convert: ", which, " is ",
                  dtype_name(t), " (f32 / bf16 / f16 only)");
         return static_cast<mtk::FloatKind>(static_cast<int>(t));
     };
     mtk::FloatKind dk = kind(dst.dtype, "destination"), sk = kind(src.dtype, "source");
-    MT_CHECK(src.numel() >= dst.numel(), "convert: source has ", src.numel(),
-             " elements, destination ", dst.numel());
-    void* d = raw(dst, "convert", "dst");
-    const void* s = raw(src, "convert", "src");
+    void* d = raw(dst);
+    const void* s = raw(src);
     mtk::convert(stream("convert"), d, dk, s, sk, dst.numel());
     launched("convert");
 }

@@ -25,7 +25,9 @@ namespace {
 namespace gp = grouped;
 constexpr const char* kOp = "gemm_grouped";
 
-mtk::FloatKind kind_of(DType t) { return static_cast<mtk::FloatKind>(static_cast<int>(t)); }
+mtk::FloatKind kind_of(DType t) {
+    return static_cast<mtk::FloatKind>(static_cast<int>(t));
+}
 
 // Consecutive parts of one scratch block, in the order of gp::Plan.
 struct Carve {
@@ -39,21 +41,16 @@ struct Carve {
     }
 };
 
-// Device pointer of an operand holding `n` elements (nullptr for an empty one nothing reads).
-void* operand(CudaDevice& dev, const Tensor& t, int64_t n, const char* arg) {
-    return n == 0 && !t.buf ? nullptr : dev.raw(t, kOp, arg);
-}
-
 void grouped_m(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
     const GroupedSpans sp = grouped_spans(g, groups, GroupDim::m);
     const bool half = g.compute != DType::f32;
     const int64_t esize = half ? 2 : 4;
     const bool conv_a = half && g.a.dtype == DType::f32, conv_b = half && g.b.dtype == DType::f32;
-    const gp::Plan p = gp::make_plan(false, g.m, groups, g.m, g.n, g.ldc, esize,
-                                     conv_a ? sp.a : 0, conv_b ? sp.b : 0);
-    const void* a = operand(dev, g.a, sp.a, "a");
-    const void* b = operand(dev, g.b, sp.b, "b");
-    auto* c = static_cast<float*>(dev.raw(g.c, kOp, "c"));
+    const gp::Plan p = gp::make_plan(false, g.m, groups, g.m, g.n, g.ldc, esize, conv_a ? sp.a : 0,
+                                     conv_b ? sp.b : 0);
+    const void* a = dev.raw(g.a);
+    const void* b = dev.raw(g.b);
+    auto* c = static_cast<float*>(dev.raw(g.c));
     Carve s{static_cast<char*>(dev.context().scratch(p.total()))};
     auto* spans = s.take<gp::Span>(p.spans);
     const size_t ptr_bytes = static_cast<size_t>(p.entries) * sizeof(void*);  // table: A, B, C
@@ -87,17 +84,15 @@ void grouped_m(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
 }
 
 void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
-    const GroupedSpans sp = grouped_spans(g, groups, GroupDim::k);
-    auto* c = static_cast<float*>(dev.raw(g.c, kOp, "c"));
+    auto* c = static_cast<float*>(dev.raw(g.c));
     mtk::Stream st = dev.stream(kOp);
-    if (g.beta != 1.0f)
-        mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
+    if (g.beta != 1.0f) mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
     dev.launched(kOp);
     if (g.k == 0) return;
     const int64_t esize = g.compute == DType::f32 ? 4 : 2;
     const gp::Plan p = gp::make_plan(true, g.k, groups, g.m, g.n, g.ldc, esize, 0, 0);
-    const void* a = operand(dev, g.a, sp.a, "a");
-    const void* b = operand(dev, g.b, sp.b, "b");
+    const void* a = dev.raw(g.a);
+    const void* b = dev.raw(g.b);
     Carve s{static_cast<char*>(dev.context().scratch(p.total()))};
     auto* spans = s.take<gp::Span>(p.spans);
     auto* table = s.take<gp::Tile>(p.table);
@@ -137,12 +132,11 @@ void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
 
 }  // namespace
 
-void CudaDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
-                              GroupDim dim) {
-    check_grouped_args(g, group_rows, groups, dim);
+void CudaDevice::gemm_grouped_impl(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                                   GroupDim dim) {
     MT_CHECK(grouped_capacity(g, dim) <= INT_MAX, kOp, ": capacity ", grouped_capacity(g, dim),
              " exceeds int32 row indices");
-    const int32_t* sizes = i32(group_rows, groups, kOp, "group_rows");
+    const int32_t* sizes = i32(group_rows);
     if (groups == 0 || g.m == 0 || g.n == 0) return;
     if (dim == GroupDim::m)
         grouped_m(*this, g, sizes, groups);

@@ -68,8 +68,8 @@ cl_mem ClDevice::create_buffer(size_t bytes, const char* what) {
              "largest allocation (", max_alloc_, " bytes) on ", name_);
     cl_int err = CL_SUCCESS;
     // Zero-byte buffers are invalid in OpenCL: keep a minimal allocation.
-    cl_mem mem = clCreateBuffer(ctx_, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 16), nullptr,
-                                &err);
+    cl_mem mem =
+        clCreateBuffer(ctx_, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 16), nullptr, &err);
     cl_check(err, what);
     return mem;
 }
@@ -85,20 +85,9 @@ std::shared_ptr<Buffer> ClDevice::alloc_buffer(size_t bytes) {
     return buf;
 }
 
-DevPtr ClDevice::arg(const Tensor& t, int64_t n, const char* what, DType dt) const {
-    MT_CHECK(t.buf, what, " is empty");
-    MT_CHECK(t.buf->device() == this, what, " lives on another device, not on ", name_);
-    MT_CHECK(t.dtype == dt, what, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dt));
-    MT_CHECK(n >= 0 && t.offset >= 0 &&
-                 static_cast<size_t>(t.offset + n) * dtype_size(dt) <= t.buf->bytes(),
-             what, " needs ", n, " elements at offset ", t.offset, " but its buffer holds ",
-             t.buf->bytes() / dtype_size(dt));
-    return {static_cast<const ClBuffer*>(t.buf.get())->mem(), static_cast<cl_long>(t.offset)};
-}
-
-DevPtr ClDevice::opt_arg(const Tensor& t, int64_t n, const char* what, DType dt) const {
+DevPtr ClDevice::arg(const Tensor& t) const {
     if (!t.buf) return {dummy_, 0};
-    return arg(t, n, what, dt);
+    return {static_cast<const ClBuffer*>(t.buf.get())->mem(), static_cast<cl_long>(t.offset)};
 }
 
 DevPtr ClDevice::scratch(int slot, size_t bytes) {
@@ -114,18 +103,18 @@ DevPtr ClDevice::scratch(int slot, size_t bytes) {
     return {mem, 0};
 }
 
-void ClDevice::upload(const Tensor& dst, const void* src) {
+void ClDevice::upload_impl(const Tensor& dst, const void* src) {
     if (dst.bytes() == 0) return;
-    DevPtr d = arg(dst, dst.numel(), "upload destination", dst.dtype);
+    DevPtr d = arg(dst);
     size_t es = dtype_size(dst.dtype);
     cl_check(clEnqueueWriteBuffer(queue_, d.mem, CL_TRUE, static_cast<size_t>(d.off) * es,
                                   dst.bytes(), src, 0, nullptr, nullptr),
              "uploading to the device");
 }
 
-void ClDevice::download(void* dst, const Tensor& src) {
+void ClDevice::download_impl(void* dst, const Tensor& src) {
     if (src.bytes() == 0) return;
-    DevPtr s = arg(src, src.numel(), "download source", src.dtype);
+    DevPtr s = arg(src);
     size_t es = dtype_size(src.dtype);
     cl_check(clEnqueueReadBuffer(queue_, s.mem, CL_TRUE, static_cast<size_t>(s.off) * es,
                                  src.bytes(), dst, 0, nullptr, nullptr),
@@ -133,13 +122,11 @@ void ClDevice::download(void* dst, const Tensor& src) {
     check_device_error();
 }
 
-void ClDevice::copy(const Tensor& dst, const Tensor& src) {
-    MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
-             dtype_name(src.dtype), ")");
+void ClDevice::copy_impl(const Tensor& dst, const Tensor& src) {
     int64_t n = dst.numel();
     if (n == 0) return;
-    DevPtr d = arg(dst, n, "copy destination", dst.dtype);
-    DevPtr s = arg(src, n, "copy source", src.dtype);
+    DevPtr d = arg(dst);
+    DevPtr s = arg(src);
     size_t es = dtype_size(dst.dtype), bytes = static_cast<size_t>(n) * es;
     size_t doff = static_cast<size_t>(d.off) * es, soff = static_cast<size_t>(s.off) * es;
     if (d.mem == s.mem && doff == soff) return;
@@ -156,14 +143,16 @@ void ClDevice::copy(const Tensor& dst, const Tensor& src) {
              "copying a tensor");
 }
 
-void ClDevice::fill(const Tensor& dst, float value) {
+void ClDevice::fill_impl(const Tensor& dst, float value) {
     int64_t n = dst.numel();
     if (n == 0) return;
-    DevPtr d = arg(dst, n, "fill destination", dst.dtype);
+    DevPtr d = arg(dst);
     unsigned char pattern[4];
     size_t es = dtype_size(dst.dtype);
     switch (dst.dtype) {
-        case DType::f32: std::memcpy(pattern, &value, 4); break;
+        case DType::f32:
+            std::memcpy(pattern, &value, 4);
+            break;
         case DType::bf16: {
             uint16_t h = f32_to_bf16(value);
             std::memcpy(pattern, &h, 2);
@@ -179,19 +168,24 @@ void ClDevice::fill(const Tensor& dst, float value) {
             std::memcpy(pattern, &i, 4);
             break;
         }
-        case DType::u8: pattern[0] = static_cast<unsigned char>(value); break;
+        case DType::u8:
+            pattern[0] = static_cast<unsigned char>(value);
+            break;
     }
     cl_check(clEnqueueFillBuffer(queue_, d.mem, pattern, es, static_cast<size_t>(d.off) * es,
                                  static_cast<size_t>(n) * es, 0, nullptr, nullptr),
              "filling a tensor");
 }
 
-void ClDevice::convert(const Tensor& dst, const Tensor& src) {
+void ClDevice::convert_impl(const Tensor& dst, const Tensor& src) {
     auto code = [](DType t) -> cl_int {
         switch (t) {
-            case DType::f32: return 0;
-            case DType::bf16: return 1;
-            case DType::f16: return 2;
+            case DType::f32:
+                return 0;
+            case DType::bf16:
+                return 1;
+            case DType::f16:
+                return 2;
             default:
                 fail("convert: only f32, bf16 and f16 tensors can be converted, got ",
                      dtype_name(t));
@@ -201,8 +195,8 @@ void ClDevice::convert(const Tensor& dst, const Tensor& src) {
     int64_t n = dst.numel();
     if (n == 0) return;
     if (to == from) return copy(dst, src);
-    DevPtr d = arg(dst, n, "convert destination", dst.dtype);
-    DevPtr s = arg(src, n, "convert source", src.dtype);
+    DevPtr d = arg(dst);
+    DevPtr s = arg(src);
     // 16-bit types travel as ushort, f32 as float: one kernel per direction family.
     if (to == 0)
         launch("convert", "mt_half_to_f32", items(n), d, s, from, static_cast<cl_long>(n));
@@ -219,8 +213,7 @@ void ClDevice::synchronize() {
 
 void ClDevice::check_device_error() {
     cl_int word[2] = {0, 0};
-    cl_check(clEnqueueReadBuffer(queue_, err_, CL_TRUE, 0, sizeof(word), word, 0, nullptr,
-                                 nullptr),
+    cl_check(clEnqueueReadBuffer(queue_, err_, CL_TRUE, 0, sizeof(word), word, 0, nullptr, nullptr),
              "reading the device error word");
     if (word[0] == 0) return;
     const cl_int zero = 0;
@@ -230,18 +223,41 @@ void ClDevice::check_device_error() {
     // Codes as used by the kernels' mt_report calls.
     const char* what = "unknown device error";
     switch (word[0]) {
-        case 1: what = "cross_entropy: target outside [0, V) and not -1:"; break;
-        case 2: what = "moe_sort: expert index outside [0, n_experts):"; break;
-        case 3: what = "router_bwd: expert index outside [0, n_experts):"; break;
-        case 4: what = "embedding_fwd: token id outside the table:"; break;
-        case 5: what = "embedding_bwd: token id outside the table:"; break;
-        case 6: what = "gather_rows: row index outside the source:"; break;
-        case 7: what = "moe_combine: slot_row entry outside the rows:"; break;
-        case 8: what = "moe_combine_bwd: slot_row entry outside the rows:"; break;
-        case 11: what = "rope: device position offset outside [0, 2^30):"; break;
-        case 12: what = "attention: device length makes Tk leave [Tq, S]:"; break;
-        case 13: what = "kv_append: device position offset outside the cache:"; break;
-        default: break;
+        case 1:
+            what = "cross_entropy: target outside [0, V) and not -1:";
+            break;
+        case 2:
+            what = "moe_sort: expert index outside [0, n_experts):";
+            break;
+        case 3:
+            what = "router_bwd: expert index outside [0, n_experts):";
+            break;
+        case 4:
+            what = "embedding_fwd: token id outside the table:";
+            break;
+        case 5:
+            what = "embedding_bwd: token id outside the table:";
+            break;
+        case 6:
+            what = "gather_rows: row index outside the source:";
+            break;
+        case 7:
+            what = "moe_combine: slot_row entry outside the rows:";
+            break;
+        case 8:
+            what = "moe_combine_bwd: slot_row entry outside the rows:";
+            break;
+        case 11:
+            what = "rope: device position offset outside [0, 2^30):";
+            break;
+        case 12:
+            what = "attention: device length makes Tk leave [Tq, S]:";
+            break;
+        case 13:
+            what = "kv_append: device position offset outside the cache:";
+            break;
+        default:
+            break;
     }
     fail(what, " ", word[1], " (detected on ", name_, ")");
 }

@@ -20,12 +20,12 @@ namespace moetrain::opencl {
 
 // A device allocation.
 class ClBuffer : public Buffer {
-public:
+  public:
     ClBuffer(Device* dev, size_t bytes, cl_mem mem) : Buffer(dev, bytes), mem_(mem) {}
     ~ClBuffer() override { clReleaseMemObject(mem_); }
     cl_mem mem() const { return mem_; }
 
-private:
+  private:
     cl_mem mem_;
 };
 
@@ -74,123 +74,22 @@ inline Grid groups(int64_t n, size_t wg) {
 }
 
 class ClDevice : public Device {
-public:
+  public:
     ClDevice(cl_platform_id platform, cl_device_id dev, std::string name);
     ~ClDevice() override;
 
     std::string backend_name() const override { return "opencl"; }
     std::string name() const override { return name_; }
 
-    // ---- memory (cl_device.cpp) ----
-    std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;
-    void upload(const Tensor& dst, const void* src) override;
-    void download(void* dst, const Tensor& src) override;
-    void copy(const Tensor& dst, const Tensor& src) override;
-    void fill(const Tensor& dst, float value) override;
-    void convert(const Tensor& dst, const Tensor& src) override;
+    std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;  // cl_device.cpp
     void synchronize() override;
-
-    // ---- dense algebra (cl_gemm.cpp, cl_ops_elementwise.cpp) ----
-    void gemm(const GemmArgs& g) override;
-    // Downloads group_rows (a host wait), then one gemm per group (cl_gemm.cpp).
-    void gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
-                      GroupDim dim) override;
-    void add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;
-    void axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) override;
-    void add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) override;
-    void bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) override;
-
-    // ---- embedding (cl_ops_embedding.cpp) ----
-    void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, int64_t n,
-                       int64_t dim, bool accumulate) override;
-    void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, int64_t n,
-                       int64_t dim) override;
-
-    // ---- normalisation (cl_ops_norm.cpp) ----
-    void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& g,
-                     int64_t rows, int64_t dim, float eps) override;
-    void rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy, const Tensor& x,
-                     const Tensor& g, const Tensor& rstd, int64_t rows, int64_t dim,
-                     bool accumulate_dx) override;
-    void layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                       const Tensor& g, const Tensor& b, int64_t rows, int64_t dim,
-                       float eps) override;
-    void layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db, const Tensor& dy,
-                       const Tensor& x, const Tensor& g, const Tensor& mean, const Tensor& rstd,
-                       int64_t rows, int64_t dim, bool accumulate_dx) override;
-
-    // ---- positions, KV cache, attention (cl_ops_rope.cpp, cl_ops_kv_cache.cpp,
-    // cl_ops_attention.cpp) ----
-    void rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
-              int64_t pos0, const Tensor& pos_dev, bool inverse) override;
-    void kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T, int64_t S,
-                   int64_t row_len, int64_t pos0, const Tensor& pos_dev) override;
-    void attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, const AttnDims& d, float scale) override;
-    void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                       const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                       const Tensor& lse, const AttnDims& d, float scale) override;
-
-    // ---- activations (cl_ops_activation.cpp) ----
-    void act_fwd(Act act, const Tensor& y, const Tensor& x, int64_t n) override;
-    void act_bwd(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                 int64_t n) override;
-    void swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) override;
-    void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh, const Tensor& gate,
-                    const Tensor& up, int64_t n) override;
-    void softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) override;
-
-    // ---- MoE routing and permutation (cl_ops_router.cpp, cl_ops_moe.cpp) ----
-    void router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
-                    const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E, int64_t k,
-                    bool norm_topk) override;
-    void router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
-                    const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
-                    const Tensor& counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
-                    float aux_alpha, float z_alpha, float scale) override;
-    void router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
-                         const Tensor& counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
-                         float z_alpha) override;
-    void hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
-                    int64_t E) override;
-    void moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
-                  const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) override;
-    void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
-                     int64_t dim) override;
-    void moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
-                     const Tensor& w, int64_t N, int64_t k, int64_t dim,
-                     bool accumulate) override;
-    void moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
-                         const Tensor& rows, const Tensor& slot_row, const Tensor& w, int64_t N,
-                         int64_t k, int64_t dim) override;
-
-    // ---- loss, reductions, optimizers, sampling ----
-    void cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                       int64_t N, int64_t V, float grad_scale) override;
-    void sum(const Tensor& out, const Tensor& x, int64_t n, float scale,
-             bool accumulate) override;
-    void sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) override;
-    void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, int64_t n,
-               const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
-               float grad_scale) override;
-    void adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
-                   const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
-                   int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
-                   float grad_scale) override;
-    void sgd(const Tensor& p, const Tensor& g, int64_t n, float lr, const Tensor& gnorm_sq,
-             float clip, float grad_scale) override;
-    void sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
-                const SampleArgs& s) override;
 
     // ---- helpers for the op files ----
     cl_command_queue queue() const { return queue_; }
-    // A tensor argument of op `what` that must hold n elements of dtype dt on this device.
-    DevPtr arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
-    // Like arg(), but an empty tensor is allowed and passed as a dummy buffer.
-    DevPtr opt_arg(const Tensor& t, int64_t n, const char* what, DType dt = DType::f32) const;
-    DevValue dev_value(const Tensor& t, const char* what) const {
-        return {opt_arg(t, 1, what, DType::i32), cl_int{!t.empty()}};
-    }
+    // A tensor as a kernel argument (checked by the front door, device_checks.cpp); an empty
+    // tensor ("may be empty" arguments) is passed as a placeholder buffer.
+    DevPtr arg(const Tensor& t) const;
+    DevValue dev_value(const Tensor& t) const { return {arg(t), cl_int{!t.empty()}}; }
     // The device error word (kernels report bad indices into it with mt_report, common.clh).
     DevPtr error_word() const { return {err_, 0}; }
     // Throws the error a kernel reported since the last check (and clears it); waits for the
@@ -230,7 +129,13 @@ public:
 
     static constexpr int kScratchSlots = 4;
 
-private:
+  protected:
+    // Every op of api/moetrain/device_ops.def: memory ops in cl_device.cpp, the others one file
+    // per family (cl_ops_<family>.cpp, cl_gemm.cpp).
+#define MT_DEVICE_OP(name, params, args) void name##_impl params override;
+#include "moetrain/device_ops.def"
+
+  private:
     struct Kernel {
         cl_kernel handle;
         size_t max_wg;  // CL_KERNEL_WORK_GROUP_SIZE on this device

@@ -20,24 +20,42 @@ namespace {
 const char* status_name(clblast::StatusCode s) {
     using S = clblast::StatusCode;
     switch (s) {
-        case S::kNotImplemented: return "kNotImplemented";
-        case S::kInvalidMatrixA: return "kInvalidMatrixA";
-        case S::kInvalidMatrixB: return "kInvalidMatrixB";
-        case S::kInvalidMatrixC: return "kInvalidMatrixC";
-        case S::kInvalidDimension: return "kInvalidDimension";
-        case S::kInvalidLeadDimA: return "kInvalidLeadDimA";
-        case S::kInvalidLeadDimB: return "kInvalidLeadDimB";
-        case S::kInvalidLeadDimC: return "kInvalidLeadDimC";
-        case S::kInsufficientMemoryA: return "kInsufficientMemoryA";
-        case S::kInsufficientMemoryB: return "kInsufficientMemoryB";
-        case S::kInsufficientMemoryC: return "kInsufficientMemoryC";
-        case S::kInsufficientMemoryTemp: return "kInsufficientMemoryTemp";
-        case S::kInvalidBatchCount: return "kInvalidBatchCount";
-        case S::kInvalidLocalMemUsage: return "kInvalidLocalMemUsage";
-        case S::kDatabaseError: return "kDatabaseError";
-        case S::kUnknownError: return "kUnknownError";
-        case S::kUnexpectedError: return "kUnexpectedError";
-        default: return cl_error_name(static_cast<cl_int>(s));
+        case S::kNotImplemented:
+            return "kNotImplemented";
+        case S::kInvalidMatrixA:
+            return "kInvalidMatrixA";
+        case S::kInvalidMatrixB:
+            return "kInvalidMatrixB";
+        case S::kInvalidMatrixC:
+            return "kInvalidMatrixC";
+        case S::kInvalidDimension:
+            return "kInvalidDimension";
+        case S::kInvalidLeadDimA:
+            return "kInvalidLeadDimA";
+        case S::kInvalidLeadDimB:
+            return "kInvalidLeadDimB";
+        case S::kInvalidLeadDimC:
+            return "kInvalidLeadDimC";
+        case S::kInsufficientMemoryA:
+            return "kInsufficientMemoryA";
+        case S::kInsufficientMemoryB:
+            return "kInsufficientMemoryB";
+        case S::kInsufficientMemoryC:
+            return "kInsufficientMemoryC";
+        case S::kInsufficientMemoryTemp:
+            return "kInsufficientMemoryTemp";
+        case S::kInvalidBatchCount:
+            return "kInvalidBatchCount";
+        case S::kInvalidLocalMemUsage:
+            return "kInvalidLocalMemUsage";
+        case S::kDatabaseError:
+            return "kDatabaseError";
+        case S::kUnknownError:
+            return "kUnknownError";
+        case S::kUnexpectedError:
+            return "kUnexpectedError";
+        default:
+            return cl_error_name(static_cast<cl_int>(s));
     }
 }
 
@@ -66,14 +84,9 @@ Operand round_operand(ClDevice& dev, int slot, const Tensor& t, const Operand& i
 
 }  // namespace
 
-void ClDevice::gemm(const GemmArgs& g) {
-    check_gemm_dtypes(g);
-    MT_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && g.batch >= 1, "gemm: bad sizes m=", g.m,
-             " n=", g.n, " k=", g.k, " batch=", g.batch);
+void ClDevice::gemm_impl(const GemmArgs& g) {
     if (g.m == 0 || g.n == 0) return;
-    MT_CHECK(g.ldc >= g.n, "gemm: ldc ", g.ldc, " < n ", g.n);
-    MT_CHECK(g.stride_a >= 0 && g.stride_b >= 0 && g.stride_c >= 0, "gemm: negative stride");
-    DevPtr c = arg(g.c, gemm_span(g.batch, g.stride_c, g.m, g.n, g.ldc), "gemm: C");
+    DevPtr c = arg(g.c);
     if (g.k == 0) {  // C = beta * C
         for (int64_t i = 0; i < g.batch; ++i)
             launch("elementwise", "mt_scale_matrix", items2(g.n, g.m),
@@ -83,12 +96,8 @@ void ClDevice::gemm(const GemmArgs& g) {
     }
     int64_t ar = g.ta == Trans::N ? g.m : g.k, ac = g.ta == Trans::N ? g.k : g.m;
     int64_t br = g.tb == Trans::N ? g.k : g.n, bc = g.tb == Trans::N ? g.n : g.k;
-    MT_CHECK(g.lda >= ac, "gemm: lda ", g.lda, " < ", ac);
-    MT_CHECK(g.ldb >= bc, "gemm: ldb ", g.ldb, " < ", bc);
-    Operand a{arg(g.a, gemm_span(g.batch, g.stride_a, ar, ac, g.lda), "gemm: A", g.a.dtype),
-              g.lda, g.stride_a};
-    Operand b{arg(g.b, gemm_span(g.batch, g.stride_b, br, bc, g.ldb), "gemm: B", g.b.dtype),
-              g.ldb, g.stride_b};
+    Operand a{arg(g.a), g.lda, g.stride_a};
+    Operand b{arg(g.b), g.ldb, g.stride_b};
     if (g.compute != DType::f32) {
         a = round_operand(*this, 0, g.a, a, ar, ac, g.batch, g.compute);
         b = round_operand(*this, 1, g.b, b, br, bc, g.batch, g.compute);
@@ -98,24 +107,20 @@ void ClDevice::gemm(const GemmArgs& g) {
     clblast::StatusCode s;
     if (g.batch == 1) {
         s = clblast::Gemm<float>(clblast::Layout::kRowMajor, trans(g.ta), trans(g.tb), sz(g.m),
-                                 sz(g.n), sz(g.k), g.alpha, a.p.mem, sz(a.p.off), sz(a.ld),
-                                 b.p.mem, sz(b.p.off), sz(b.ld), g.beta, c.mem, sz(c.off),
-                                 sz(g.ldc), &q);
+                                 sz(g.n), sz(g.k), g.alpha, a.p.mem, sz(a.p.off), sz(a.ld), b.p.mem,
+                                 sz(b.p.off), sz(b.ld), g.beta, c.mem, sz(c.off), sz(g.ldc), &q);
     } else {
         s = clblast::GemmStridedBatched<float>(
             clblast::Layout::kRowMajor, trans(g.ta), trans(g.tb), sz(g.m), sz(g.n), sz(g.k),
-            g.alpha, a.p.mem, sz(a.p.off), sz(a.ld), sz(a.stride), b.p.mem, sz(b.p.off),
-            sz(b.ld), sz(b.stride), g.beta, c.mem, sz(c.off), sz(g.ldc), sz(g.stride_c),
-            sz(g.batch), &q);
+            g.alpha, a.p.mem, sz(a.p.off), sz(a.ld), sz(a.stride), b.p.mem, sz(b.p.off), sz(b.ld),
+            sz(b.stride), g.beta, c.mem, sz(c.off), sz(g.ldc), sz(g.stride_c), sz(g.batch), &q);
     }
-    MT_CHECK(s == clblast::StatusCode::kSuccess, "gemm: CLBlast failed with ", status_name(s),
-             " (", static_cast<int>(s), ") for m=", g.m, " n=", g.n, " k=", g.k,
-             " batch=", g.batch);
+    MT_CHECK(s == clblast::StatusCode::kSuccess, "gemm: CLBlast failed with ", status_name(s), " (",
+             static_cast<int>(s), ") for m=", g.m, " n=", g.n, " k=", g.k, " batch=", g.batch);
 }
 
-void ClDevice::gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
-                            GroupDim dim) {
-    check_grouped_args(g, group_rows, groups, dim);
+void ClDevice::gemm_grouped_impl(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                                 GroupDim dim) {
     std::vector<int32_t> rows(static_cast<size_t>(groups));
     if (groups > 0) download(rows.data(), group_rows.view(0, {groups}));
     run_grouped_on_host(g, rows.data(), groups, dim, [&](const GemmArgs& e) { gemm(e); });

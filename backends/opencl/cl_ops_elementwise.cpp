@@ -3,29 +3,27 @@
 
 namespace moetrain::opencl {
 
-void ClDevice::add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
+void ClDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
     if (n == 0) return;
-    launch("elementwise", "mt_add", items(n), arg(out, n, "add: out"), arg(a, n, "add: a"),
-           arg(b, n, "add: b"), cl_long{n});
+    launch("elementwise", "mt_add", items(n), arg(out), arg(a), arg(b), cl_long{n});
 }
 
-void ClDevice::axpby(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
+void ClDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
     if (n == 0) return;
-    launch("elementwise", "mt_axpby", items(n), arg(y, n, "axpby: y"), alpha,
-           arg(x, n, "axpby: x"), beta, cl_long{n});
+    launch("elementwise", "mt_axpby", items(n), arg(y), alpha, arg(x), beta, cl_long{n});
 }
 
-void ClDevice::add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
+void ClDevice::add_bias_impl(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) {
     if (rows == 0 || cols == 0) return;
-    launch("elementwise", "mt_add_bias", items2(cols, rows), arg(y, rows * cols, "add_bias: y"),
-           arg(bias, cols, "add_bias: bias"), cl_long{rows}, cl_long{cols});
+    launch("elementwise", "mt_add_bias", items2(cols, rows), arg(y), arg(bias), cl_long{rows},
+           cl_long{cols});
 }
 
-void ClDevice::bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
+void ClDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
     if (cols == 0) return;
-    DevPtr db = arg(dbias, cols, "bias_grad: dbias");
+    DevPtr db = arg(dbias);
     if (rows == 0) return;
-    DevPtr d = arg(dy, rows * cols, "bias_grad: dy");
+    DevPtr d = arg(dy);
     ColumnPartials p = column_partials(0, rows, cols);
     launch("reduce", "mt_colsum_partial", items2(cols, p.chunks), p.buf, d, cl_long{rows},
            cl_long{cols}, cl_long{p.chunk_rows});

@@ -3,14 +3,13 @@
 
 namespace moetrain::opencl {
 
-void ClDevice::cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                             int64_t N, int64_t V, float grad_scale) {
+void ClDevice::cross_entropy_impl(const Tensor& losses, const Tensor& logits, const Tensor& targets,
+                                  int64_t N, int64_t V, float grad_scale) {
     MT_CHECK(V > 0 && V < (int64_t{1} << 31), "cross_entropy: vocabulary size ", V,
              " out of range");
     if (N == 0) return;
-    launch("loss", "mt_cross_entropy", reduce_groups(N), arg(losses, N, "cross_entropy: losses"),
-           arg(logits, N * V, "cross_entropy: logits"),
-           arg(targets, N, "cross_entropy: targets", DType::i32), cl_long{V}, grad_scale, error_word());
+    launch("loss", "mt_cross_entropy", reduce_groups(N), arg(losses), arg(logits), arg(targets),
+           cl_long{V}, grad_scale, error_word());
     check_device_error();  // a bad target must fail here, not at a later download
 }
 

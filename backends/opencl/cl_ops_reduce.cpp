@@ -9,7 +9,9 @@ namespace moetrain::opencl {
 namespace {
 
 // Partial sums for a reduction of n elements: a fixed function of n (<= 256 groups).
-int64_t partial_groups(int64_t n) { return std::clamp<int64_t>((n + 4095) / 4096, 1, 256); }
+int64_t partial_groups(int64_t n) {
+    return std::clamp<int64_t>((n + 4095) / 4096, 1, 256);
+}
 
 }  // namespace
 
@@ -21,8 +23,8 @@ ClDevice::ColumnPartials ClDevice::column_partials(int slot, int64_t rows, int64
 
 void ClDevice::finish_column_sums(DevPtr dst, const ColumnPartials& p, int64_t cols,
                                   bool accumulate) {
-    launch("reduce", "mt_colsum_finish", items(cols), dst, p.buf, cl_long{p.chunks},
-           cl_long{cols}, cl_int{accumulate});
+    launch("reduce", "mt_colsum_finish", items(cols), dst, p.buf, cl_long{p.chunks}, cl_long{cols},
+           cl_int{accumulate});
 }
 
 static void reduce_to_scalar(ClDevice& dev, DevPtr out, DevPtr x, int64_t n, float scale,
@@ -35,18 +37,17 @@ static void reduce_to_scalar(ClDevice& dev, DevPtr out, DevPtr x, int64_t n, flo
         dev.launch("reduce", "mt_sum_partial", dev.reduce_groups(count), partial, x, cl_long{n},
                    cl_int{square}, cl_long{chunk});
     }
-    dev.launch("reduce", "mt_sum_finish", dev.reduce_groups(1), out, partial, cl_long{count},
-               scale, cl_int{accumulate});
+    dev.launch("reduce", "mt_sum_finish", dev.reduce_groups(1), out, partial, cl_long{count}, scale,
+               cl_int{accumulate});
 }
 
-void ClDevice::sum(const Tensor& out, const Tensor& x, int64_t n, float scale, bool accumulate) {
-    reduce_to_scalar(*this, arg(out, 1, "sum: out"), arg(x, n, "sum: x"), n, scale, false,
-                     accumulate);
+void ClDevice::sum_impl(const Tensor& out, const Tensor& x, int64_t n, float scale,
+                        bool accumulate) {
+    reduce_to_scalar(*this, arg(out), arg(x), n, scale, false, accumulate);
 }
 
-void ClDevice::sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
-    reduce_to_scalar(*this, arg(out, 1, "sum_squares: out"), arg(x, n, "sum_squares: x"), n,
-                     1.0f, true, accumulate);
+void ClDevice::sum_squares_impl(const Tensor& out, const Tensor& x, int64_t n, bool accumulate) {
+    reduce_to_scalar(*this, arg(out), arg(x), n, 1.0f, true, accumulate);
 }
 
 }  // namespace moetrain::opencl

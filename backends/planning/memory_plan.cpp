@@ -23,8 +23,8 @@ double bytes_of(std::initializer_list<const Tensor*> ts) {
 double scratch_bytes(const Workspace& ws) {
     const GradScratch& g = ws.g;
     return bytes_of({&ws.ids, &ws.targets, &ws.pos_ids, &ws.logits, &ws.losses, &g.dres, &g.dxn,
-                     &g.dq, &g.dk, &g.dv, &g.d_o, &g.dgate, &g.dup, &g.dh, &g.drows, &g.dxg,
-                     &g.dw, &g.dlogits});
+                     &g.dq, &g.dk, &g.dv, &g.d_o, &g.dgate, &g.dup, &g.dh, &g.drows, &g.dxg, &g.dw,
+                     &g.dlogits});
 }
 
 // The backends' op scratch is one area grown to the largest request (cpu, cuda), counted here
@@ -51,16 +51,16 @@ double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
 // scratch (backends/shared/grouped_gemm_plan.h): the largest request of the four shapes.
 double grouped_scratch(const ModelConfig& c, const Workspace& ws, Precision precision) {
     if (!c.moe) return 0;
-    const int64_t cap = ws.N * c.moe->active_k(), E = c.moe->n_experts, D = c.d_model,
-                  F = c.d_ff;
+    const int64_t cap = ws.N * c.moe->active_k(), E = c.moe->n_experts, D = c.d_model, F = c.d_ff;
     const bool half = precision != Precision::fp32;
     const int64_t op_bytes = half ? 2 : 4;
     size_t most = 0;
     for (auto [n, k] : {std::pair{F, D}, std::pair{D, F}}) {  // gate / up / dx: n x k products
         // dim m: the f32 activation rows are converted for 16-bit products (the weights are
         // the 16-bit working copy already).
-        most = std::max(most, grouped::make_plan(false, cap, E, cap, n, n, op_bytes,
-                                                 half ? cap * k : 0, 0).total());
+        most = std::max(
+            most,
+            grouped::make_plan(false, cap, E, cap, n, n, op_bytes, half ? cap * k : 0, 0).total());
         // dim k: the weight gradients [n, k].
         most = std::max(most, grouped::make_plan(true, cap, E, n, k, k, op_bytes, 0, 0).total());
     }
@@ -92,8 +92,10 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     TrainOptions t;
     t.optimizer = o.optimizer;
     mark = dev.allocated();
-    Trainer trainer(model, t);
-    p.optimizer = static_cast<double>(dev.allocated() - mark);
+    const std::unique_ptr<Communicator> ranks = make_planning_communicator(o.ranks);
+    Trainer trainer(model, t, DistOptions{ranks.get(), o.zero});
+    p.optimizer = static_cast<double>(trainer.optimizer_state_bytes());
+    p.zero_buffers = static_cast<double>(dev.allocated() - mark) - p.optimizer;
     model.set_recompute(o.recompute);
     mark = dev.allocated();
     const Workspace& ws = im.workspace(o.batch, o.seq, true);

@@ -1,6 +1,6 @@
 // Memory-mapped shard files read as one token stream. Every id is checked against the model's
 // vocabulary as it is read (a scan at open time would page the whole corpus in). Resident
-// memory stays flat: after every 64 MiB read, the mappings' pages are released with
+// memory stays flat: after every 16 MiB read, the mappings' pages are released with
 // MADV_DONTNEED (the kernel's page cache keeps them; the next read maps them again).
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -54,7 +54,9 @@ class ShardTokens final : public TokenSource {
     int64_t size() const override { return end_ - begin_; }
 
     void read(int64_t pos, int64_t n, int32_t* out) const override {
-        release_pages_now_and_then(n * 4);
+        // A fault maps more than it reads (fault-around, readahead): a read counts at least
+        // 256 KiB, so that scattered small reads release pages too.
+        release_pages_now_and_then(std::max<int64_t>(n * 4, int64_t{256} << 10));
         int64_t g = begin_ + pos;
         auto it = std::upper_bound(shards_.begin(), shards_.end(), g,
                                    [](int64_t v, const MappedShard& s) { return v < s.first; });
@@ -107,7 +109,7 @@ class ShardTokens final : public TokenSource {
     }
 
     void release_pages_now_and_then(int64_t bytes) const {
-        constexpr int64_t kRelease = int64_t{64} << 20;
+        constexpr int64_t kRelease = int64_t{16} << 20;
         if (read_since_release_.fetch_add(bytes) + bytes < kRelease) return;
         read_since_release_ = 0;
         for (const MappedShard& s : shards_) ::madvise(s.map, s.map_bytes, MADV_DONTNEED);

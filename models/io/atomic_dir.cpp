@@ -29,6 +29,27 @@ std::string strip_trailing_slashes(std::string p) {
 
 bool process_alive(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
+// The marker file this program puts into every temporary directory it creates, and its
+// exact contents: the cleaner removes only directories holding it, so that a user's
+// "thesis.tmp-31000" folder is never taken for a left-over.
+constexpr const char* kMarkerName = ".moetrain-partial";
+constexpr const char* kMarkerText = "moetrain: partial checkpoint directory, safe to delete\n";
+
+// Is `dir` (not followed if it is a symlink) a real directory holding our marker as a
+// regular file with exactly the marker text?
+bool is_our_tmp_dir(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(dir, ec))) return false;
+    const fs::path marker = dir / kMarkerName;
+    if (!fs::is_regular_file(fs::symlink_status(marker, ec))) return false;
+    int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[128];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    return n >= 0 && std::string(buf, static_cast<size_t>(n)) == kMarkerText;
+}
+
 // Replace the existing directory `dst` by `src`. RENAME_EXCHANGE swaps them in one step; on
 // file systems without it, `dst` is first moved aside to "<dst>.old-<pid>".
 void replace_dir(const std::string& src, const std::string& dst) {
@@ -65,6 +86,12 @@ AtomicDirWriter::AtomicDirWriter(const std::string& final_dir)
     fs::remove_all(tmp_, ec);  // left by an earlier failed attempt of this very process
     MT_CHECK(::mkdir(tmp_.c_str(), 0755) == 0, "cannot create directory ", tmp_, ": ",
              std::strerror(errno));
+    try {
+        write_file_synced(tmp_ + "/" + kMarkerName, kMarkerText);
+    } catch (const Error&) {
+        fs::remove_all(tmp_, ec);  // the destructor does not run for a failed constructor
+        throw;
+    }
 }
 
 AtomicDirWriter::~AtomicDirWriter() {
@@ -75,6 +102,10 @@ AtomicDirWriter::~AtomicDirWriter() {
 
 void AtomicDirWriter::commit() {
     MT_CHECK(!committed_, "directory ", final_, " committed twice");
+    // The marker goes before the rename: a committed directory holds only what the caller
+    // wrote. A kill between the two leaves an unmarked temporary, which is never deleted.
+    const std::string marker = tmp_ + "/" + kMarkerName;
+    MT_CHECK(::unlink(marker.c_str()) == 0, "cannot remove ", marker, ": ", std::strerror(errno));
     fsync_dir(tmp_);
     std::error_code ec;
     auto status = fs::symlink_status(final_, ec);
@@ -96,9 +127,10 @@ int remove_stale_tmp_dirs(const std::string& parent) {
     for (const auto& entry : fs::directory_iterator(parent, ec)) {
         std::smatch m;
         std::string name = entry.path().filename().string();
-        if (!std::regex_match(name, m, tmp_name) || !entry.is_directory(ec)) continue;
+        if (!std::regex_match(name, m, tmp_name)) continue;
         long pid = std::stol(m[1].str());
         if (pid <= 0 || pid > INT_MAX || pid == ::getpid() || process_alive(pid)) continue;
+        if (!is_our_tmp_dir(entry.path())) continue;  // not made by this program: never touched
         std::error_code rm_ec;
         fs::remove_all(entry.path(), rm_ec);
         if (!rm_ec) ++removed;

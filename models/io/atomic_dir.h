@@ -11,7 +11,7 @@ namespace moetrain::io {
 
 class AtomicDirWriter {
 public:
-    // Creates missing parent directories and the empty temporary directory.
+    // Creates missing parent directories and the temporary directory with its marker file.
     explicit AtomicDirWriter(const std::string& final_dir);
     // Removes the temporary directory unless commit() succeeded.
     ~AtomicDirWriter();
@@ -35,7 +35,9 @@ private:
 std::string atomic_tmp_name(const std::string& final_dir, long pid);
 
 // Remove temporary directories `*.tmp-<pid>` directly inside `parent` whose process no
-// longer exists (never this process's own). Returns how many were removed.
+// longer exists (never this process's own) and that hold the marker file AtomicDirWriter
+// puts into each (".moetrain-partial" with its exact text; a real directory, not a
+// symlink). Anything else with such a name is left alone. Returns how many were removed.
 int remove_stale_tmp_dirs(const std::string& parent);
 
 }  // namespace moetrain::io

@@ -4,11 +4,14 @@
 // exactly) through the public Model / Trainer API.
 #include "moetrain/checkpoint.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
 
+#include "io/checkpoint_integrity.h"
 #include "io/checkpoint_meta.h"
 #include "io/checkpoint_tensors.h"
 #include "io/checkpoint_write.h"
@@ -104,6 +107,27 @@ void save_checkpoint(const std::string& dir, const Model& model, const Trainer* 
     io::write_checkpoint_dir(dir, buffers, st, opt);
 }
 
+std::vector<StepDir> list_step_dirs(const std::string& run_dir, bool complete_only) {
+    static const std::regex step_name(R"(step_([0-9]{6,19}))");  // also skips *.tmp-<pid>
+    std::vector<StepDir> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        std::smatch m;
+        if (!std::regex_match(name, m, step_name)) continue;
+        const std::string digits = m[1].str();
+        int64_t step = 0;
+        auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+        if (err != std::errc() || end != digits.data() + digits.size()) continue;  // > int64
+        if (complete_only && !is_complete_checkpoint(entry.path().string())) continue;
+        out.push_back({step, entry.path().string()});
+    }
+    MT_CHECK(!ec, "cannot list run directory ", run_dir, ": ", ec.message());
+    std::sort(out.begin(), out.end(),
+              [](const StepDir& a, const StepDir& b) { return a.step < b.step; });
+    return out;
+}
+
 std::string resolve_checkpoint(const std::string& path) {
     std::error_code ec;
     MT_CHECK(fs::exists(path, ec), "checkpoint ", path, " not found");
@@ -114,20 +138,8 @@ std::string resolve_checkpoint(const std::string& path) {
                      name);
         return path;
     }
-    static const std::regex step_name(R"(step_([0-9]{6,18}))");
-    std::string best;
-    long long best_step = -1;
-    for (const auto& entry : fs::directory_iterator(path, ec)) {
-        std::smatch m;
-        std::string name = entry.path().filename().string();
-        if (!std::regex_match(name, m, step_name)) continue;  // also skips *.tmp-<pid>
-        long long step = std::stoll(m[1].str());
-        if (step > best_step && is_complete_checkpoint(entry.path().string())) {
-            best_step = step;
-            best = entry.path().string();
-        }
-    }
-    MT_CHECK(!ec, "cannot list run directory ", path, ": ", ec.message());
+    const std::vector<StepDir> steps = list_step_dirs(path, true);
+    const std::string best = steps.empty() ? "" : steps.back().path;
     MT_CHECK(!best.empty(), "no checkpoint in ", path, ": it holds neither ", kModelFile, " + ",
              kStateFile, " nor complete step_NNNNNN checkpoint directories");
     return best;
@@ -142,13 +154,18 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
         MT_CHECK(is_file(join_path(dir, name)), "checkpoint ", dir, ": missing ", name);
     info.config = stored_config(SafetensorsFile(join_path(dir, kModelFile)));
     const std::string state_path = join_path(dir, kStateFile);
-    info.state = io::parse_state(io::read_file(state_path, "checkpoint file"), state_path,
+    info.state = io::parse_state(io::read_file(state_path, "checkpoint file", io::kMaxJsonFileBytes), state_path,
                                  &info.optimizer);
     const bool moments = info.optimizer == OptimizerState::adamw ||
                          info.optimizer == OptimizerState::adamw8bit;
     MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)),
              "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
              io::optimizer_state_name(info.optimizer), ")");
+    // Structure first (a missing file is named as such), then every checksum.
+    const io::IntegrityReport integrity = io::verify_checkpoint_integrity(dir);
+    info.checksummed = integrity.checksummed;
+    MT_CHECK(!moments || !info.checksummed || integrity.files == 3, "checkpoint ", dir, ": ",
+             kOptimizerFile, " has no checksum in ", kStateFile, " (corrupt file)");
     return info;
 }
 
@@ -162,6 +179,18 @@ void check_finite(const std::vector<float>& flat, const std::vector<ParamInfo>& 
             MT_CHECK(std::isfinite(flat[static_cast<size_t>(p.offset + i)]), "checkpoint file ",
                      file, ": tensor \"", prefix, p.name, "\" holds a non-finite value at element ",
                      i, " (corrupt file)");
+}
+
+// AdamW's second moment is a running mean of squared gradients: a negative value is not a
+// state any run can reach, and its square root would turn the next update into NaN.
+void check_non_negative(const std::vector<float>& flat, const std::vector<ParamInfo>& params,
+                        const std::string& file, const char* prefix) {
+    for (const ParamInfo& p : params)
+        for (int64_t i = 0; i < p.numel(); ++i)
+            MT_CHECK(flat[static_cast<size_t>(p.offset + i)] >= 0.0f, "checkpoint file ", file,
+                     ": tensor \"", prefix, p.name, "\" holds the negative second moment ",
+                     flat[static_cast<size_t>(p.offset + i)], " at element ", i,
+                     " (corrupt file)");
 }
 }  // namespace
 
@@ -225,6 +254,7 @@ void load_optimizer(const std::string& dir, Trainer& trainer) {
         std::vector<float> v = io::read_flat_tensors(f, model.params(), "v.", model.num_params());
         check_finite(m, model.params(), f.path(), "m.");
         check_finite(v, model.params(), f.path(), "v.");
+        check_non_negative(v, model.params(), f.path(), "v.");
         model.set_flat(trainer.moment1(), m);
         model.set_flat(trainer.moment2(), v);
     }

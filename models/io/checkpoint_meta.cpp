@@ -3,6 +3,7 @@
 #include "io/checkpoint_meta.h"
 
 #include <climits>
+#include <limits>
 
 #include "io/json.h"
 #include "moetrain/error.h"
@@ -94,7 +95,8 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     json j = parse_json_strict(text, where);
     JsonFields top(j, where, "",
                    {"format", "step", "optimizer_state", "precision", "loss_scale",
-                    "loss_scale_clean_steps", "skipped_steps", "rng", "data", "train"});
+                    "loss_scale_clean_steps", "skipped_steps", "rng", "data", "train",
+                    "checksums"});  // "checksums": checkpoint_integrity.h
     std::string format = top.string("format");
     MT_CHECK(format == kCheckpointFormat, where, ": \"format\" = \"", format, "\", expected \"",
              kCheckpointFormat, "\"");
@@ -142,6 +144,21 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     o.eps = tr.number("eps");
     o.clip = tr.number("clip");
     o.accum = static_cast<int>(tr.integer("accum", 1, INT_MAX));
+    // The same domains the CLI accepts for these options: a resumed run adopts them.
+    auto in_range = [&](const char* key, double v, double lo, double hi, bool open_lo) {
+        const bool ok = (open_lo ? v > lo : v >= lo) && v <= hi;
+        if (!ok)
+            tr.fail_key(key, detail::concat("= ", v, " is outside its domain ", open_lo ? "(" : "[",
+                                            lo, ", ", hi, "]"));
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    in_range("lr", o.lr, 0, inf, false);
+    in_range("min_lr", o.min_lr, 0, inf, false);
+    in_range("wd", o.wd, 0, inf, false);
+    in_range("b1", o.b1, 0, 1, false);
+    in_range("b2", o.b2, 0, 1, false);
+    in_range("eps", o.eps, 0, inf, true);
+    in_range("clip", o.clip, 0, inf, false);
     s.batch = static_cast<int>(tr.integer("batch", 0, INT_MAX));
     s.seq = static_cast<int>(tr.integer("seq", 0, INT_MAX));
 

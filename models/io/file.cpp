@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/crc32c.h"
 #include "moetrain/error.h"
 
 namespace moetrain::io {
@@ -17,12 +18,21 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-std::string read_file(const std::string& path, const std::string& what) {
+std::string read_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     MT_CHECK(fd >= 0, what, " ", path, ": cannot open: ", errno_text());
     std::string out;
     struct stat st;
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!regular) {
+        ::close(fd);
+        fail(what, " ", path, ": not a regular file");
+    }
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+        ::close(fd);
+        fail(what, " ", path, ": ", st.st_size, " bytes, more than the limit of ", max_bytes);
+    }
+    out.reserve(static_cast<size_t>(st.st_size));
     char chunk[1 << 16];
     for (;;) {
         ssize_t n = ::read(fd, chunk, sizeof chunk);
@@ -33,6 +43,10 @@ std::string read_file(const std::string& path, const std::string& what) {
             fail(what, " ", path, ": read error: ", reason);
         }
         if (n == 0) break;
+        if (out.size() + static_cast<size_t>(n) > max_bytes) {  // grew while being read
+            ::close(fd);
+            fail(what, " ", path, ": more than the limit of ", max_bytes, " bytes");
+        }
         out.append(chunk, static_cast<size_t>(n));
     }
     ::close(fd);
@@ -50,6 +64,7 @@ SyncedFile::~SyncedFile() {
 
 void SyncedFile::write(const void* data, size_t bytes) {
     MT_CHECK(fd_ >= 0, "write to closed file ", path_);
+    crc_ = crc32c(data, bytes, crc_);
     const char* p = static_cast<const char*>(data);
     while (bytes > 0) {
         ssize_t n = ::write(fd_, p, bytes);

@@ -7,8 +7,14 @@
 
 namespace moetrain::io {
 
-// Whole file as bytes; errors read "<what> <path>: <reason>".
-std::string read_file(const std::string& path, const std::string& what);
+// Whole file as bytes; errors read "<what> <path>: <reason>". Only regular files are read
+// (a device such as /dev/zero or a FIFO would never end), and at most `max_bytes` of them.
+std::string read_file(const std::string& path, const std::string& what,
+                      uint64_t max_bytes = UINT64_MAX);
+
+// The size limit of the JSON files moetrain reads (configs, state.json): far above any real
+// one, far below what would strain the host.
+inline constexpr uint64_t kMaxJsonFileBytes = 64u << 20;
 
 // A new file (truncated if it exists) written sequentially; finish() fsyncs and closes it.
 // Destroying an unfinished handle closes it without syncing (the caller is failing anyway).
@@ -21,10 +27,13 @@ public:
     void write(const void* data, size_t bytes);
     void finish();
     const std::string& path() const { return path_; }
+    // CRC32C of everything written so far.
+    uint32_t crc() const { return crc_; }
 
 private:
     std::string path_;
     int fd_ = -1;
+    uint32_t crc_ = 0;
 };
 
 // Write `content` to `path` and fsync it.

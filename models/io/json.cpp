@@ -11,6 +11,32 @@
 
 namespace moetrain::io {
 
+namespace {
+// Every JSON moetrain reads nests a few levels deep; the parser (and the destruction of its
+// result) recurse once per level, so deep nesting from a crafted file would overflow the
+// stack. Counted on the raw text, outside strings, before parsing.
+constexpr int kMaxJsonDepth = 64;
+
+void check_nesting(const std::string& text, const std::string& where) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            MT_CHECK(++depth <= kMaxJsonDepth, where, ": JSON nested deeper than ",
+                     kMaxJsonDepth, " levels");
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+}
+}  // namespace
+
 json parse_json_strict(const std::string& text, const std::string& where) {
     std::vector<std::set<std::string>> open_objects;
     std::string duplicate;
@@ -28,6 +54,7 @@ json parse_json_strict(const std::string& text, const std::string& where) {
         }
         return true;
     };
+    check_nesting(text, where);
     json j;
     try {
         j = json::parse(text, callback);

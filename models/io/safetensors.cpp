@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/crc32c.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "moetrain/error.h"
@@ -99,6 +100,27 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value,
     return e;
 }
 
+// The per-tensor checksums of metadata "crc32c": one "crc32c:<8 hex>" for every tensor.
+std::map<std::string, uint32_t> parse_checksums(const std::string& text, const std::string& where,
+                                                const std::map<std::string, size_t>& tensors) {
+    const std::string at = where + ": metadata \"" + kSafetensorsChecksumKey + "\"";
+    json j = io::parse_json_strict(text, at);
+    MT_CHECK(j.is_object(), at, " is not a JSON object");
+    std::map<std::string, uint32_t> out;
+    for (const auto& item : j.items()) {
+        MT_CHECK(tensors.count(item.key()), at, " names tensor \"", item.key(),
+                 "\", which the file does not hold");
+        const std::string v = item.value().is_string() ? item.value().get<std::string>() : "";
+        const uint32_t crc = io::parse_crc32c_text(v);
+        MT_CHECK(io::crc32c_text(crc) == v, at, ": tensor \"", item.key(),
+                 "\" has no valid checksum");
+        out[item.key()] = crc;
+    }
+    for (const auto& [name, index] : tensors)
+        MT_CHECK(out.count(name), at, ": tensor \"", name, "\" has no checksum");
+    return out;
+}
+
 }  // namespace
 
 const char* safetensors_dtype_name(DType t) {
@@ -152,7 +174,13 @@ std::string SafetensorsWriter::header() const {
     return text;
 }
 
-void SafetensorsWriter::write(const std::string& path) const {
+void SafetensorsWriter::add_checksums() {
+    io::ordered_json sums = io::ordered_json::object();
+    for (const Item& it : items_) sums[it.name] = io::crc32c_text(io::crc32c(it.data, it.bytes));
+    metadata_[kSafetensorsChecksumKey] = sums.dump();
+}
+
+uint32_t SafetensorsWriter::write(const std::string& path) const {
     std::string head = header();
     unsigned char prefix[8];
     uint64_t n = head.size();
@@ -162,6 +190,7 @@ void SafetensorsWriter::write(const std::string& path) const {
     f.write(head.data(), head.size());
     for (const Item& it : items_) f.write(it.data, it.bytes);
     f.finish();
+    return f.crc();
 }
 
 // ---- reader ------------------------------------------------------------------------------
@@ -227,6 +256,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     MT_CHECK(covered == data_size, where, ": ", data_size - covered,
              " trailing data bytes belong to no tensor");
     for (size_t i = 0; i < tensors_.size(); ++i) index_[tensors_[i].name] = i;
+    if (auto it = metadata_.find(kSafetensorsChecksumKey); it != metadata_.end())
+        checksums_ = parse_checksums(it->second, where, index_);
 }
 
 const std::string& SafetensorsFile::metadata_at(const std::string& key) const {
@@ -248,6 +279,12 @@ void SafetensorsFile::read(const SafetensorsEntry& entry, void* dst) const {
     MT_CHECK(in && in.gcount() == static_cast<std::streamsize>(entry.end - entry.begin),
              "safetensors file ", path_, ": tensor \"", entry.name,
              "\": read error (file changed since it was opened?)");
+    if (checksums_.empty()) return;
+    const uint32_t want = checksums_.at(entry.name);
+    const uint32_t got = io::crc32c(dst, entry.end - entry.begin);
+    MT_CHECK(got == want, "safetensors file ", path_, ": tensor \"", entry.name,
+             "\": checksum mismatch (stored ", io::crc32c_text(want), ", data has ",
+             io::crc32c_text(got), "): the file is corrupt; nothing was loaded from it");
 }
 
 std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {

@@ -9,6 +9,7 @@
 
 #include "model/param_layout.h"
 #include "model/workspace.h"
+#include "moetrain/comm.h"
 
 namespace moetrain {
 
@@ -81,18 +82,28 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
              const Tensor& dx, bool accumulate_dx);
 
 // ---- moe.cpp: router, sort by expert, grouped expert GEMMs, combine (+ shared experts) ----
+// Data parallel (docs/DISTRIBUTED.md): the micro-batch of MODEL.md is every rank's rows, so the
+// expert counts (f_e) are summed over the ranks into `counts` ([E] i32, written by moe_fwd),
+// and each rank's aux / z terms are its share of the global means: with R ranks of equal
+// N, the local ops (normalised by the local N and counts) scale aux by 1/R^2 and z by 1/R.
+struct MoeGlobal {
+    Communicator* comm = nullptr;
+    Tensor counts;
+    float aux_share() const { return 1.0f / static_cast<float>(comm->size() * comm->size()); }
+    float z_share() const { return 1.0f / static_cast<float>(comm->size()); }
+};
 // x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
 // is given, the chosen experts are appended to it (gradient checks watch for flips). The
 // backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is
 // produced (expert output rows included), nothing is combined and no loss term is added.
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
-             std::vector<int32_t>* routing);
+             std::vector<int32_t>* routing, const MoeGlobal* global = nullptr);
 // From dres = d loss / d MoE output: weight gradients and dxn (overwritten). grad_scale
 // scales the aux / z loss gradients (the micro-batch weight).
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
-             int64_t N, float grad_scale);
+             int64_t N, float grad_scale, const MoeGlobal* global = nullptr);
 
 // ---- head.cpp: final norm, logits (row chunks), cross-entropy ----
 // Per-token losses into ws.losses and ce_out[0] += ce_scale * sum(losses). With gw given,

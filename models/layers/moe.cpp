@@ -13,11 +13,23 @@ LinearW router_of(const ModelConfig& c, const Tensor& w) {
     return {w, Tensor{}, c.moe->n_experts, c.d_model};
 }
 
+// The aux / z weights of this rank's share (docs/DISTRIBUTED.md; the weights themselves in one
+// process) and the expert counts f_e is computed from.
+float aux_alpha(const MoeConfig& m, const MoeGlobal* g) {
+    return static_cast<float>(m.aux_loss_alpha) * (g ? g->aux_share() : 1.0f);
+}
+float z_alpha(const MoeConfig& m, const MoeGlobal* g) {
+    return static_cast<float>(m.z_loss_alpha) * (g ? g->z_share() : 1.0f);
+}
+const Tensor& f_counts(const MoeActs& a, const MoeGlobal* g) {
+    return g ? g->counts : a.counts;
+}
+
 }  // namespace
 
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
-             std::vector<int32_t>* routing) {
+             std::vector<int32_t>* routing, const MoeGlobal* global) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool softmax = m.router == RouterKind::softmax_topk;
@@ -28,15 +40,18 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.hash_route(a.topk_idx, ids, N, layer, E);
     }
     dev.moe_sort(a.counts, a.row_token, a.slot_row, a.topk_idx, N, k, E);
+    if (global) {  // f_e and the expert loads over every rank's rows
+        dev.copy(global->counts, a.counts);
+        global->comm->all_reduce(dev, global->counts, ReduceOp::sum);
+    }
     if (routing) {  // gradient checks only (a debugging path): this host read is allowed
         std::vector<int32_t> chosen(static_cast<size_t>(N * k));
         dev.download(chosen.data(), a.topk_idx.view(0, {N * k}));
         routing->insert(routing->end(), chosen.begin(), chosen.end());
     }
     if (softmax && aux_stats)
-        dev.router_aux_loss(aux_stats, a.probs, a.lse, a.counts, N, E, k,
-                            static_cast<float>(m.aux_loss_alpha),
-                            static_cast<float>(m.z_loss_alpha));
+        dev.router_aux_loss(aux_stats, a.probs, a.lse, f_counts(a, global), N, E, k,
+                            aux_alpha(m, global), z_alpha(m, global));
 
     if (a.xg.dtype == DType::f32) {
         dev.gather_rows(a.xg, xn, a.row_token, N * k, D);
@@ -54,7 +69,7 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
 
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
-             int64_t N, float grad_scale) {
+             int64_t N, float grad_scale, const MoeGlobal* global) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool softmax = m.router == RouterKind::softmax_topk;
@@ -72,9 +87,8 @@ void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& g
     dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
     if (!softmax) return;
 
-    dev.router_bwd(g.dlogits, g.dw, a.probs, a.lse, a.topk_idx, a.topk_w, a.counts, N, E, k,
-                   m.norm_topk_prob, static_cast<float>(m.aux_loss_alpha),
-                   static_cast<float>(m.z_loss_alpha), grad_scale);
+    dev.router_bwd(g.dlogits, g.dw, a.probs, a.lse, a.topk_idx, a.topk_w, f_counts(a, global), N, E,
+                   k, m.norm_topk_prob, aux_alpha(m, global), z_alpha(m, global), grad_scale);
     linear_bwd(dev, dxn, router_of(c, gw.router), g.dlogits, xn, router_of(c, w.router), N, true);
 }
 

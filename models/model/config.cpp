@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/file.h"
 #include "io/json.h"
 #include "moetrain/config.h"
 #include "moetrain/error.h"
@@ -31,6 +32,8 @@ const std::vector<std::string> kMoeKeys = {
 // Largest parameter count accepted: keeps every tensor size and offset far from int64
 // overflow (and no machine holds 2^50 floats anyway).
 constexpr double kMaxParams = 1125899906842624.0;  // 2^50
+constexpr int64_t kMaxLayers = 1024, kMaxHeads = 4096, kMaxExperts = 4096;
+constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
 
 int int_field(const io::JsonFields& f, const std::string& key) {
     return static_cast<int>(f.integer(key, INT_MIN, INT_MAX));
@@ -123,6 +126,19 @@ void validate_config(const ModelConfig& c) {
                  "config: \"moe.first_layer\" = ", m.first_layer, " is outside [0, \"n_layers\" = ",
                  c.n_layers, "]");
     }
+    // Counts that size host-side structures (one entry per layer, expert or position) are
+    // bounded too: a crafted config must fail here, not hang or allocate gigabytes while
+    // the model is laid out.
+    auto at_most = [](const char* key, int64_t v, int64_t limit) {
+        MT_CHECK(v <= limit, "config: \"", key, "\" = ", v, " exceeds the limit of ", limit);
+    };
+    at_most("n_layers", c.n_layers, kMaxLayers);
+    at_most("n_heads", c.n_heads, kMaxHeads);
+    at_most("max_seq_len", c.max_seq_len, kMaxSeqLen);
+    if (c.moe) {
+        at_most("moe.n_experts", c.moe->n_experts, kMaxExperts);
+        at_most("moe.n_shared_experts", c.moe->n_shared_experts, kMaxExperts);
+    }
     double n = approx_param_count(c);
     MT_CHECK(n <= kMaxParams, "config: the model would have ", n,
              " parameters, more than the 2^50 limit (check \"d_model\", \"d_ff\", \"vocab_size\")");
@@ -163,13 +179,9 @@ ModelConfig parse_config(const std::string& json_text) {
 }
 
 ModelConfig load_config_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    MT_CHECK(in, "config file ", path, ": cannot open for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
-    MT_CHECK(!in.bad(), "config file ", path, ": read error");
+    const std::string text = io::read_file(path, "config file", io::kMaxJsonFileBytes);
     try {
-        return parse_config(text.str());
+        return parse_config(text);
     } catch (const Error& e) {
         fail("config file ", path, ": ", e.what());
     }

@@ -135,9 +135,19 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
+const MoeGlobal* ModelImpl::moe_global(int l) {
+    const int row = moe_row_[static_cast<size_t>(l)];
+    if (!dp_pass_ || row < 0) return nullptr;
+    const int64_t E = cfg.moe->n_experts;
+    moe_global_ = {dp_comm, load_counts.view(row * E, {E})};  // the loads of the global batch
+    return &moe_global_;
+}
+
 void ModelImpl::run_step(const std::string& key, const Workspace& ws,
                          const std::function<void()>& queue) {
-    if (record_routing) {  // the routing record downloads the choices: never captured
+    // The routing record downloads the choices and data-parallel passes run collectives
+    // between the ops (staged through the host on mpi): never captured.
+    if (record_routing || dp_pass_) {
         queue();
         last_run = StepRun::eager;
         return;
@@ -178,7 +188,8 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         // into its transient, exactly (the products round the gathered rows to it anyway).
         if (a.n2.y32) dev.convert(a.n2.y32.view(0, {ws.N, cfg.d_model}), a.n2.y);
         const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
-        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing);
+        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing,
+                aux_stats ? moe_global(l) : nullptr);
     } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
@@ -200,7 +211,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         const LayerW& lw = wf.layers[static_cast<size_t>(l)];
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
-            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale);
+            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale,
+                    moe_global(l));
         else
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);
@@ -213,7 +225,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
 
 void ModelImpl::record_load(const Workspace& ws, int l) {
     const int row = moe_row_[static_cast<size_t>(l)];
-    if (row < 0) return;
+    if (row < 0 || dp_pass_) return;  // a data-parallel pass wrote the global loads already
     const int64_t E = cfg.moe->n_experts;
     dev.copy(load_counts.view(row * E, {E}), ws.layers[static_cast<size_t>(l)].moe.counts);
 }
@@ -247,8 +259,15 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     MT_CHECK(y, "no target tokens given");
     MT_CHECK(!backward || grad_scale != 0.0f, "grad_scale must be nonzero for a backward pass");
     Workspace& ws = workspace(B, T, backward);
-    const int64_t counted = load_batch(ws, x, y, 0);
+    int64_t counted = load_batch(ws, x, y, 0);
     refresh_compute_weights();
+    dp_pass_ = backward && dp_comm && dp_comm->size() > 1;
+    if (dp_pass_) {  // the cross-entropy is the mean over the global micro-batch's targets
+        MT_CHECK(counted < (int64_t{1} << 31) / dp_comm->size(), "too many targets per rank");
+        int32_t all = static_cast<int32_t>(counted);
+        dp_comm->all_reduce(&all, 1, DType::i32, ReduceOp::sum);
+        counted = all;
+    }
     const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
     // Only device work below, the same for the same key (buffers and every scalar argument).
     auto queue = [&] {
@@ -264,6 +283,7 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     key << (backward ? "train" : "eval") << " B" << B << " T" << T << std::hex
         << " gs=" << bits(grad_scale) << " w=" << bits(weight) << " ce=" << bits(ce_scale);
     run_step(key.str(), ws, queue);
+    dp_pass_ = false;
     loads_written();
     return counted;
 }

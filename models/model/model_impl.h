@@ -60,6 +60,11 @@ class ModelImpl {
     int64_t logit_budget = kLogitBudget;
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
+    // Data parallel over more than one rank (set by the Trainer): training micro-batches are
+    // this rank's rows of the global micro-batch; their target count and every MoE layer's
+    // expert counts are summed over the ranks (MoeGlobal), so the loss terms and gradients are
+    // this rank's shares of the global ones. Inference passes stay local.
+    Communicator* dp_comm = nullptr;
 
     // Gradient checkpointing of the training workspaces planned from now on (set_recompute
     // drops the training workspaces planned with another mode).
@@ -126,6 +131,8 @@ class ModelImpl {
     // 16-bit weight generations are appended here. While routing is recorded (downloads) the
     // step runs eagerly, never captured.
     void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
+    // The global statistics of MoE layer l while a data-parallel training pass runs, else null.
+    const MoeGlobal* moe_global(int l);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
@@ -137,6 +144,8 @@ class ModelImpl {
     std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
     std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)
     bool load_recorded_ = false, load_fresh_ = false;
+    bool dp_pass_ = false;  // a data-parallel training micro-batch is being queued
+    MoeGlobal moe_global_;
 };
 
 }  // namespace moetrain

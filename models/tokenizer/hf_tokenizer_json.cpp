@@ -144,7 +144,6 @@ void read_model(const json& model, tok::ByteLevelBpe& t,
 void read_added_tokens(const json* added, tok::ByteLevelBpe& t) {
     if (!added) return;
     MT_CHECK(added->is_array(), kWhere, ": added_tokens must be an array");
-    std::string bytes;
     for (const json& a : *added) {
         MT_CHECK(a.is_object() && field(a, "id") && field(a, "content") && a["content"].is_string(),
                  kWhere, ": each added_tokens entry needs an id and a content string");
@@ -154,10 +153,9 @@ void read_added_tokens(const json* added, tok::ByteLevelBpe& t) {
             MT_CHECK(!flag(a, key, "added_tokens"), kWhere, ": added token \"", content, "\" sets ",
                      key, ", which moetrain does not support");
         MT_CHECK(!content.empty(), kWhere, ": added token ", id, " has empty content");
-        // The byte-level decoder maps a token's characters back to bytes when all of them are
-        // in its alphabet and keeps the token's UTF-8 otherwise.
-        if (id >= static_cast<int32_t>(t.id_known.size()) || !t.id_known[static_cast<size_t>(id)])
-            t.set_id_bytes(id, tok::unicode_to_bytes(content, bytes) ? bytes : content);
+        // Added tokens decode to their content, so that decode(encode(text)) == text holds
+        // for text holding them too.
+        t.set_id_bytes(id, content);
         t.specials.add(std::move(content), id);
     }
 }

@@ -26,7 +26,8 @@ double lr_at(const TrainOptions& o, int64_t i) {
     return min_lr + 0.5 * (o.lr - min_lr) * (1.0 + std::cos(std::numbers::pi * std::min(q, 1.0)));
 }
 
-Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(opts) {
+Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist)
+    : model_(model), opts_(opts), dist_(dist) {
     MT_CHECK(opts.accum >= 1, "accum must be >= 1 (got ", opts.accum, ")");
     MT_CHECK(opts.lr >= 0 && std::isfinite(opts.lr), "lr must be finite and >= 0 (got ", opts.lr,
              ")");
@@ -39,9 +40,11 @@ Trainer::Trainer(Model& model, const TrainOptions& opts) : model_(model), opts_(
         MT_CHECK(opts.wd >= 0, "wd must be >= 0 (got ", opts.wd, ")");
     }
     Device& dev = model.device();
+    setup_dist();  // the ZeRO-1 shard [shard_lo_, shard_hi_): everything without ZeRO
     if (opts.optimizer == OptimizerKind::adamw) {
-        m_ = dev.alloc(DType::f32, {model.num_params()});
-        v_ = dev.alloc(DType::f32, {model.num_params()});
+        const int64_t n = zero() ? shard_len_ : model.num_params();
+        m_ = dev.alloc(DType::f32, {n});
+        v_ = dev.alloc(DType::f32, {n});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
         // Zero-filled codes and absmax are the zero moments (Device::adamw8bit).
         const int64_t n = model.num_params(), nd = model.impl().n_decay;
@@ -83,13 +86,14 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     const double scale = dynamic ? loss_scale_ : 1.0;
     const float inv_scale = static_cast<float>(1.0 / scale);
 
+    sync_parameters();
     im.reset_stats();
     model_.zero_grads();
     int64_t tokens = 0;
     for (int a = 0; a < A; ++a)
         tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T,
                                        static_cast<float>(scale / A), 1.0f / A, true);
-    dev.sum_squares(stats_, im.grads, n, false);
+    reduce_gradients();  // data parallel: sums over the ranks (ZeRO-1: this rank's shard)
     const std::array<float, 4> s = im.read_stats();
 
     StepStats st;
@@ -125,24 +129,31 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.bc1 = static_cast<float>(1.0 - std::pow(opts_.b1, s1));
         a.bc2 = static_cast<float>(1.0 - std::pow(opts_.b2, s1));
         a.wd = static_cast<float>(opts_.wd);
-        // Range r: the decayed tensors [0, nd), then the gains and biases without decay.
-        auto update = [&](size_t r, int64_t off, int64_t cnt) {
-            const Tensor p = im.params.view(off, {cnt}), g = im.grads.view(off, {cnt});
+        // Range r: the decayed tensors [0, nd), then the gains and biases without decay, each
+        // cut to this rank's shard [lo, hi) (the whole buffer without ZeRO-1), whose gradients
+        // and moments start at element lo of `gsrc`, m_ and v_.
+        const int64_t lo = shard_lo_, hi = shard_hi_, base = zero() ? lo : 0;
+        const Tensor& gsrc = zero() ? gshard_ : im.grads;
+        auto update = [&](size_t r, int64_t first, int64_t last) {
+            const int64_t off = std::max(first, lo), cnt = std::min(last, hi) - off;
+            if (cnt <= 0) return;
+            const Tensor p = im.params.view(off, {cnt}), g = gsrc.view(off - base, {cnt});
             if (opts_.optimizer == OptimizerKind::adamw) {
-                dev.adamw(p, g, m_.view(off, {cnt}), v_.view(off, {cnt}), cnt, a, stats_, clip,
-                          inv_scale);
+                dev.adamw(p, g, m_.view(off - base, {cnt}), v_.view(off - base, {cnt}), cnt, a,
+                          stats_, clip, inv_scale);
             } else {
                 const QuantizedMoments& q = q_[r];
                 dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a, stats_,
                               clip, inv_scale);
             }
         };
-        if (nd > 0) update(0, 0, nd);
+        update(0, 0, nd);
         a.wd = 0.0f;
-        if (n > nd) update(1, nd, n - nd);
+        update(1, nd, n);
     } else {
         dev.sgd(im.params, im.grads, n, lr, stats_, clip, inv_scale);
     }
+    gather_parameters();
     im.params_changed();
     ++step_;
     st.step = step_;

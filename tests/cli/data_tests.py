@@ -96,19 +96,21 @@ def tiny_with_vocab(d, vocab):
 
 @test
 def train_from_llmc_style_shards_resumes_exactly():
-    d = work("llmc_shards")
+    root = work("llmc_shards")
+    d = os.path.join(root, "shards")
+    os.makedirs(d)
     # Shards as llm.c's fineweb.py names them: shard 0 is validation, the rest train; 300
     # tokens per train shard so that 4 x 16 windows cross shard boundaries every few steps.
-    text = open(corpus(d, 4000), "rb").read()
+    text = open(corpus(root, 4000), "rb").read()
     write_shard(os.path.join(d, "fineweb_val_000000.bin"), list(text[:600]))
     for i in range(1, 8):
         write_shard(os.path.join(d, f"fineweb_train_{i:06d}.bin"),
                     list(text[600 + (i - 1) * 300:600 + i * 300]))
     base = TINY + ["--batch", 4, "--seq", 16]
-    full = os.path.join(d, "full")
+    full = os.path.join(root, "full")
     run("train", *base, "--data", d, "--steps", 12, "--out", full, "--eval-every", 6,
         "--eval-batches", 2)
-    part = os.path.join(d, "part")
+    part = os.path.join(root, "part")
     run("train", *base, "--data", os.path.join(d, "fineweb_*.bin"), "--steps", 12,
         "--stop-at", 5, "--out", part)
     run("train", "--device", "cpu", "--threads", "1", "--resume", part, "--steps", 12,
@@ -121,16 +123,16 @@ def train_from_llmc_style_shards_resumes_exactly():
     # --shuffle: a seeded window order per epoch (7 * 300 tokens hold 32 windows of 64: the
     # 40 steps cross an epoch), still exact on resume; a different order is refused.
     sh = ["--data", d, "--steps", 40, "--shuffle", 7]
-    run("train", *base, *sh, "--out", os.path.join(d, "sfull"))
-    run("train", *base, *sh, "--stop-at", 35, "--out", os.path.join(d, "spart"))
-    expect_error(["train", "--resume", os.path.join(d, "spart"), "--steps", 40, "--shuffle", 8],
-                 "--shuffle 8 differs")
-    run("train", "--device", "cpu", "--threads", "1", "--resume", os.path.join(d, "spart"),
-        "--steps", 40, "--out", os.path.join(d, "spart"))
-    a = open(os.path.join(d, "sfull", "step_000040", "model.safetensors"), "rb").read()
-    b = open(os.path.join(d, "spart", "step_000040", "model.safetensors"), "rb").read()
+    run("train", *base, *sh, "--out", os.path.join(root, "sfull"))
+    run("train", *base, *sh, "--stop-at", 35, "--out", os.path.join(root, "spart"))
+    expect_error(["train", "--resume", os.path.join(root, "spart"), "--steps", 40, "--shuffle",
+                  8], "--shuffle 8 differs")
+    run("train", "--device", "cpu", "--threads", "1", "--resume", os.path.join(root, "spart"),
+        "--steps", 40, "--out", os.path.join(root, "spart"))
+    a = open(os.path.join(root, "sfull", "step_000040", "model.safetensors"), "rb").read()
+    b = open(os.path.join(root, "spart", "step_000040", "model.safetensors"), "rb").read()
     assert a == b, "shuffled resume is not exact"
-    state = json.load(open(os.path.join(d, "spart", "step_000040", "state.json")))
+    state = json.load(open(os.path.join(root, "spart", "step_000040", "state.json")))
     assert state["data"]["shuffle"] == 7 and state["data"]["train_pos"] == 40, state["data"]
     ev = run("eval", "--device", "cpu", "--threads", 1, "--checkpoint", full, "--data", d, "--batch", 4, "--seq", 16,
              "--batches", 2)

@@ -63,7 +63,16 @@ def moetrain_checkpoint(d, cfg, seed=1):
     with safe_open(path, "np") as f:
         meta = f.metadata()
         arrays = {k: f.get_tensor(k) for k in f.keys()}
+    # The rewritten weights invalidate the checkpoint's CRC32C checksums: drop them, which
+    # leaves a checkpoint of the kind written before checksums existed (it loads).
+    meta.pop("crc32c", None)
     save_file(perturb(arrays, seed), path, metadata=meta)
+    state_path = os.path.join(ck, "state.json")
+    with open(state_path) as f:
+        state = json.load(f)
+    state.pop("checksums", None)
+    with open(state_path, "w") as f:
+        json.dump(state, f, indent=2)
     return ck
 
 

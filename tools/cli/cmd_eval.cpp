@@ -7,6 +7,8 @@
 #include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
+#include "moetrain/memory_plan.h"
+#include "run_guards.h"
 #include "tokenizer_choice.h"
 #include "train_support.h"
 
@@ -31,6 +33,17 @@ void run_eval(const EvalArgs& a) {
     const ModelConfig& cfg = info.config;
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
+    {  // an upper bound of what the forward passes need: the training plan less its
+       // gradients and optimizer state
+        PlanOptions o;
+        o.batch = a.batch;
+        o.seq = a.seq;
+        o.precision = parse_precision(a.precision);
+        o.optimizer = OptimizerKind::sgd;
+        const MemoryPlan p = plan_training_memory(cfg, o);
+        check_memory_fits(p.total() - p.grads - p.optimizer, memory_available(a.dev.device, 0),
+                          "this evaluation", a.dev.device);
+    }
     auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
     const std::string& spec = a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer;
     TokenData data = load_token_data(a.data, *tok, spec, cfg, a.val_tokens);

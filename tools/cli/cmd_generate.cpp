@@ -12,6 +12,8 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/generate.h"
+#include "moetrain/memory_plan.h"
+#include "run_guards.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -35,6 +37,18 @@ void run_generate(const GenerateArgs& a) {
     CheckpointInfo info = read_checkpoint_info(dir);
     auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
     check_tokenizer(*tok, a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer, info.config);
+    {  // weights, one window of forward activations, and the KV cache of every layer
+        const ModelConfig& c = info.config;
+        PlanOptions o;
+        o.seq = c.max_seq_len;
+        o.precision = parse_precision(a.precision);
+        o.optimizer = OptimizerKind::sgd;
+        const MemoryPlan p = plan_training_memory(c, o);
+        const double kv = 2.0 * c.n_layers * c.max_seq_len * c.n_kv_heads * c.head_dim * 4;
+        check_memory_fits(p.total() - p.grads - p.optimizer + kv,
+                          memory_available(a.dev.device, 0), "generating from this model",
+                          a.dev.device);
+    }
     auto device = a.dev.open();
     Model model(*device, info.config);
     model.set_precision(parse_precision(a.precision));

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common.h"
 #include "moetrain/memory_plan.h"
+#include "plan_collectives.h"
 
 namespace moetrain::cli {
 namespace {
@@ -17,6 +18,7 @@ struct PlanArgs {
     std::string device = "cpu", precision = "fp32", optimizer = "adamw", recompute = "none";
     int batch = 0, seq = 0;
     double memory_gb = 0;
+    int ranks = 1, zero = 0, accum = 1;  // data parallel (docs/DISTRIBUTED.md)
 };
 
 // Memory of `spec` ("cpu", "cuda:1"...) as the registry lists it; throws naming why not.
@@ -40,6 +42,8 @@ void run_plan(const PlanArgs& a) {
     o.precision = parse_precision(a.precision);
     o.optimizer = parse_optimizer(a.optimizer);
     o.recompute = parse_recompute(a.recompute);
+    o.ranks = a.ranks;
+    o.zero = a.zero;
     const MemoryPlan p = plan_training_memory(cfg, o);
     const double capacity = a.memory_gb > 0 ? a.memory_gb * 1e9 : device_memory_bytes(a.device);
     char given[64];
@@ -47,6 +51,9 @@ void run_plan(const PlanArgs& a) {
     const std::string where = a.memory_gb > 0 ? given : a.device;
 
     const ModelCost cost = model_cost(cfg);
+    if (a.ranks > 1)
+        std::printf("per rank of %d (data parallel, global batch %d%s):\n", a.ranks,
+                    a.batch * a.ranks, a.zero ? ", ZeRO-1" : "");
     std::printf("plan: %s, %.1fM params, B=%d T=%d, %s, %s, recompute %s\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
                 cost.total_params / 1e6, a.batch, a.seq, a.precision.c_str(), a.optimizer.c_str(),
@@ -63,6 +70,8 @@ void run_plan(const PlanArgs& a) {
         o.optimizer == OptimizerKind::adamw       ? "AdamW m, v in fp32"
         : o.optimizer == OptimizerKind::adamw8bit ? "AdamW m, v in 8 bits + a scale per 256"
                                                   : "SGD: none");
+    if (a.zero)
+        row("zero shards", p.zero_buffers, "ZeRO-1: reduced gradient and updated parameter shard");
     row("activations", p.activations, "kept for the backward pass");
     row("workspace", p.workspace, "backward scratch, logits chunk, batch, backend op scratch");
     row("total", p.total(), "");
@@ -76,6 +85,15 @@ void run_plan(const PlanArgs& a) {
                      {"activations", p.activations}, {"workspace", p.workspace},
                      {"total", p.total()},           {"capacity", capacity},
                      {"fits", fits}};
+    if (a.ranks > 1) {
+        j["ranks"] = a.ranks;
+        j["zero"] = a.zero;
+        j["zero_buffers"] = p.zero_buffers;
+        j["collectives"] =
+            print_collectives(plan_collectives(cfg, cost.total_params, a.ranks, a.zero, a.accum,
+                                               DistOptions{}.bucket_elems),
+                              a.ranks);
+    }
     std::printf("%s\n", j.dump().c_str());
 }
 
@@ -99,6 +117,15 @@ void add_plan_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--recompute", a->recompute, "none | block | ffn")
         ->capture_default_str()
         ->check(CLI::IsMember({"none", "block", "ffn"}));
+    cmd->add_option("--ranks", a->ranks, "data-parallel ranks (mpirun -np N); --batch is per rank")
+        ->capture_default_str()
+        ->check(positive());
+    cmd->add_option("--zero", a->zero, "1 = ZeRO-1: the AdamW moments sharded over the ranks")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1));
+    cmd->add_option("--accum", a->accum, "micro-batches per step (collective counts)")
+        ->capture_default_str()
+        ->check(positive());
     cmd->callback([a, &exit_code] {
         run_plan(*a);
         exit_code = 0;

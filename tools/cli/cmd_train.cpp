@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <type_traits>
@@ -14,6 +13,11 @@
 
 #include "commands.h"
 #include "common.h"
+#include "dist_run.h"
+#include "json_log.h"
+#include "moetrain/memory_plan.h"
+#include "run_guards.h"
+#include "stop_signals.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/model.h"
@@ -42,24 +46,11 @@ struct TrainArgs {
     std::string log_json;
     std::string recompute = "none";
     bool quiet = false;
+    double memory_limit_gb = 0;
+    std::string comm = "auto";  // communicator of a multi-rank launch (docs/DISTRIBUTED.md)
+    int zero = 0;
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
-
-// A fresh run must not write into a run directory that holds another run's checkpoints: its
-// newest step would shadow ours for `--checkpoint RUNDIR` and `--resume RUNDIR`.
-void refuse_used_run_dir(const std::string& out) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(out, ec)) return;
-    std::string newest;
-    for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
-        std::string n = e.path().filename().string();
-        bool step = n.size() >= 11 && n.rfind("step_", 0) == 0 &&
-                    n.find_first_not_of("0123456789", 5) == std::string::npos;
-        if (step && n > newest) newest = n;
-    }
-    MT_CHECK(newest.empty(), "--out ", out, " already holds checkpoints (newest ", newest,
-             "); continue that run with --resume ", out, " or choose another --out");
-}
 
 // --resume continues the saved run: every training setting not given on the command line
 // comes from state.json; one given explicitly overrides the saved value, and says so.
@@ -116,7 +107,34 @@ TrainOptions train_options(const TrainArgs& a) {
     return o;
 }
 
-void run_train(TrainArgs& a) {
+// The settings every rank of a launch must share (docs/DISTRIBUTED.md).
+std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
+    nlohmann::json j = {{"optimizer", optimizer_name(o.optimizer)},
+                        {"lr", o.lr},
+                        {"min_lr", o.min_lr},
+                        {"warmup", o.warmup},
+                        {"steps", o.total_steps},
+                        {"wd", o.wd},
+                        {"b1", o.b1},
+                        {"b2", o.b2},
+                        {"eps", o.eps},
+                        {"clip", o.clip},
+                        {"accum", o.accum},
+                        {"batch", a.batch},
+                        {"seq", a.seq},
+                        {"seed", a.seed},
+                        {"precision", a.precision},
+                        {"zero", a.zero},
+                        {"stop_at", a.stop_at},
+                        {"resume", a.resume},
+                        {"init_from", a.init_from},
+                        {"save_every", a.save_every}};
+    return j.dump();
+}
+
+// Returns the exit status: 0, or 130 / 143 after a graceful stop by SIGINT / SIGTERM.
+int run_train(TrainArgs& a, DistRun& dist) {
+    const int ranks = dist.size();
     const Recompute recompute = parse_recompute(a.recompute);  // a run option, not saved
     // ---- model config: from the checkpoint we continue from, else --preset / --config ----
     std::string ckpt_dir;
@@ -125,8 +143,21 @@ void run_train(TrainArgs& a) {
         const std::string& arg = a.resume.empty() ? a.init_from : a.resume;
         ckpt_dir = resolve_checkpoint(arg);
         ckpt = read_checkpoint_info(ckpt_dir);
+        if (!ckpt->checksummed)
+            std::fprintf(stderr,
+                         "moetrain: warning: checkpoint %s has no checksums (written before "
+                         "moetrain checksummed its checkpoints); its contents cannot be "
+                         "verified\n",
+                         ckpt_dir.c_str());
     }
-    if (a.resume.empty() && !a.out.empty()) refuse_used_run_dir(a.out);
+    const bool resumed = !a.resume.empty();
+    refuse_output_over_inputs({"--out", a.out},
+                              {{"--data", a.data}, {"--config", a.model.config_path}});
+    refuse_output_over_inputs({"--log-json", a.log_json},
+                              {{"--data", a.data},
+                               {"--config", a.model.config_path},
+                               {resumed ? "--resume" : "--init-from", ckpt_dir}});
+    if (!a.out.empty()) check_run_dir(a.out, resumed ? ckpt->state.step : 0, resumed);
     ModelConfig cfg;
     if (ckpt) {
         cfg = ckpt->config;
@@ -140,7 +171,13 @@ void run_train(TrainArgs& a) {
     } else {
         cfg = a.model.resolve();
     }
-    if (!a.resume.empty()) adopt_resume_settings(a, ckpt->state);
+    if (!a.resume.empty()) {  // the checkpoint saves the global batch: ranks x --batch
+        a.batch *= ranks;
+        adopt_resume_settings(a, ckpt->state);
+        MT_CHECK(a.batch % ranks == 0, "--resume: the checkpoint's global batch ", a.batch,
+                 " does not split over ", ranks, " ranks; give --batch");
+        a.batch /= ranks;
+    }
     // Required for a fresh run; --resume takes them from the checkpoint.
     MT_CHECK(!a.data.empty(), "--data is required");
     MT_CHECK(a.batch > 0, "--batch is required");
@@ -149,6 +186,18 @@ void run_train(TrainArgs& a) {
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
 
+    // ---- memory plan: a run that cannot fit fails now, not in a step ----
+    {
+        PlanOptions plan;
+        plan.batch = a.batch;
+        plan.seq = a.seq;
+        plan.precision = parse_precision(a.precision);
+        plan.optimizer = train_options(a).optimizer;  // "--optimizer: ..." when unknown
+        plan.recompute = recompute;
+        check_memory_fits(plan_training_memory(cfg, plan).total(),
+                          memory_available(a.dev.device, a.memory_limit_gb), "this training run",
+                          a.memory_limit_gb > 0 ? "--memory-limit" : a.dev.device);
+    }
     // ---- data ----
     const RunTokenizer tok =
         run_tokenizer(a.tokenizer, a.given("--tokenizer"), a.resume.empty() ? nullptr : &*ckpt);
@@ -160,12 +209,15 @@ void run_train(TrainArgs& a) {
                  data_tokens, " tokens but the checkpoint was trained on ",
                  ckpt->state.data_tokens, " (", ckpt->state.data_path,
                  "); its data position belongs to that file");
-    BatchLoader train_loader(data.train, a.batch, a.seq, "train");
+    // Every rank reads the global batches (ranks x --batch rows) and keeps its own rows.
+    const int global_batch = a.batch * ranks;
+    BatchLoader train_loader(data.train, global_batch, a.seq, "train");
     if (a.shuffle >= 0) train_loader.set_shuffle(static_cast<uint64_t>(a.shuffle));
     if (a.eval_every > 0)  // fail now, not after the first steps
-        BatchLoader(data.val, a.batch, a.seq, "val");
+        BatchLoader(data.val, global_batch, a.seq, "val");
 
     // ---- device, model, optimizer ----
+    a.dev.device = dist.rank_device(a.dev.device);  // one GPU per rank on a node
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_recompute(recompute);
@@ -173,25 +225,45 @@ void run_train(TrainArgs& a) {
     TrainOptions opts = train_options(a);
     if (ckpt) load_weights(ckpt_dir, model);
     else model.init_weights(a.seed);
-    Trainer trainer(model, opts);
+    Trainer trainer(model, opts, DistOptions{&dist.comm(), a.zero});
     if (!a.resume.empty()) {
+        trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
         load_optimizer(ckpt_dir, trainer);  // moments and steps_done
+        trainer.scatter_moments();
         train_loader.set_position(ckpt->state.train_pos);
     }
+    dist.agree("", {{"model config", config_to_json(cfg)},
+                    {"training data", data_fingerprint(data)},
+                    {"training arguments", arguments_fingerprint(a, opts)},
+                    {"start step", std::to_string(trainer.steps_done())}});
+    if (ranks > 1)
+        std::printf(
+            "data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+            "%.3f MB on this rank\n",
+            ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
     TrainState state;
     state.seed = a.seed;
     state.options = opts;
-    state.batch = a.batch;
+    state.batch = global_batch;
     state.seq = a.seq;
     tok.record(state);
     state.shuffle_seed = a.shuffle;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
+    int64_t saved_step = -1;  // the step the last save() call was for, the same on every rank
     auto save = [&](const char* why) -> std::string {
         if (a.out.empty()) return "";
+        saved_step = trainer.steps_done();
+        trainer.gather_moments();  // ZeRO-1: the whole moments into rank 0's checkpoint
+        struct Rescatter {
+            Trainer& t;
+            ~Rescatter() { t.scatter_moments(); }
+        } rescatter{trainer};
+        if (!dist.root()) return "";
         state.step = trainer.steps_done();
         state.train_pos = train_loader.position();
         // Never write a checkpoint that cannot be trained from: the update of this step may
@@ -202,7 +274,13 @@ void run_train(TrainArgs& a) {
                      last_ckpt.empty() ? "no checkpoint was written"
                                        : "last good checkpoint: " + last_ckpt);
         std::string dir = a.out + "/" + step_dir_name(state.step);
-        save_checkpoint(dir, model, &trainer, state);
+        try {
+            save_checkpoint(dir, model, &trainer, state);
+        } catch (const Error& e) {  // the run stops; say what is safe on disk
+            fail(e.what(), "; step ", state.step, " was not saved; ",
+                 last_ckpt.empty() ? "no checkpoint was written"
+                                   : "last good checkpoint: " + last_ckpt);
+        }
         if (!a.quiet || std::string(why) == "final") std::printf("saved %s\n", dir.c_str());
         return dir;
     };
@@ -216,34 +294,46 @@ void run_train(TrainArgs& a) {
     if (start > 0 && start >= a.steps) {
         std::printf("nothing to do: the checkpoint is at step %lld, --steps is %lld\n",
                     static_cast<long long>(start), static_cast<long long>(a.steps));
-        return;
+        return 0;
     }
     if (a.steps == 0) {
         MT_CHECK(!a.out.empty(), "--steps 0 writes the initial weights and needs --out RUNDIR");
         save("final");
-        return;
+        return 0;
     }
 
-    std::unique_ptr<std::ofstream> log;
-    if (!a.log_json.empty()) {
-        auto parent = std::filesystem::path(a.log_json).parent_path();
-        std::error_code ec;
-        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-        log = std::make_unique<std::ofstream>(a.log_json, start > 0 ? std::ios::app : std::ios::trunc);
-        MT_CHECK(*log, "--log-json: cannot write ", a.log_json);
-    }
-    Evaluator evaluator(model, data.val, a.batch, a.seq, a.eval_batches);
-    ProgressPrinter progress(a.steps, start, static_cast<int64_t>(a.batch) * a.seq * a.accum, a.quiet);
+    std::unique_ptr<JsonLog> log;  // rank 0 writes the log
+    if (!a.log_json.empty() && dist.root())
+        log = std::make_unique<JsonLog>(a.log_json, start > 0);
+    // A log write that fails stops the run (docs/RELIABILITY.md): the step that was just
+    // completed is saved first when there is a run directory (one process only: a save is a
+    // collective of every rank, and only rank 0 writes the log).
+    auto write_log = [&](const nlohmann::json& j) {
+        if (!log) return;
+        std::string err = log->write_line(j.dump());
+        if (err.empty()) return;
+        std::string saved = last_ckpt;
+        if (!a.out.empty() && !dist.multi() && saved_step != trainer.steps_done())
+            saved = save("final");
+        fail("--log-json ", a.log_json, ": write failed after step ", trainer.steps_done(), ": ",
+             err, saved.empty() ? "; no checkpoint was written" : "; saved " + saved);
+    };
+    install_stop_handlers();  // from here on, SIGINT / SIGTERM stop after the current step
+    Evaluator evaluator(model, data.val, global_batch, a.seq, a.eval_batches);
+    ProgressPrinter progress(a.steps, start, static_cast<int64_t>(global_batch) * a.seq * a.accum,
+                             a.quiet);
 
-    const int64_t per_micro = static_cast<int64_t>(a.batch) * a.seq;
-    std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum);
+    const int64_t per_micro = static_cast<int64_t>(global_batch) * a.seq;
+    std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum), xl, yl;
     const int64_t end = a.stop_at >= 0 ? std::min(a.steps, a.stop_at) : a.steps;
     while (trainer.steps_done() < end) {  // fp16 steps skipped on overflow are retried
         for (int m = 0; m < a.accum; ++m)
             train_loader.next(xs.data() + m * per_micro, ys.data() + m * per_micro);
+        dist.local_rows(xs, xl, a.batch, a.seq, a.accum);
+        dist.local_rows(ys, yl, a.batch, a.seq, a.accum);
         StepStats st;
         try {
-            st = trainer.step(xs.data(), ys.data(), a.batch, a.seq);
+            st = trainer.step(xl.data(), yl.data(), a.batch, a.seq);
         } catch (const Error& e) {
             fail(e.what(), last_ckpt.empty() ? "; no checkpoint was written"
                                              : "; last good checkpoint: " + last_ckpt);
@@ -252,24 +342,48 @@ void run_train(TrainArgs& a) {
             std::printf("cuda graphs: step %lld captured into a graph; later steps replay it\n",
                         static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
-        if (log) *log << j.dump() << "\n" << std::flush;
+        write_log(j);
         bool last = trainer.steps_done() == end;
         if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
-        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last)) {
+        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
-            if (log) *log << e.dump() << "\n" << std::flush;
+            write_log(e);
         }
         std::fflush(stdout);
+        int sig = stop_signal();
+        if (dist.multi()) {  // every rank stops after the same step (a save is a collective)
+            int32_t v = sig;
+            dist.comm().all_reduce(&v, 1, DType::i32, ReduceOp::max);
+            sig = v;
+        }
+        if (sig != 0 && trainer.steps_done() < end) {
+            const std::string here =
+                a.out.empty() ? "" : a.out + "/" + step_dir_name(trainer.steps_done());
+            if (!here.empty() && saved_step != trainer.steps_done()) last_ckpt = save("final");
+            if (log) log->close();
+            if (dist.root())
+                std::fprintf(stderr, "moetrain: stopped by %s after step %lld; %s\n",
+                         stop_signal_name(sig), static_cast<long long>(trainer.steps_done()),
+                         here.empty() ? "no --out, nothing saved"
+                                      : ("saved " + here + "; continue with --resume " + a.out)
+                                            .c_str());
+            return 128 + sig;
+        }
     }
     progress.finish();
     if (trainer.skipped_steps() > 0)
         std::printf("fp16: %lld steps skipped for overflowing gradients in this run so far; loss "
                     "scale now %g\n",
                     static_cast<long long>(trainer.skipped_steps()), trainer.loss_scale());
+    if (log) {
+        std::string err = log->close();
+        MT_CHECK(err.empty(), "--log-json ", a.log_json, ": close failed: ", err);
+    }
+    return 0;
 }
 
 }  // namespace
@@ -319,15 +433,28 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
+    cmd->add_option("--memory-limit", a->memory_limit_gb,
+                    "GB this run may use (default: the device's memory); a larger plan fails "
+                    "before step 1")
+        ->check(positive());
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
     cmd->add_option("--recompute", a->recompute,
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
                     "FFN / MoE internals); same gradients, less activation memory")
         ->capture_default_str();
+    cmd->add_option("--comm", a->comm,
+                    "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
+        ->capture_default_str();
+    cmd->add_option("--zero", a->zero,
+                    "1 = ZeRO-1: shard the AdamW moments over the ranks (mpirun -np N)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1));
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
-        run_train(*a);
-        exit_code = 0;
+        DistRun dist(a->comm, a->dev.device);
+        int code = 0;  // 130 / 143 after a graceful stop
+        exit_code = run_distributed(dist, [&] { code = run_train(*a, dist); });
+        if (exit_code == 0) exit_code = code;
     });
 }
 

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -25,12 +26,32 @@ ModelConfig ModelChoice::resolve() const {
     return load_config_file(config_path);
 }
 
+namespace {
+// More OpenMP threads than a few per hardware thread only slow a run down, and very large
+// counts crash the OpenMP runtime while it creates them: bound the count with one line.
+CLI::Validator thread_count_check() {
+    const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    const long limit = std::max(64L, 4 * cores);
+    return CLI::Validator(
+        [limit, cores](std::string& in) -> std::string {
+            long long v = 0;
+            if (!CLI::detail::lexical_cast(in, v)) return "must be an integer, not '" + in + "'";
+            if (v > limit)
+                return "at most " + std::to_string(limit) + " on this machine (" +
+                       std::to_string(cores) + " hardware threads), not " + in;
+            return "";
+        },
+        "<= 4 x hardware threads");
+}
+}  // namespace
+
 void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
     cmd->add_option("--device", device, "cpu | opencl[:N] | cuda[:N] (see `moetrain info`)")
         ->capture_default_str();
     if (with_threads)
         cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
-            ->check(non_negative());
+            ->check(non_negative())
+            ->check(thread_count_check());
     cmd->add_option("--cuda-graphs", cuda_graphs,
                     "cuda: capture the training / evaluation / decode step into a CUDA Graph "
                     "after two warm-up steps and replay it (on | off)")

@@ -9,21 +9,44 @@
 #include "moetrain/error.h"
 
 namespace {
-// Error messages quote user input (file contents, option values); keep them on one line.
+// Length of the valid UTF-8 sequence starting at s[i] (0 when it is not one).
+size_t utf8_length(const std::string& s, size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+// Error messages quote user input (file contents, option values): keep them on one line,
+// printable and short. Control characters and bytes that are not UTF-8 are shown as \xNN;
+// a message over kMax bytes keeps its beginning and end around a note of what was left out.
 std::string one_line(const char* what) {
+    const std::string in(what);
     std::string out;
-    for (const char* p = what; *p; ++p) {
-        unsigned char c = static_cast<unsigned char>(*p);
-        if (c == '\n')
-            out += "\\n";
-        else if (c == '\r')
-            out += "\\r";
-        else if (c < 0x20 || c == 0x7f)
-            out += '?';
-        else
-            out += *p;
+    for (size_t i = 0; i < in.size();) {
+        const auto c = static_cast<unsigned char>(in[i]);
+        const size_t n = c >= 0x80 ? utf8_length(in, i) : 1;
+        if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c < 0x20 || c == 0x7f || n == 0) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        } else {
+            out.append(in, i, n);
+        }
+        i += n == 0 ? 1 : n;
     }
-    return out;
+    constexpr size_t kMax = 1000, kHead = 700, kTail = 250;
+    if (out.size() <= kMax) return out;
+    // Cut at character boundaries (never inside a UTF-8 sequence).
+    size_t head = kHead, tail = out.size() - kTail;
+    while (head > 0 && (static_cast<unsigned char>(out[head]) & 0xC0) == 0x80) --head;
+    while (tail < out.size() && (static_cast<unsigned char>(out[tail]) & 0xC0) == 0x80) ++tail;
+    return out.substr(0, head) + " [... " + std::to_string(tail - head) + " bytes left out ...] " +
+           out.substr(tail);
 }
 }  // namespace
 
@@ -44,6 +67,7 @@ int main(int argc, char** argv) {
     moetrain::cli::add_plan_command(app, exit_code);
     moetrain::cli::add_tokenizer_command(app, exit_code);
     moetrain::cli::add_tokenize_command(app, exit_code);
+    moetrain::cli::add_verify_command(app, exit_code);
     moetrain::cli::add_export_command(app, exit_code);
     moetrain::cli::add_import_command(app, exit_code);
     try {

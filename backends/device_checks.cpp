@@ -1,0 +1,542 @@
+// The front door of every Device op (api/moetrain/device.h): check_<op> checks the host-side
+// arguments once, for every backend, with one message per problem, before the backend's
+// <op>_impl runs. A tensor argument is checked for the device that owns it, its view bounds,
+// its dtype and the elements the op touches; sizes must be non-negative; the op-specific rules
+// (attention shape, GEMM leading dimensions and dtypes, router and sampling parameters) follow.
+// What a backend cannot serve (CUDA grid limits, OpenCL int ranges) and values that live in
+// device memory (index tensors, group sizes, the device-side values) are checked by the
+// backends themselves.
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+
+#include "moetrain/device.h"
+#include "shared/gemm_dtypes.h"
+#include "shared/grouped_gemm.h"
+#include "shared/mt_math.h"
+
+namespace moetrain {
+namespace {
+
+bool is_float_type(DType t) {
+    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
+
+// The checks of one op call: `owner` is the device whose buffers the op accepts.
+class OpArgs {
+  public:
+    OpArgs(const Device* owner, const char* op) : owner_(owner), op_(op) {}
+
+    // Every size >= 0.
+    const OpArgs& sizes(std::initializer_list<int64_t> sizes) const {
+        for (int64_t s : sizes) MT_CHECK(s >= 0, op_, ": negative size ", s);
+        return *this;
+    }
+    // A non-empty tensor on the owning device whose view lies inside its buffer (any dtype).
+    void view(const Tensor& t, const char* arg) const {
+        MT_CHECK(t.buf, op_, ": tensor '", arg, "' is empty");
+        MT_CHECK(t.device() == owner_, op_, ": tensor '", arg, "' lives on another device");
+        MT_CHECK(t.offset >= 0 && static_cast<size_t>(t.offset) * dtype_size(t.dtype) + t.bytes() <=
+                                      t.buf->bytes(),
+                 op_, ": tensor '", arg, "' view exceeds its buffer");
+    }
+    // view() plus the dtype and at least n elements; n == 0 also accepts an empty tensor.
+    void tensor(const Tensor& t, DType dtype, int64_t n, const char* arg) const {
+        if (n == 0 && !t.buf) return;
+        view(t, arg);
+        MT_CHECK(t.dtype == dtype, op_, ": tensor '", arg, "' is ", dtype_name(t.dtype),
+                 ", expected ", dtype_name(dtype));
+        MT_CHECK(t.numel() >= n, op_, ": tensor '", arg, "' has ", t.numel(),
+                 " elements, the op needs ", n);
+    }
+    void f32(const Tensor& t, int64_t n, const char* arg) const { tensor(t, DType::f32, n, arg); }
+    // Several f32 arguments: {tensor, elements, name} each.
+    struct Want {
+        const Tensor& t;
+        int64_t n;
+        const char* arg;
+    };
+    void f32(std::initializer_list<Want> wants) const {
+        for (const Want& w : wants) f32(w.t, w.n, w.arg);
+    }
+    void i32(const Tensor& t, int64_t n, const char* arg) const { tensor(t, DType::i32, n, arg); }
+    // An argument that may be empty ("may be empty" in the op's contract).
+    void f32_opt(const Tensor& t, int64_t n, const char* arg) const {
+        if (t.buf) f32(t, n, arg);
+    }
+    // A device-side value (device.h): an i32 [1] tensor, or empty.
+    void device_value(const Tensor& t, const char* arg) const {
+        if (t.buf) i32(t, 1, arg);
+    }
+    // The squared gradient norm of the optimizers: needed when clipping, one f32 if given.
+    void gnorm(const Tensor& gnorm_sq, float clip) const {
+        MT_CHECK(clip <= 0.0f || gnorm_sq.buf, op_, ": clipping (clip ", clip,
+                 ") needs the gnorm_sq tensor");
+        f32_opt(gnorm_sq, 1, "gnorm_sq");
+    }
+    void bias_corrections(const AdamWArgs& a) const {
+        MT_CHECK(a.bc1 > 0 && a.bc2 > 0, op_, ": bias corrections must be positive (step >= 1)");
+    }
+    // The AttnDims rules (device.h), shared by the forward and the backward.
+    void attention(const AttnDims& d) const {
+        sizes({d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd});
+        MT_CHECK(d.K > 0 && d.H > 0 && d.H % d.K == 0, op_, ": n_heads ", d.H,
+                 " is not a multiple of n_kv_heads ", d.K);
+        MT_CHECK(d.Tq <= d.Tk, op_, ": Tq ", d.Tq, " > Tk ", d.Tk);
+        MT_CHECK(d.Tk <= d.S, op_, ": Tk ", d.Tk, " > capacity S ", d.S);
+        MT_CHECK(d.hd > 0, op_, ": head_dim must be positive");
+        device_value(d.tk_dev, "tk_dev");
+    }
+    // The routing sizes of router_fwd / router_bwd / router_aux_loss.
+    void router(int64_t N, int64_t E, int64_t k) const {
+        sizes({N, E, k});
+        MT_CHECK(E >= 1, op_, ": n_experts must be >= 1");
+        MT_CHECK(k >= 1 && k <= E, op_, ": top_k ", k, " outside 1..n_experts (", E, ")");
+    }
+    // Rows of length dim > 0 (normalisation, embedding).
+    void row_length(int64_t dim) const { MT_CHECK(dim > 0, op_, ": dim must be positive"); }
+
+  private:
+    const Device* owner_;
+    const char* op_;
+};
+
+}  // namespace
+
+// ---- memory ----
+
+void Device::check_upload(const Tensor& dst, const void*) const {
+    OpArgs(tensor_owner(), "upload").view(dst, "dst");
+}
+
+void Device::check_download(void*, const Tensor& src) const {
+    OpArgs(tensor_owner(), "download").view(src, "src");
+}
+
+void Device::check_copy(const Tensor& dst, const Tensor& src) const {
+    MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
+             dtype_name(src.dtype), ")");
+    MT_CHECK(src.numel() >= dst.numel(), "copy: source has ", src.numel(),
+             " elements, destination ", dst.numel());
+    const OpArgs c(tensor_owner(), "copy");
+    c.view(dst, "dst");
+    c.view(src, "src");
+}
+
+void Device::check_fill(const Tensor& dst, float) const {
+    OpArgs(tensor_owner(), "fill").view(dst, "dst");
+}
+
+void Device::check_convert(const Tensor& dst, const Tensor& src) const {
+    MT_CHECK(is_float_type(dst.dtype) && is_float_type(src.dtype),
+             "convert: ", dtype_name(src.dtype), " -> ", dtype_name(dst.dtype),
+             " is not supported (f32 / bf16 / f16 only)");
+    MT_CHECK(src.numel() >= dst.numel(), "convert: source has ", src.numel(),
+             " elements, destination ", dst.numel());
+    const OpArgs c(tensor_owner(), "convert");
+    c.view(dst, "dst");
+    c.view(src, "src");
+}
+
+// ---- dense algebra ----
+
+void Device::check_gemm(const GemmArgs& g) const {
+    check_gemm_dtypes(g);
+    const OpArgs c(tensor_owner(), "gemm");
+    c.sizes({g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c});
+    MT_CHECK(g.batch >= 1, "gemm: batch ", g.batch, " < 1");
+    // Stored shapes: A is [m,k] (N) or [k,m] (T); B is [k,n] (N) or [n,k] (T); C is [m,n].
+    const int64_t a_rows = g.ta == Trans::N ? g.m : g.k, a_cols = g.ta == Trans::N ? g.k : g.m;
+    const int64_t b_rows = g.tb == Trans::N ? g.k : g.n, b_cols = g.tb == Trans::N ? g.n : g.k;
+    MT_CHECK(g.lda >= std::max<int64_t>(1, a_cols), "gemm: lda ", g.lda, " < ", a_cols);
+    MT_CHECK(g.ldb >= std::max<int64_t>(1, b_cols), "gemm: ldb ", g.ldb, " < ", b_cols);
+    MT_CHECK(g.ldc >= std::max<int64_t>(1, g.n), "gemm: ldc ", g.ldc, " < ", g.n);
+    if (g.m == 0 || g.n == 0) return;  // nothing is read or written
+    c.f32(g.c, gemm_span(g.batch, g.stride_c, g.m, g.n, g.ldc), "c");
+    if (g.k == 0) return;  // C = beta * C: A and B are not read
+    c.tensor(g.a, g.a.dtype, gemm_span(g.batch, g.stride_a, a_rows, a_cols, g.lda), "a");
+    c.tensor(g.b, g.b.dtype, gemm_span(g.batch, g.stride_b, b_rows, b_cols, g.ldb), "b");
+}
+
+void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
+                                GroupDim dim) const {
+    check_grouped_args(g, group_rows, groups, dim);
+    const OpArgs c(tensor_owner(), "gemm_grouped");
+    c.i32(group_rows, groups, "group_rows");
+    const GroupedSpans s = grouped_spans(g, groups, dim);
+    c.tensor(g.a, g.a.dtype, s.a, "a");
+    c.tensor(g.b, g.b.dtype, s.b, "b");
+    c.tensor(g.c, DType::f32, s.c, "c");
+}
+
+void Device::check_add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) const {
+    const OpArgs c(tensor_owner(), "add");
+    c.sizes({n});
+    c.f32({{out, n, "out"}, {a, n, "a"}, {b, n, "b"}});
+}
+
+void Device::check_axpby(const Tensor& y, float, const Tensor& x, float, int64_t n) const {
+    const OpArgs c(tensor_owner(), "axpby");
+    c.sizes({n});
+    c.f32(y, n, "y");
+    c.f32(x, n, "x");
+}
+
+void Device::check_add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) const {
+    const OpArgs c(tensor_owner(), "add_bias");
+    c.sizes({rows, cols});
+    c.f32(y, rows * cols, "y");
+    c.f32(bias, cols, "bias");
+}
+
+void Device::check_bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows,
+                             int64_t cols) const {
+    const OpArgs c(tensor_owner(), "bias_grad");
+    c.sizes({rows, cols});
+    c.f32(dbias, cols, "dbias");
+    c.f32(dy, rows * cols, "dy");
+}
+
+// ---- embedding ----
+
+void Device::check_embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
+                                 int64_t n, int64_t dim, bool) const {
+    const OpArgs c(tensor_owner(), "embedding_fwd");
+    c.sizes({n, dim});
+    c.row_length(dim);
+    c.f32(out, n * dim, "out");
+    c.f32(table, dim, "table");
+    MT_CHECK(table.numel() % dim == 0, "embedding_fwd: table of ", table.numel(),
+             " elements is not whole rows of ", dim);
+    c.i32(ids, n, "ids");
+}
+
+void Device::check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                                 int64_t n, int64_t dim) const {
+    const OpArgs c(tensor_owner(), "embedding_bwd");
+    c.sizes({n, dim});
+    c.row_length(dim);
+    c.f32(dtable, dim, "dtable");
+    c.f32(dout, n * dim, "dout");
+    c.i32(ids, n, "ids");
+}
+
+// ---- normalisation ----
+
+void Device::check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
+                               const Tensor& g, int64_t rows, int64_t dim, float) const {
+    const OpArgs c(tensor_owner(), "rmsnorm_fwd");
+    c.sizes({rows, dim});
+    c.row_length(dim);
+    c.f32({{y, rows * dim, "y"}, {rstd, rows, "rstd"}, {x, rows * dim, "x"}, {g, dim, "g"}});
+}
+
+void Device::check_rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
+                               const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
+                               int64_t dim, bool) const {
+    const OpArgs c(tensor_owner(), "rmsnorm_bwd");
+    c.sizes({rows, dim});
+    c.row_length(dim);
+    c.f32({{dx, rows * dim, "dx"},
+           {dg, dim, "dg"},
+           {dy, rows * dim, "dy"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"},
+           {rstd, rows, "rstd"}});
+}
+
+void Device::check_layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                                 const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
+                                 int64_t dim, float) const {
+    const OpArgs c(tensor_owner(), "layernorm_fwd");
+    c.sizes({rows, dim});
+    c.row_length(dim);
+    c.f32({{y, rows * dim, "y"},
+           {mean, rows, "mean"},
+           {rstd, rows, "rstd"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"}});
+    c.f32_opt(b, dim, "b");
+}
+
+void Device::check_layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db,
+                                 const Tensor& dy, const Tensor& x, const Tensor& g,
+                                 const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
+                                 bool) const {
+    const OpArgs c(tensor_owner(), "layernorm_bwd");
+    c.sizes({rows, dim});
+    c.row_length(dim);
+    c.f32(dx, rows * dim, "dx");
+    c.f32(dg, dim, "dg");
+    c.f32_opt(db, dim, "db");
+    c.f32({{dy, rows * dim, "dy"},
+           {x, rows * dim, "x"},
+           {g, dim, "g"},
+           {mean, rows, "mean"},
+           {rstd, rows, "rstd"}});
+}
+
+// ---- positions, KV cache, attention ----
+
+void Device::check_rope(const Tensor& x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
+                        int64_t pos0, const Tensor& pos_dev, bool) const {
+    const OpArgs c(tensor_owner(), "rope");
+    c.sizes({B, T, nh, hd, pos0});
+    MT_CHECK(hd % 2 == 0, "rope: head_dim ", hd, " is odd");
+    MT_CHECK(theta > 0, "rope: theta ", theta, " must be positive");
+    MT_CHECK(pos0 + T <= MT_POS_LIMIT, "rope: positions ", pos0, "..", pos0 + T - 1,
+             " outside [0, 2^30)");
+    c.f32(x, B * T * nh * hd, "x");
+    c.device_value(pos_dev, "pos_dev");
+}
+
+void Device::check_kv_append(const Tensor& cache, const Tensor& rows, int64_t B, int64_t T,
+                             int64_t S, int64_t row_len, int64_t pos0,
+                             const Tensor& pos_dev) const {
+    const OpArgs c(tensor_owner(), "kv_append");
+    c.sizes({B, T, S, row_len, pos0});
+    MT_CHECK(pos0 + T <= S, "kv_append: rows ", pos0, "..", pos0 + T - 1, " exceed the capacity ",
+             S);
+    MT_CHECK(cache.dtype == rows.dtype, "kv_append: dtype mismatch (cache ",
+             dtype_name(cache.dtype), ", rows ", dtype_name(rows.dtype), ")");
+    c.tensor(cache, cache.dtype, B * S * row_len, "cache");
+    c.tensor(rows, rows.dtype, B * T * row_len, "rows");
+    c.device_value(pos_dev, "pos_dev");
+}
+
+void Device::check_attention_fwd(const Tensor& o, const Tensor& lse, const Tensor& q,
+                                 const Tensor& k, const Tensor& v, const AttnDims& d, float) const {
+    const OpArgs c(tensor_owner(), "attention_fwd");
+    c.attention(d);
+    const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
+    c.f32({{o, nq, "o"}, {lse, d.B * d.H * d.Tq, "lse"}, {q, nq, "q"}, {k, nk, "k"}, {v, nk, "v"}});
+}
+
+void Device::check_attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                                 const Tensor& dout, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, const Tensor& o, const Tensor& lse,
+                                 const AttnDims& d, float) const {
+    const OpArgs c(tensor_owner(), "attention_bwd");
+    c.attention(d);
+    const int64_t nq = d.B * d.Tq * d.H * d.hd, nk = d.B * d.S * d.K * d.hd;
+    c.f32({{dq, nq, "dq"},
+           {dk, nk, "dk"},
+           {dv, nk, "dv"},
+           {dout, nq, "dout"},
+           {q, nq, "q"},
+           {k, nk, "k"},
+           {v, nk, "v"},
+           {o, nq, "o"},
+           {lse, d.B * d.H * d.Tq, "lse"}});
+}
+
+// ---- activations ----
+
+void Device::check_act_fwd(Act, const Tensor& y, const Tensor& x, int64_t n) const {
+    const OpArgs c(tensor_owner(), "act_fwd");
+    c.sizes({n});
+    c.f32(y, n, "y");
+    c.f32(x, n, "x");
+}
+
+void Device::check_act_bwd(Act, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                           int64_t n) const {
+    const OpArgs c(tensor_owner(), "act_bwd");
+    c.sizes({n});
+    c.f32({{dx, n, "dx"}, {dy, n, "dy"}, {x, n, "x"}});
+}
+
+void Device::check_swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up,
+                              int64_t n) const {
+    const OpArgs c(tensor_owner(), "swiglu_fwd");
+    c.sizes({n});
+    c.f32({{h, n, "h"}, {gate, n, "gate"}, {up, n, "up"}});
+}
+
+void Device::check_swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
+                              const Tensor& gate, const Tensor& up, int64_t n) const {
+    const OpArgs c(tensor_owner(), "swiglu_bwd");
+    c.sizes({n});
+    c.f32({{dgate, n, "dgate"}, {dup, n, "dup"}, {dh, n, "dh"}, {gate, n, "gate"}, {up, n, "up"}});
+}
+
+void Device::check_softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) const {
+    const OpArgs c(tensor_owner(), "softmax");
+    c.sizes({rows, cols});
+    c.f32(y, rows * cols, "y");
+    c.f32(x, rows * cols, "x");
+}
+
+// ---- MoE routing ----
+
+void Device::check_router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
+                              const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
+                              int64_t k, bool) const {
+    const OpArgs c(tensor_owner(), "router_fwd");
+    c.router(N, E, k);
+    c.f32(probs, N * E, "probs");
+    c.f32(lse, N, "lse");
+    c.i32(topk_idx, N * k, "topk_idx");
+    c.f32(topk_w, N * k, "topk_w");
+    c.f32(logits, N * E, "logits");
+}
+
+void Device::check_router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
+                              const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
+                              const Tensor& counts, int64_t N, int64_t E, int64_t k, bool, float,
+                              float, float) const {
+    const OpArgs c(tensor_owner(), "router_bwd");
+    c.router(N, E, k);
+    c.f32({{dlogits, N * E, "dlogits"},
+           {dtopk_w, N * k, "dtopk_w"},
+           {probs, N * E, "probs"},
+           {lse, N, "lse"}});
+    c.i32(topk_idx, N * k, "topk_idx");
+    c.f32(topk_w, N * k, "topk_w");
+    c.i32(counts, E, "counts");
+}
+
+void Device::check_router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
+                                   const Tensor& counts, int64_t N, int64_t E, int64_t k, float,
+                                   float) const {
+    const OpArgs c(tensor_owner(), "router_aux_loss");
+    c.router(N, E, k);
+    c.f32({{out, 2, "out"}, {probs, N * E, "probs"}, {lse, N, "lse"}});
+    c.i32(counts, E, "counts");
+}
+
+void Device::check_hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t N, int64_t layer,
+                              int64_t E) const {
+    const OpArgs c(tensor_owner(), "hash_route");
+    c.sizes({N, layer, E});
+    MT_CHECK(E >= 1, "hash_route: n_experts must be >= 1");
+    c.i32(topk_idx, N, "topk_idx");
+    c.i32(ids, N, "ids");
+}
+
+void Device::check_moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
+                            const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) const {
+    const OpArgs c(tensor_owner(), "moe_sort");
+    c.sizes({N, k, E});
+    MT_CHECK(E >= 1 && k >= 1, "moe_sort: n_experts and top_k must be >= 1");
+    c.i32(counts, E, "counts");
+    c.i32(row_token, N * k, "row_token");
+    c.i32(slot_row, N * k, "slot_row");
+    c.i32(topk_idx, N * k, "topk_idx");
+}
+
+void Device::check_gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
+                               int64_t dim) const {
+    const OpArgs c(tensor_owner(), "gather_rows");
+    c.sizes({R, dim});
+    c.f32(dst, R * dim, "dst");
+    c.f32(src, dim, "src");
+    c.i32(index, R, "index");
+}
+
+void Device::check_moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
+                               const Tensor& w, int64_t N, int64_t k, int64_t dim, bool) const {
+    const OpArgs c(tensor_owner(), "moe_combine");
+    c.sizes({N, k, dim});
+    c.f32(y, N * dim, "y");
+    c.f32(rows, N * k * dim, "rows");
+    c.i32(slot_row, N * k, "slot_row");
+    c.f32_opt(w, N * k, "w");
+}
+
+void Device::check_moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
+                                   const Tensor& rows, const Tensor& slot_row, const Tensor& w,
+                                   int64_t N, int64_t k, int64_t dim) const {
+    const OpArgs c(tensor_owner(), "moe_combine_bwd");
+    c.sizes({N, k, dim});
+    c.f32(drows, N * k * dim, "drows");
+    c.f32_opt(dw, N * k, "dw");
+    c.f32(dy, N * dim, "dy");
+    if (dw.buf)
+        c.f32(rows, N * k * dim, "rows");  // dw reads the rows
+    else
+        c.f32_opt(rows, N * k * dim, "rows");
+    c.i32(slot_row, N * k, "slot_row");
+    c.f32_opt(w, N * k, "w");
+}
+
+// ---- loss, reductions ----
+
+void Device::check_cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
+                                 int64_t N, int64_t V, float) const {
+    const OpArgs c(tensor_owner(), "cross_entropy");
+    c.sizes({N, V});
+    MT_CHECK(V >= 1, "cross_entropy: vocabulary size must be >= 1");
+    c.f32(losses, N, "losses");
+    c.f32(logits, N * V, "logits");
+    c.i32(targets, N, "targets");
+}
+
+void Device::check_sum(const Tensor& out, const Tensor& x, int64_t n, float, bool) const {
+    const OpArgs c(tensor_owner(), "sum");
+    c.sizes({n});
+    c.f32(out, 1, "out");
+    c.f32(x, n, "x");
+}
+
+void Device::check_sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool) const {
+    const OpArgs c(tensor_owner(), "sum_squares");
+    c.sizes({n});
+    c.f32(out, 1, "out");
+    c.f32(x, n, "x");
+}
+
+// ---- optimizers ----
+
+void Device::check_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+                         int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                         float) const {
+    const OpArgs c(tensor_owner(), "adamw");
+    c.sizes({n});
+    c.bias_corrections(a);
+    c.f32({{p, n, "p"}, {g, n, "g"}, {m, n, "m"}, {v, n, "v"}});
+    c.gnorm(gnorm_sq, clip);
+}
+
+void Device::check_adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_codes,
+                             const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                             int64_t n, const AdamWArgs& a, const Tensor& gnorm_sq, float clip,
+                             float) const {
+    const OpArgs c(tensor_owner(), "adamw8bit");
+    c.sizes({n});
+    c.bias_corrections(a);
+    const int64_t blocks = (n + MT_QBLOCK - 1) / MT_QBLOCK;
+    c.f32(p, n, "p");
+    c.f32(g, n, "g");
+    c.tensor(m_codes, DType::u8, n, "m_codes");
+    c.tensor(v_codes, DType::u8, n, "v_codes");
+    c.f32(m_absmax, blocks, "m_absmax");
+    c.f32(v_absmax, blocks, "v_absmax");
+    c.gnorm(gnorm_sq, clip);
+}
+
+void Device::check_sgd(const Tensor& p, const Tensor& g, int64_t n, float, const Tensor& gnorm_sq,
+                       float clip, float) const {
+    const OpArgs c(tensor_owner(), "sgd");
+    c.sizes({n});
+    c.f32(p, n, "p");
+    c.f32(g, n, "g");
+    c.gnorm(gnorm_sq, clip);
+}
+
+// ---- sampling ----
+
+void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
+                          const SampleArgs& s) const {
+    const OpArgs c(tensor_owner(), "sample");
+    c.sizes({B, V, s.top_k});
+    MT_CHECK(V >= 1, "sample: vocabulary size must be >= 1");
+    MT_CHECK(s.temperature >= 0.0f && std::isfinite(s.temperature), "sample: temperature ",
+             s.temperature, " must be finite and >= 0");
+    MT_CHECK(s.top_p > 0.0f && s.top_p <= 1.0f, "sample: top_p ", s.top_p, " outside (0, 1]");
+    c.i32(out_ids, B, "out_ids");
+    c.f32(logits, B * V, "logits");
+    c.device_value(s.step_dev, "step_dev");
+}
+
+}  // namespace moetrain

@@ -1,0 +1,160 @@
+// MpiComm (mpi_comm.h).
+// The C API only: Open MPI's C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include "mpi_comm.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "moetrain/error.h"
+
+namespace moetrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+MPI_Datatype mpi_type(DType t) {
+    switch (t) {
+        case DType::f32:
+            return MPI_FLOAT;
+        case DType::i32:
+            return MPI_INT;
+        case DType::u8:
+            return MPI_UNSIGNED_CHAR;
+        case DType::bf16:
+        case DType::f16:
+            return MPI_UINT16_T;  // moved, never reduced
+    }
+    return MPI_BYTE;
+}
+
+int mpi_count(int64_t n, const char* what) {
+    MT_CHECK(n >= 0 && n <= INT_MAX, what, ": ", n, " elements exceed one MPI call's int count");
+    return static_cast<int>(n);
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+    return op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+}
+
+void check_reducible(DType t, const char* what) {
+    MT_CHECK(t == DType::f32 || t == DType::i32, what, " reduces f32 or i32 only (got ",
+             dtype_name(t), ")");
+}
+
+}  // namespace
+
+MpiComm::Guard::Guard(MpiComm& c, const char* op) : c_(c) {
+    c_.op_ = op;
+    c_.since_ns_ = Clock::now().time_since_epoch().count();
+}
+MpiComm::Guard::~Guard() {
+    c_.since_ns_ = 0;
+}
+
+MpiComm::MpiComm() {
+    int ready = 0;
+    MPI_Initialized(&ready);
+    if (!ready) {
+        int provided = 0;
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    if (const char* t = std::getenv("MOETRAIN_COMM_TIMEOUT")) timeout_s_ = std::atof(t);
+    if (timeout_s_ > 0) watchdog_ = std::thread([this] { watch(); });
+}
+
+MpiComm::~MpiComm() {
+    stop_ = true;
+    if (watchdog_.joinable()) watchdog_.join();
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+}
+
+void MpiComm::broadcast(void* data, int64_t n, DType t, int root) {
+    MT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " outside 0..", size_ - 1);
+    Guard g(*this, "broadcast");
+    MPI_Bcast(data, mpi_count(n, "broadcast"), mpi_type(t), root, MPI_COMM_WORLD);
+}
+
+void MpiComm::all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
+    check_reducible(t, "all_reduce");
+    Guard g(*this, "all_reduce");
+    MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "all_reduce"), mpi_type(t), mpi_op(op),
+                  MPI_COMM_WORLD);
+}
+
+void MpiComm::reduce_scatter(const void* send, void* recv, int64_t n, DType t) {
+    check_reducible(t, "reduce_scatter");
+    Guard g(*this, "reduce_scatter");
+    MPI_Reduce_scatter_block(send, recv, mpi_count(n, "reduce_scatter"), mpi_type(t), MPI_SUM,
+                             MPI_COMM_WORLD);
+}
+
+void MpiComm::all_gather(const void* send, void* recv, int64_t n, DType t) {
+    Guard g(*this, "all_gather");
+    const int c = mpi_count(n, "all_gather");
+    MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), MPI_COMM_WORLD);
+}
+
+void MpiComm::all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
+                           const std::vector<int64_t>& rc, DType t) {
+    const size_t R = static_cast<size_t>(size_);
+    MT_CHECK(sc.size() == R && rc.size() == R, "all_to_all_v: ", sc.size(), " send and ", rc.size(),
+             " receive counts for ", size_, " ranks");
+    std::vector<int> scount(R), sdispl(R), rcount(R), rdispl(R);
+    int64_t so = 0, ro = 0;
+    for (size_t r = 0; r < R; ++r) {
+        scount[r] = mpi_count(sc[r], "all_to_all_v");
+        rcount[r] = mpi_count(rc[r], "all_to_all_v");
+        sdispl[r] = mpi_count(so, "all_to_all_v");
+        rdispl[r] = mpi_count(ro, "all_to_all_v");
+        so += sc[r];
+        ro += rc[r];
+    }
+    Guard g(*this, "all_to_all_v");
+    MPI_Alltoallv(send, scount.data(), sdispl.data(), mpi_type(t), recv, rcount.data(),
+                  rdispl.data(), mpi_type(t), MPI_COMM_WORLD);
+}
+
+void MpiComm::barrier() {
+    Guard g(*this, "barrier");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void MpiComm::abort(const std::string& message) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "moetrain: error: rank %d of %d: %s\n", rank_, size_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+}
+
+void MpiComm::watch() {
+    const auto limit = std::chrono::duration<double>(timeout_s_);
+    while (!stop_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const int64_t since = since_ns_;
+        if (since == 0) continue;
+        const auto waited = Clock::now() - Clock::time_point(Clock::duration(since));
+        if (waited < limit || since_ns_ != since) continue;
+        // Not MPI_Abort: the main thread is inside MPI (MPI_THREAD_FUNNELED). A rank that
+        // exits non-zero without MPI_Finalize makes the launcher end the whole job.
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "moetrain: error: rank %d of %d: %s did not complete within %g s: another "
+                     "rank died or hangs (MOETRAIN_COMM_TIMEOUT)\n",
+                     rank_, size_, op_.load(), timeout_s_);
+        std::fflush(stderr);
+        std::_Exit(1);
+    }
+}
+
+}  // namespace moetrain

@@ -1,0 +1,57 @@
+// MpiComm: the Open MPI communicator (collectives on host memory over MPI_COMM_WORLD), used
+// by the mpi module and, for its bootstrap and host-memory collectives, by the nccl module.
+// Errors are fatal (MPI_ERRORS_ARE_FATAL): a failing MPI call, or a rank that dies, ends the
+// job through the launcher. A watchdog thread bounds every collective: one that has not
+// finished within MOETRAIN_COMM_TIMEOUT seconds (default 300) means a peer hangs, and this
+// rank prints one line naming itself and the collective, then exits so the launcher ends
+// the job.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "moetrain/comm.h"
+
+namespace moetrain {
+
+class MpiComm : public Communicator {
+  public:
+    MpiComm();
+    ~MpiComm() override;
+
+    std::string engine() const override { return "mpi"; }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    void broadcast(void* data, int64_t n, DType t, int root) override;
+    void all_reduce(void* data, int64_t n, DType t, ReduceOp op) override;
+    void reduce_scatter(const void* send, void* recv, int64_t n, DType t) override;
+    void all_gather(const void* send, void* recv, int64_t n, DType t) override;
+    void all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
+                      const std::vector<int64_t>& rc, DType t) override;
+    void barrier() override;
+    [[noreturn]] void abort(const std::string& message) override;
+    using Communicator::all_gather;
+    using Communicator::all_reduce;
+    using Communicator::broadcast;
+    using Communicator::reduce_scatter;
+
+  protected:
+    // Marks a collective in flight for the watchdog (derived engines bound theirs too).
+    struct Guard {
+        Guard(MpiComm& c, const char* op);
+        ~Guard();
+        MpiComm& c_;
+    };
+
+  private:
+    void watch();
+    int rank_ = 0, size_ = 1;
+    double timeout_s_ = 300;
+    std::atomic<int64_t> since_ns_{0};
+    std::atomic<const char*> op_{""};
+    std::atomic<bool> stop_{false};
+    std::thread watchdog_;
+};
+
+}  // namespace moetrain

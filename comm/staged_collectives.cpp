@@ -1,0 +1,55 @@
+// The device-tensor collectives of an engine on host memory (mpi): each stages the tensor
+// through a host buffer (download, host collective, upload). On the cpu backend that is two
+// copies of memory the device already holds in host RAM; on opencl it is the only way in.
+#include <vector>
+
+#include "moetrain/comm.h"
+#include "moetrain/device.h"
+
+namespace moetrain {
+namespace {
+
+std::vector<unsigned char> host_copy(Device& dev, const Tensor& t) {
+    std::vector<unsigned char> h(t.bytes());
+    if (!h.empty()) dev.download(h.data(), t);
+    return h;
+}
+
+}  // namespace
+
+void Communicator::all_reduce(Device& dev, const Tensor& t, ReduceOp op) {
+    if (size() == 1 || t.numel() == 0) return;
+    std::vector<unsigned char> h = host_copy(dev, t);
+    all_reduce(h.data(), t.numel(), t.dtype, op);
+    dev.upload(t, h.data());
+}
+
+void Communicator::broadcast(Device& dev, const Tensor& t, int root) {
+    if (size() == 1 || t.numel() == 0) return;
+    std::vector<unsigned char> h = host_copy(dev, t);
+    broadcast(h.data(), t.numel(), t.dtype, root);
+    dev.upload(t, h.data());
+}
+
+void Communicator::reduce_scatter(Device& dev, const Tensor& send, const Tensor& recv) {
+    const int64_t s = recv.numel();
+    MT_CHECK(send.dtype == recv.dtype && send.numel() <= s * size(), "reduce_scatter: send holds ",
+             send.numel(), " elements, more than ", size(), " shards of ", s);
+    std::vector<unsigned char> h(static_cast<size_t>(s * size()) * dtype_size(send.dtype), 0),
+        out(recv.bytes());
+    if (send.numel() > 0) dev.download(h.data(), send);  // the tail stays zero
+    reduce_scatter(h.data(), out.data(), s, recv.dtype);
+    if (!out.empty()) dev.upload(recv, out.data());
+}
+
+void Communicator::all_gather(Device& dev, const Tensor& send, const Tensor& recv) {
+    const int64_t s = send.numel();
+    MT_CHECK(send.dtype == recv.dtype && recv.numel() <= s * size(), "all_gather: recv holds ",
+             recv.numel(), " elements, more than ", size(), " shards of ", s);
+    std::vector<unsigned char> h = host_copy(dev, send),
+                               out(static_cast<size_t>(s * size()) * dtype_size(send.dtype));
+    all_gather(h.data(), out.data(), s, send.dtype);
+    if (recv.numel() > 0) dev.upload(recv, out.data());
+}
+
+}  // namespace moetrain

@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""Multi-process tests of the communicator and of `mpirun -np N moetrain train` (stdlib only).
+Each test is registered with ctest:
+
+    dist_tests.py --mpirun mpiexec --moetrain build/moetrain --comm-check build/moetrain_comm_check
+                  --work DIR TEST_NAME
+
+mpirun gets --allow-run-as-root and --oversubscribe here, in the command, so that the tests run
+as root in CI containers and with more ranks than cores without touching the machine's settings.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ARGS = None
+TESTS = {}
+
+
+def test(fn):
+    TESTS[fn.__name__] = fn
+    return fn
+
+
+def mpirun(n, argv, timeout=240, env=None):
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
+           "--mca", "btl", "self,vader", *map(str, argv)]
+    e = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
+    e.update(env or {})
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                       timeout=timeout, env=e)
+    p.seconds = time.monotonic() - t0
+    return p
+
+
+def must_pass(p, what):
+    if p.returncode != 0:
+        raise AssertionError(f"{what} failed ({p.returncode}):\n{p.stdout[-3000:]}\n"
+                             f"{p.stderr[-3000:]}")
+    return p
+
+
+def work(name):
+    d = os.path.join(ARGS.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+# ---- the communicator ---------------------------------------------------------------------
+
+def collectives(n, device="cpu"):
+    p = must_pass(mpirun(n, [ARGS.comm_check, "collectives", device]), f"collectives -np {n}")
+    assert f"ok: {n} ranks, 0 mismatches" in p.stdout, p.stdout
+    print(p.stdout.strip())
+
+
+@test
+def collectives_np2():
+    collectives(2)
+
+
+@test
+def collectives_np4():
+    collectives(4)
+
+
+@test
+def collectives_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    collectives(2, "opencl")
+
+
+def fault(mode, want, env=None, bound=60):
+    p = mpirun(2, [ARGS.comm_check, mode], timeout=bound + 60, env=env)
+    assert p.returncode != 0, f"{mode}: the job exited 0:\n{p.stdout}\n{p.stderr}"
+    assert p.seconds < bound, f"{mode}: took {p.seconds:.1f} s (bound {bound} s)"
+    lines = [l for l in p.stderr.splitlines() if l.startswith("moetrain: error: ")]
+    if want:
+        assert any(want in l for l in lines), f"{mode}: no line with '{want}':\n{p.stderr}"
+    print(f"ok: {mode}: exit {p.returncode} after {p.seconds:.1f} s; {lines[:1]}")
+
+
+@test
+def rank_fails():
+    fault("fail", "rank 1 of 2: injected failure")
+
+
+@test
+def rank_dies():
+    # The killed rank prints nothing; mpirun ends the job and names the rank and its signal.
+    p = mpirun(2, [ARGS.comm_check, "die"], timeout=120)
+    assert p.returncode != 0 and p.seconds < 60, (p.returncode, p.seconds, p.stderr)
+    assert "rank 1" in p.stderr and "signal 9" in p.stderr, p.stderr
+    print(f"ok: die: exit {p.returncode} after {p.seconds:.1f} s")
+
+
+@test
+def rank_hangs():
+    fault("hang", "rank 0 of 2: all_reduce did not complete within 2 s",
+          env={"MOETRAIN_COMM_TIMEOUT": "2"}, bound=30)
+
+
+@test
+def comm_module_missing():
+    # A multi-rank launch whose communicator module cannot be found fails at once on every rank.
+    env = {"MOETRAIN_BACKEND_PATH": "/nonexistent"}
+    exe = work("comm_module_missing") + "/moetrain_comm_check"
+    shutil.copy(ARGS.comm_check, exe)  # libmoetrain.so is found by rpath; its directory holds
+    # the module, so point the search at a copy of the library without it
+    libdir = os.path.dirname(ARGS.moetrain)
+    lib_copy = os.path.dirname(exe)
+    for f in os.listdir(libdir):
+        if f.startswith("libmoetrain.so"):
+            shutil.copy(os.path.join(libdir, f), lib_copy, follow_symlinks=True)
+    env["LD_LIBRARY_PATH"] = lib_copy
+    p = mpirun(2, [exe, "collectives"], env=env, timeout=120)
+    assert p.returncode != 0, p.stdout
+    assert "launched with 2 ranks but the mpi communicator is not built" in p.stderr, p.stderr
+    print("ok: module missing -> " + p.stderr.splitlines()[0])
+
+
+# ---- data-parallel training ----------------------------------------------------------------
+
+def corpus(d, n_bytes=40000, seed=0):
+    """A deterministic English-like text."""
+    import random
+    rng = random.Random(seed)
+    words = ("the king and queen of a far land spoke to their people about bread wine and war "
+             "while the young prince rode north to find his brother in the old castle").split()
+    text = ""
+    while len(text) < n_bytes:
+        s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
+        text += s[0].upper() + s[1:] + ".\n"
+    path = os.path.join(d, "corpus.txt")
+    with open(path, "w") as f:
+        f.write(text[:n_bytes])
+    return path
+
+
+def train_argv(d, data, batch, out, device="cpu", extra=()):
+    # tiny: MoE layer with a shared expert, softmax top-2 router, aux and z losses.
+    return [ARGS.moetrain, "train", "--device", device, "--preset", "tiny", "--data", data,
+            "--steps", "10", "--batch", str(batch), "--seq", "32",
+            "--log-json", os.path.join(d, out + ".jsonl"), "--out", os.path.join(d, out),
+            "--quiet", *(["--threads", "1"] if device == "cpu" else []), *map(str, extra)]
+
+
+def train(n, d, data, batch, out, device="cpu", extra=()):
+    argv = train_argv(d, data, batch, out, device, extra)
+    if n == 1:
+        p = subprocess.run(argv, capture_output=True, text=True,
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+        return must_pass(p, " ".join(argv))
+    return must_pass(mpirun(n, argv), f"mpirun -np {n} " + " ".join(argv))
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if '"step"' in l and '"split"' not in l]
+
+
+def read_safetensors(path):
+    import array
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        a, b = info["data_offsets"]
+        out[name] = array.array("f", raw[8 + n + a:8 + n + b])
+    return out
+
+
+def final_dir(d, out):
+    return os.path.join(d, out, "step_000010")
+
+
+def compare_runs(d, ref, other, loss_rel=1e-5, weight_rel=1e-4):
+    la, lb = read_log(os.path.join(d, ref + ".jsonl")), read_log(os.path.join(d, other + ".jsonl"))
+    assert len(la) == len(lb) == 10, (len(la), len(lb))
+    worst = 0.0
+    for x, y in zip(la, lb):
+        assert x["step"] == y["step"]
+        for key in ("loss", "ce", "aux", "z"):
+            rel = abs(x[key] - y[key]) / max(abs(x[key]), 1e-30)
+            assert rel <= loss_rel, f"step {x['step']} {key}: {x[key]} vs {y[key]} (rel {rel:.2e})"
+            worst = max(worst, rel)
+        assert x.get("expert_load") == y.get("expert_load"), (x.get("expert_load"),
+                                                               y.get("expert_load"))
+    wa = read_safetensors(os.path.join(final_dir(d, ref), "model.safetensors"))
+    wb = read_safetensors(os.path.join(final_dir(d, other), "model.safetensors"))
+    assert wa.keys() == wb.keys()
+    wworst = 0.0
+    for name in wa:
+        scale = max(max(abs(v) for v in wa[name]), 1e-30)
+        diff = max(abs(p - q) for p, q in zip(wa[name], wb[name]))
+        assert diff <= weight_rel * scale, f"{name}: max diff {diff} vs scale {scale}"
+        wworst = max(wworst, diff / scale)
+    print(f"ok: {other} matches {ref}: losses rel <= {worst:.2e}, weights rel <= {wworst:.2e}")
+
+
+def equivalence(n, device="cpu", extra=(), accum=1, both=()):
+    """1 rank x 4 rows vs n ranks x 4/n; `extra` for the n-rank run, `both` for both."""
+    name = f"{'zero' if extra else 'dp'}{'_'.join(map(str, both)).replace('-', '')}"
+    d = work(f"equiv_{device}_np{n}_{name}_a{accum}")
+    data = corpus(d)
+    train(1, d, data, 4, "single", device, [*both, "--accum", accum])
+    train(n, d, data, 4 // n, "multi", device, [*extra, *both, "--accum", accum])
+    compare_runs(d, "single", "multi")
+    return d
+
+
+@test
+def dp_np2():
+    equivalence(2)
+
+
+@test
+def dp_np4():
+    equivalence(4, accum=2)
+
+
+@test
+def dp_np2_recompute_ffn():
+    # The backward's re-run of the MoE forward reads the global expert counts of the forward.
+    equivalence(2, both=["--recompute", "ffn"])
+
+
+@test
+def zero_np2():
+    equivalence(2, extra=["--zero", 1])
+
+
+@test
+def zero_np4():
+    equivalence(4, extra=["--zero", 1])
+
+
+@test
+def zero_shards_optimizer_memory():
+    # The optimizer state rank 0 allocates: 1/N of the replicated one under ZeRO-1.
+    d = work("zero_memory")
+    data = corpus(d)
+    mb = {}
+    for zero in (0, 1):
+        p = train(4, d, data, 1, f"z{zero}", extra=["--zero", zero])
+        line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
+        mb[zero] = float(line.split("optimizer state ")[1].split(" MB")[0])
+    ratio = mb[1] / mb[0]
+    assert 0.24 <= ratio <= 0.26, f"ZeRO-1 over 4 ranks keeps {ratio:.3f} of the optimizer state"
+    print(f"ok: optimizer state per rank {mb[0]:.3f} MB replicated, {mb[1]:.3f} MB with ZeRO-1 "
+          f"over 4 ranks ({ratio:.3f})")
+
+
+@test
+def dp_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    equivalence(2, device="opencl")
+
+
+@test
+def zero_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    equivalence(2, device="opencl", extra=["--zero", 1])
+
+
+@test
+def dp_bit_identical():
+    # Two runs with the same number of ranks write the same bytes (weights and moments).
+    d = work("dp_bit_identical")
+    data = corpus(d)
+    for out in ("a", "b"):
+        train(2, d, data, 2, out, extra=["--zero", 1])
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
+                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between two runs with 2 ranks"
+    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
+    for x, y in zip(la, lb):
+        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
+    print("ok: two 2-rank runs are bit-identical")
+
+
+# ---- checkpoints: saved with N ranks, resumed with M ------------------------------------------
+
+def resume_case(n, m, zero_n, zero_m):
+    d = work(f"resume_{n}z{zero_n}_to_{m}z{zero_m}")
+    data = corpus(d)
+    train(n, d, data, 4 // n, "first", extra=["--zero", zero_n, "--save-every", 5])
+    argv = [ARGS.moetrain, "train", "--device", "cpu", "--threads", "1", "--data", data,
+            "--steps", "10", "--resume", os.path.join(d, "first", "step_000005"),
+            "--out", os.path.join(d, "second"), "--log-json", os.path.join(d, "second.jsonl"),
+            "--quiet", "--zero", str(zero_m), "--batch", str(4 // m), "--seq", "32"]
+    if m == 1:
+        must_pass(subprocess.run(argv, capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="1")), " ".join(argv))
+    else:
+        must_pass(mpirun(m, argv), f"mpirun -np {m} " + " ".join(argv))
+    la = read_log(os.path.join(d, "first.jsonl"))[5:]
+    lb = read_log(os.path.join(d, "second.jsonl"))
+    assert [x["step"] for x in la] == [x["step"] for x in lb] == list(range(6, 11))
+    same_n = n == m and zero_n == zero_m
+    for x, y in zip(la, lb):
+        rel = abs(x["loss"] - y["loss"]) / abs(x["loss"])
+        assert (rel == 0) if same_n else (rel <= 1e-5), (x["step"], x["loss"], y["loss"])
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        a = read_safetensors(os.path.join(final_dir(d, "first"), f))
+        b = read_safetensors(os.path.join(final_dir(d, "second"), f))
+        for name in a:
+            if same_n:
+                assert a[name] == b[name], f"{f} {name}: resume with the same ranks is not exact"
+            elif f == "model.safetensors":
+                scale = max(max(abs(v) for v in a[name]), 1e-30)
+                diff = max(abs(p - q) for p, q in zip(a[name], b[name]))
+                assert diff <= 1e-4 * scale, f"{name}: max diff {diff} vs scale {scale}"
+    print(f"ok: saved with {n} ranks (zero {zero_n}), resumed with {m} (zero {zero_m}): "
+          + ("exact" if same_n else "within tolerance"))
+
+
+@test
+def resume_2_to_1():
+    resume_case(2, 1, 0, 0)
+
+
+@test
+def resume_1_to_2():
+    resume_case(1, 2, 0, 0)
+
+
+@test
+def resume_zero_2_to_1():
+    resume_case(2, 1, 1, 0)
+
+
+@test
+def resume_1_to_zero_2():
+    resume_case(1, 2, 0, 1)
+
+
+@test
+def resume_zero_2_to_2_exact():
+    resume_case(2, 2, 1, 1)
+
+
+@test
+def resume_2_to_zero_2():
+    resume_case(2, 2, 0, 1)
+
+
+# ---- bad combinations and failing ranks during training -------------------------------------
+
+def one_error_line(p, must_contain):
+    assert p.returncode != 0, f"expected a failure, got exit 0:\n{p.stdout[-2000:]}"
+    lines = [l for l in p.stderr.splitlines() if l.startswith("moetrain: error: ")]
+    assert len(lines) == 1, f"expected one error line, got:\n{p.stderr}"
+    for w in must_contain:
+        assert w in lines[0], f"'{w}' not in: {lines[0]}"
+    assert "step 1/" not in p.stdout, f"training started:\n{p.stdout}"
+    print(f"ok: exit {p.returncode} after {p.seconds:.1f} s -> {lines[0]}")
+
+
+@test
+def zero_with_sgd():
+    d = work("zero_with_sgd")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--zero", 1, "--optimizer", "sgd"]))
+    one_error_line(p, ["rank 0 of 2", "--zero 1", "sgd has no optimizer state"])
+
+
+@test
+def ranks_disagree_on_data():
+    d = work("ranks_disagree_on_data")
+    a = corpus(d)
+    b = os.path.join(d, "other.txt")
+    with open(a) as f:
+        text = f.read()
+    with open(b, "w") as f:
+        f.write(text[::-1])
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+           "-np", "1", *train_argv(d, a, 2, "run"), ":", "-np", "1", *train_argv(d, b, 2, "run")]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    p.seconds = time.monotonic() - t0
+    one_error_line(p, ["rank 1 of 2: its training data differs from rank 0's"])
+
+
+@test
+def comm_single_with_ranks():
+    d = work("comm_single_with_ranks")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--comm", "single"]))
+    assert p.returncode != 0
+    assert "--comm single, but the launcher started 2 ranks" in p.stderr, p.stderr
+    print("ok: --comm single under mpirun -np 2 fails")
+
+
+@test
+def rank_killed_during_training():
+    # A rank killed in the middle of a run ends the job within a bounded time and the last
+    # checkpoint rank 0 wrote stays loadable.
+    d = work("rank_killed_during_training")
+    data = corpus(d, 200000)
+    argv = train_argv(d, data, 2, "run", extra=["--save-every", 2])
+    argv[argv.index("--steps") + 1] = "100000"
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+           "-np", "2", *argv]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    run_dir = os.path.join(d, "run")
+    deadline = time.monotonic() + 120
+    while not (os.path.isdir(run_dir) and any(n.startswith("step_") for n in os.listdir(run_dir))):
+        assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
+        time.sleep(0.2)
+    ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+    pids = [int(x) for x in ranks.stdout.split()]
+    assert len(pids) == 2, f"expected 2 rank processes under mpirun, found {pids}"
+    t0 = time.monotonic()
+    os.kill(max(pids), 9)
+    out, err = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode != 0 and took < 60, (proc.returncode, took, err[-2000:])
+    assert "signal 9" in err, err[-2000:]
+    steps = sorted(n for n in os.listdir(run_dir) if n.startswith("step_"))
+    ev = subprocess.run([ARGS.moetrain, "eval", "--checkpoint", run_dir, "--data", data,
+                         "--batch", "2", "--seq", "32", "--threads", "1"],
+                        capture_output=True, text=True)
+    must_pass(ev, "eval of the last checkpoint")
+    print(f"ok: killed a rank; job ended in {took:.1f} s (exit {proc.returncode}); "
+          f"{steps[-1]} loads")
+
+
+# ---- moetrain plan --ranks ------------------------------------------------------------------
+
+def plan_json(*argv, ok=True):
+    p = subprocess.run([ARGS.moetrain, "plan", "--preset", "moe-mini", "--batch", "2", "--seq",
+                        "256", "--memory-gb", "80", *map(str, argv)], capture_output=True,
+                       text=True)
+    if not ok:
+        return p
+    must_pass(p, "plan " + " ".join(map(str, argv)))
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@test
+def plan_ranks_zero():
+    one = plan_json()
+    dp = plan_json("--ranks", 4)
+    z = plan_json("--ranks", 4, "--zero", 1)
+    assert dp["optimizer"] == one["optimizer"], (dp["optimizer"], one["optimizer"])
+    ratio = z["optimizer"] / one["optimizer"]
+    assert 0.2499 <= ratio <= 0.2501, ratio
+    names = [c["collective"] for c in dp["collectives"]]
+    assert "all_reduce gradients" in names and "all_reduce expert counts" in names, names
+    zn = [c["collective"] for c in z["collectives"]]
+    assert "reduce_scatter gradients" in zn and "all_gather parameters" in zn, zn
+    grads = one["grads"]
+    ar = sum(c["sent_bytes"] for c in dp["collectives"] if c["collective"] == "all_reduce gradients")
+    assert abs(ar - 2 * 3 / 4 * grads) <= 1e-6 * grads + 16, (ar, grads)
+    p = plan_json("--ranks", 2, "--zero", 1, "--optimizer", "sgd", ok=False)
+    err = [l for l in p.stderr.splitlines() if l]
+    assert p.returncode == 1 and len(err) == 1 and "sgd has no optimizer state" in err[0], p.stderr
+    print(f"ok: plan: optimizer {one['optimizer']/1e9:.3f} GB, ZeRO-1 over 4: "
+          f"{z['optimizer']/1e9:.3f} GB; gradient all-reduce {ar/1e6:.1f} MB sent per rank")
+
+
+# ---- cuda + nccl (machines with two or more GPUs; skipped elsewhere) --------------------------
+
+def cuda_gpus():
+    p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
+    n = sum(1 for l in p.stdout.splitlines()
+            if l.strip().startswith("cuda:") and "unavailable" not in l)
+    module = os.path.join(os.path.dirname(ARGS.moetrain), "libmoetrain_comm_nccl.so")
+    return n if os.path.exists(module) else 0
+
+
+def need_gpus(n):
+    if cuda_gpus() < n:
+        print(f"skipped: needs {n} CUDA GPUs and the nccl communicator module")
+        sys.exit(77)
+
+
+@test
+def collectives_cuda_np2():
+    need_gpus(2)
+    collectives(2, "cuda")
+
+
+@test
+def dp_cuda_np2():
+    need_gpus(2)
+    equivalence(2, device="cuda")
+
+
+@test
+def zero_cuda_np2():
+    need_gpus(2)
+    equivalence(2, device="cuda", extra=["--zero", 1])
+
+
+def opencl_available():
+    p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
+    return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--moetrain", default="")
+    ap.add_argument("--comm-check", default="")
+    ap.add_argument("--work", default="")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("name", nargs="?")
+    ARGS = ap.parse_args()
+    if ARGS.list:
+        print(";".join(TESTS))
+        return
+    os.makedirs(ARGS.work, exist_ok=True)
+    TESTS[ARGS.name]()
+
+
+if __name__ == "__main__":
+    main()
