@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "moetrain/config.h"
+#include "moetrain/tokenizer.h"
 #include "moetrain/train.h"
 
 namespace moetrain {
@@ -32,7 +33,13 @@ struct TrainState {
     double loss_scale = 1.0;   // fp16 dynamic loss scale; 1 for fp32 / bf16
     int64_t loss_scale_clean = 0;  // clean fp16 steps since the scale last changed
     int64_t skipped_steps = 0;     // fp16 steps skipped for overflowing gradients
-    std::string tokenizer = "bytes";
+    std::string tokenizer = "bytes";  // the spec training was given (informational for files)
+    std::string tokenizer_pattern;    // --tokenizer-pattern of a tiktoken file
+    std::string tokenizer_sha256;     // SHA-256 of the tokenizer file ("" for bytes)
+    // The tokenizer file's bytes, saved next to state.json as tokenizer_copy_name(tokenizer);
+    // not part of state.json, and empty when read back (load_checkpoint_tokenizer reads it).
+    std::string tokenizer_file;
+    int64_t shuffle_seed = -1;  // --shuffle SEED of the train loader (-1: consecutive windows)
     std::string data_path;     // informational
     int64_t data_tokens = 0;   // tokens in the whole data file (resume checks the same data)
 };
@@ -79,6 +86,10 @@ std::vector<StepDir> list_step_dirs(const std::string& run_dir, bool complete_on
 // step_NNNNNN sub-directory holding model.safetensors and state.json is returned).
 // Throws a one-line error when neither.
 std::string resolve_checkpoint(const std::string& path);
+
+// The tokenizer a checkpoint was trained with: "bytes", or its copy of the tokenizer file,
+// checked against the SHA-256 in state.json.
+std::shared_ptr<const Tokenizer> load_checkpoint_tokenizer(const CheckpointInfo& info);
 
 // Verifies the checksums of every file (throws naming the file and the tensor on damage),
 // then reads state.json and the model.safetensors header (fully validated).

@@ -72,6 +72,9 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
                  {"tokens", s.data_tokens},
                  {"train_pos", s.train_pos},
                  {"eval_pos", s.eval_pos}};
+    if (!s.tokenizer_sha256.empty()) j["data"]["tokenizer_sha256"] = s.tokenizer_sha256;
+    if (!s.tokenizer_pattern.empty()) j["data"]["tokenizer_pattern"] = s.tokenizer_pattern;
+    if (s.shuffle_seed >= 0) j["data"]["shuffle"] = s.shuffle_seed;
     j["train"] = {{"optimizer", kOptimizers.at(static_cast<size_t>(o.optimizer))},
                   {"lr", o.lr},
                   {"min_lr", o.min_lr < 0 ? o.lr / 10 : o.min_lr},
@@ -113,8 +116,14 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
     s.rng_counter = rng.unsigned_integer("counter");
 
     JsonFields data(top.object("data"), where, "data.",
-                    {"tokenizer", "path", "tokens", "train_pos", "eval_pos"});
+                    {"tokenizer", "path", "tokens", "train_pos", "eval_pos", "tokenizer_sha256",
+                     "tokenizer_pattern", "shuffle"});
     s.tokenizer = data.string("tokenizer");
+    s.tokenizer_sha256 = data.string("tokenizer_sha256", "");
+    s.tokenizer_pattern = data.string("tokenizer_pattern", "");
+    s.shuffle_seed = data.integer("shuffle", -1, 0, INT64_MAX);
+    MT_CHECK(s.tokenizer == "bytes" || !s.tokenizer_sha256.empty(), where,
+             ": \"data.tokenizer_sha256\" is missing for tokenizer \"", s.tokenizer, "\"");
     s.data_path = data.string("path");
     s.data_tokens = data.integer("tokens", 0, INT64_MAX);
     s.train_pos = data.integer("train_pos", 0, INT64_MAX);

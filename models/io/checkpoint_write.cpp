@@ -48,6 +48,8 @@ void write_checkpoint_dir(const std::string& dir, const CheckpointBuffers& b,
         w.add_checksums();
         crcs[kOptimizerFile] = w.write(out.file(kOptimizerFile));
     }
+    if (!state.tokenizer_file.empty())  // the tokenizer travels with the model
+        write_file_synced(out.file(tokenizer_copy_name(state.tokenizer)), state.tokenizer_file);
     write_file_synced(out.file(kStateFile), add_state_checksums(state_to_json(state, opt), crcs));
     out.commit();
 }

@@ -9,6 +9,7 @@
 #include "moetrain/data.h"
 #include "moetrain/memory_plan.h"
 #include "run_guards.h"
+#include "tokenizer_choice.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -17,7 +18,10 @@ namespace {
 struct EvalArgs {
     std::string precision = "fp32";
     DeviceChoice dev;
-    std::string checkpoint, data, split = "val", tokenizer = "bytes";
+    std::string checkpoint, data, split = "val";
+    TokenizerChoice tokenizer;
+    bool tokenizer_given = false;
+    int64_t val_tokens = -1;
     int batch = 0, seq = 0, batches = 10;
 };
 
@@ -40,7 +44,9 @@ void run_eval(const EvalArgs& a) {
         check_memory_fits(p.total() - p.grads - p.optimizer, memory_available(a.dev.device, 0),
                           "this evaluation", a.dev.device);
     }
-    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
+    const std::string& spec = a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer;
+    TokenData data = load_token_data(a.data, *tok, spec, cfg, a.val_tokens);
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_precision(parse_precision(a.precision));
@@ -64,15 +70,20 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     add_precision_option(cmd, a->precision);
     cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
         ->required();
-    cmd->add_option("--data", a->data, "text file")->required();
+    cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")
+        ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();
-    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    a->tokenizer.add_options(cmd);
+    cmd->add_option("--val-tokens", a->val_tokens,
+                    "shards without \"_val_\" files: the last N tokens are the val split")
+        ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()
         ->check(positive());
     a->dev.add_options(cmd);
-    cmd->callback([a, &exit_code] {
+    cmd->callback([a, cmd, &exit_code] {
+        a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_eval(*a);
         exit_code = 0;
     });

@@ -1,5 +1,7 @@
 // `moetrain generate`: sample text from a checkpoint with the KV cache; sampling runs on the
-// device. Text streams to stdout; --json adds a last line {"tokens":[...],"text":"..."}.
+// device. The prompt is encoded and the sample decoded with the checkpoint's tokenizer (or
+// --tokenizer). Text streams to stdout; with --json stdout holds only the object
+// {"tokens":[...],"text":"..."}.
 // Outputs longer than the model's max_seq_len slide the context window.
 #include <algorithm>
 #include <cstdio>
@@ -8,9 +10,11 @@
 #include "commands.h"
 #include "common.h"
 #include "moetrain/checkpoint.h"
+#include "moetrain/data.h"
 #include "moetrain/generate.h"
 #include "moetrain/memory_plan.h"
 #include "run_guards.h"
+#include "tokenizer_choice.h"
 
 namespace moetrain::cli {
 namespace {
@@ -24,13 +28,15 @@ struct GenerateArgs {
     int top_k = 0;
     uint64_t seed = 1337;
     bool json = false;
+    TokenizerChoice tokenizer;
+    bool tokenizer_given = false;
 };
 
 void run_generate(const GenerateArgs& a) {
     std::string dir = resolve_checkpoint(a.checkpoint);
     CheckpointInfo info = read_checkpoint_info(dir);
-    MT_CHECK(info.config.vocab_size >= 256, "this checkpoint's vocab_size ",
-             info.config.vocab_size, " is too small for the bytes tokenizer (needs >= 256)");
+    auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
+    check_tokenizer(*tok, a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer, info.config);
     {  // weights, one window of forward activations, and the KV cache of every layer
         const ModelConfig& c = info.config;
         PlanOptions o;
@@ -48,10 +54,14 @@ void run_generate(const GenerateArgs& a) {
     model.set_precision(parse_precision(a.precision));
     load_weights(dir, model);
 
-    // Bytes tokenizer; an empty prompt starts from a newline.
-    std::vector<int32_t> prompt;
-    for (unsigned char c : a.prompt) prompt.push_back(c);
-    if (prompt.empty()) prompt.push_back('\n');
+    // An empty prompt starts from the end-of-text id (a document start), else from a newline.
+    std::vector<int32_t> prompt = tok->encode(a.prompt);
+    if (prompt.empty()) {
+        if (auto eot = tok->eot_id())
+            prompt.push_back(*eot);
+        else
+            prompt = tok->encode("\n");
+    }
 
     GenerateOptions g;
     g.max_new_tokens = a.max_new;
@@ -60,6 +70,9 @@ void run_generate(const GenerateArgs& a) {
     g.top_p = static_cast<float>(a.top_p);
     g.seed = a.seed;
     if (!a.json) std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
+    // Streaming prints the new bytes of the decoded sample after each token.
+    std::vector<int32_t> sampled;
+    size_t printed = 0;
     // Up to max_seq_len positions the KV cache holds everything. Longer outputs slide the
     // window: the last half window is prefilled again and generation continues from it (each
     // window draws with its own seed derived from --seed, so draws never repeat).
@@ -74,9 +87,14 @@ void run_generate(const GenerateArgs& a) {
             a.max_new - static_cast<int64_t>(out.size()),
             window - static_cast<int64_t>(context.size())));
         gc.seed = chunk == 0 ? g.seed : g.seed ^ (0x9E3779B97F4A7C15ull * chunk);
-        std::vector<int32_t> got = generate(model, context, gc, [&](int32_t tok) {
-            std::string t = tokens_to_text(&tok, 1);
-            std::fwrite(t.data(), 1, t.size(), stdout);
+        std::vector<int32_t> got = generate(model, context, gc, [&](int32_t id) {
+            if (a.json) return true;
+            sampled.push_back(id);
+            std::string text = tok->decode(sampled);
+            if (text.size() > printed) {
+                std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+                printed = text.size();
+            }
             std::fflush(stdout);
             return true;
         });
@@ -85,11 +103,11 @@ void run_generate(const GenerateArgs& a) {
         if (static_cast<int64_t>(context.size()) >= window)
             context.erase(context.begin(), context.end() - window / 2);
     }
-    std::printf("\n");
+    if (!a.json) std::printf("\n");
     if (a.json) {
         nlohmann::json j;
         j["tokens"] = out;
-        j["text"] = tokens_to_text(out.data(), out.size());
+        j["text"] = tok->decode(out);
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
 }
@@ -113,8 +131,10 @@ void add_generate_command(CLI::App& app, int& exit_code) {
         ->capture_default_str()->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
     a->dev.add_options(cmd);
-    cmd->add_flag("--json", a->json, "print the prompt-less result as a JSON last line");
-    cmd->callback([a, &exit_code] {
+    cmd->add_flag("--json", a->json, "print only a JSON object with the sampled ids and text");
+    a->tokenizer.add_options(cmd);
+    cmd->callback([a, cmd, &exit_code] {
+        a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_generate(*a);
         exit_code = 0;
     });

@@ -23,6 +23,7 @@
 #include "moetrain/model.h"
 #include "moetrain/train.h"
 #include "tensorboard_writer.h"
+#include "tokenizer_choice.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
@@ -31,7 +32,9 @@ namespace {
 struct TrainArgs {
     DeviceChoice dev;
     ModelChoice model;
-    std::string data, tokenizer = "bytes";
+    std::string data;
+    TokenizerChoice tokenizer;
+    int64_t val_tokens = -1, shuffle = -1;
     int64_t steps = 0, stop_at = -1;
     int batch = 0, seq = 0, accum = 1;
     std::string optimizer = "adamw", precision = "fp32";
@@ -75,7 +78,13 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     same("--accum", a.accum, o.accum);
     same("--batch", a.batch, s.batch);
     same("--seq", a.seq, s.seq);
-    same("--tokenizer", a.tokenizer, s.tokenizer);
+    same("--data", a.data, s.data_path);
+    MT_CHECK(!a.given("--shuffle") || a.shuffle == s.shuffle_seed, "--resume: --shuffle ",
+             a.shuffle, " differs from the checkpoint's ",
+             s.shuffle_seed < 0 ? std::string("consecutive windows")
+                                : "--shuffle " + std::to_string(s.shuffle_seed),
+             "; its data position belongs to that order");
+    a.shuffle = s.shuffle_seed;
     same("--seed", a.seed, s.seed);
 }
 
@@ -170,6 +179,10 @@ int run_train(TrainArgs& a, DistRun& dist) {
                  " does not split over ", ranks, " ranks; give --batch");
         a.batch /= ranks;
     }
+    // Required for a fresh run; --resume takes them from the checkpoint.
+    MT_CHECK(!a.data.empty(), "--data is required");
+    MT_CHECK(a.batch > 0, "--batch is required");
+    MT_CHECK(a.seq > 0, "--seq is required");
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
     MT_CHECK(a.steps >= 0, "--steps must be >= 0");
@@ -187,7 +200,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
                           a.memory_limit_gb > 0 ? "--memory-limit" : a.dev.device);
     }
     // ---- data ----
-    TokenData data = load_token_data(a.data, a.tokenizer, cfg);
+    const RunTokenizer tok =
+        run_tokenizer(a.tokenizer, a.given("--tokenizer"), a.resume.empty() ? nullptr : &*ckpt);
+    TokenData data = load_token_data(a.data, *tok.tokenizer, tok.spec, cfg, a.val_tokens);
     const int64_t data_tokens =
         static_cast<int64_t>(data.train->size()) + static_cast<int64_t>(data.val->size());
     if (!a.resume.empty() && ckpt->state.data_tokens > 0)
@@ -198,6 +213,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     // Every rank reads the global batches (ranks x --batch rows) and keeps its own rows.
     const int global_batch = a.batch * ranks;
     BatchLoader train_loader(data.train, global_batch, a.seq, "train");
+    if (a.shuffle >= 0) train_loader.set_shuffle(static_cast<uint64_t>(a.shuffle));
     if (a.eval_every > 0)  // fail now, not after the first steps
         BatchLoader(data.val, global_batch, a.seq, "val");
 
@@ -234,7 +250,8 @@ int run_train(TrainArgs& a, DistRun& dist) {
     state.options = opts;
     state.batch = global_batch;
     state.seq = a.seq;
-    state.tokenizer = a.tokenizer;
+    tok.record(state);
+    state.shuffle_seed = a.shuffle;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
@@ -382,12 +399,22 @@ void add_train_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("train", "train a model on a text file");
     a->dev.add_options(cmd);
     a->model.add_options(cmd);
-    cmd->add_option("--data", a->data, "training text file (90% train / 10% val)")->required();
-    cmd->add_option("--tokenizer", a->tokenizer, "tokenizer (bytes)")->capture_default_str();
+    cmd->add_option("--data", a->data,
+                    "text file (90% train / 10% val), or token shards: a shard, a directory or "
+                    "a glob; --resume: the checkpoint's");
+    a->tokenizer.add_options(cmd);
+    cmd->add_option("--val-tokens", a->val_tokens,
+                    "shards without \"_val_\" files: validate on the last N tokens (default 10%)")
+        ->check(non_negative());
+    cmd->add_option("--shuffle", a->shuffle,
+                    "read the train windows in a permutation seeded by SEED, new every epoch")
+        ->check(non_negative());
     cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
         ->required()->check(non_negative());
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
+    cmd->add_option("--batch", a->batch, "batch size B (--resume: the checkpoint's)")
+        ->check(positive());
+    cmd->add_option("--seq", a->seq, "sequence length T (--resume: the checkpoint's)")
+        ->check(positive());
     cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
         ->check(positive());
     cmd->add_option("--optimizer", a->optimizer,

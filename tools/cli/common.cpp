@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "moetrain/error.h"
+#include "moetrain/shards.h"
 
 namespace moetrain::cli {
 
@@ -65,11 +67,36 @@ std::unique_ptr<Device> DeviceChoice::open() const {
     return open_device(device, o);
 }
 
-TokenData load_token_data(const std::string& path, const std::string& tokenizer,
-                          const ModelConfig& cfg) {
-    check_tokenizer(tokenizer, cfg);
-    TokenSplit s = split_tokens(load_tokens(path, tokenizer));
-    return TokenData{s.train, s.val};
+TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
+                          const std::string& tokenizer_spec, const ModelConfig& cfg,
+                          int64_t val_tokens) {
+    check_tokenizer(tokenizer, tokenizer_spec, cfg);
+    std::error_code ec;
+    const bool shards =
+        std::filesystem::is_directory(path, ec) ||
+        (!std::filesystem::exists(path, ec) && path.find_first_of("*?[") != std::string::npos) ||
+        is_shard_file(path);
+    if (!shards) {
+        MT_CHECK(val_tokens < 0,
+                 "--val-tokens applies to token shards; a text file is split 90/10");
+        TokenSplit s = split_tokens(load_tokens(path, tokenizer));
+        return TokenData{s.train, s.val};
+    }
+    ShardFiles files = find_shards(path);
+    if (!files.val.empty()) {
+        MT_CHECK(val_tokens < 0, "--val-tokens: --data ", path,
+                 " has validation shards (\"_val_\")");
+        return TokenData{open_shards(files.train, cfg.vocab_size),
+                         open_shards(files.val, cfg.vocab_size)};
+    }
+    TokenStream all = open_shards(files.train, cfg.vocab_size);
+    const int64_t n = all->size();
+    MT_CHECK(n > 0, "--data ", path, ": the shards hold no tokens");
+    const int64_t n_val = val_tokens >= 0 ? val_tokens : n - (n / 10 * 9 + n % 10 * 9 / 10);
+    MT_CHECK(n_val < n, "--val-tokens ", n_val, " leaves no training tokens (the shards hold ", n,
+             ")");
+    return TokenData{open_shards(files.train, cfg.vocab_size, 0, n - n_val),
+                     open_shards(files.train, cfg.vocab_size, n - n_val, n)};
 }
 
 namespace {
@@ -115,15 +142,5 @@ std::string format_duration(double seconds) {
 }
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
-
-std::string tokens_to_text(const int32_t* ids, size_t n) {
-    std::string s;
-    s.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (ids[i] >= 0 && ids[i] < 256) s.push_back(static_cast<char>(ids[i]));
-        else s += "\xEF\xBF\xBD";
-    }
-    return s;
-}
 
 }  // namespace moetrain::cli

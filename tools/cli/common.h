@@ -29,12 +29,16 @@ struct DeviceChoice {
     std::unique_ptr<Device> open() const;
 };
 
-// The 90/10 split of a tokenised text file, checked against the model's vocabulary.
+// --data: a text file tokenised with the tokenizer and split 90/10, or token shards (a shard
+// file, a directory or a glob; docs/DATA.md) whose validation set is the "_val_" shards or
+// else the last `val_tokens` tokens (< 0: the last 10%, as for text). The tokenizer must fit
+// the model's vocabulary; shard ids are checked against it as they are read.
 struct TokenData {
     TokenStream train, val;
 };
-TokenData load_token_data(const std::string& path, const std::string& tokenizer,
-                          const ModelConfig& cfg);
+TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
+                          const std::string& tokenizer_spec, const ModelConfig& cfg,
+                          int64_t val_tokens = -1);
 
 // Option validators with short messages ("must be > 0, not 0").
 CLI::Validator positive();
@@ -46,7 +50,5 @@ void add_precision_option(CLI::App* cmd, std::string& precision);
 double peak_rss_mb();                       // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"
 bool stdout_is_terminal();
-// Bytes of a token sequence as text (ids >= 256 become U+FFFD).
-std::string tokens_to_text(const int32_t* ids, size_t n);
 
 }  // namespace moetrain::cli

@@ -123,8 +123,12 @@ std::string data_fingerprint(const TokenData& data) {
     std::string s;
     for (const TokenStream& t : {data.train, data.val}) {
         s += std::to_string(t->size()) + ":";
-        const size_t stride = std::max<size_t>(1, t->size() / 4096);
-        for (size_t i = 0; i < t->size(); i += stride) s += std::to_string((*t)[i]) + ",";
+        const int64_t stride = std::max<int64_t>(1, t->size() / 4096);
+        for (int64_t i = 0; i < t->size(); i += stride) {
+            int32_t id = 0;
+            t->read(i, 1, &id);
+            s += std::to_string(id) + ",";
+        }
     }
     return s;
 }

@@ -65,6 +65,8 @@ static int run_cli(int argc, char** argv) {
     moetrain::cli::add_config_command(app, exit_code);
     moetrain::cli::add_plan_command(app, exit_code);
     moetrain::cli::add_report_command(app, exit_code);
+    moetrain::cli::add_tokenizer_command(app, exit_code);
+    moetrain::cli::add_tokenize_command(app, exit_code);
     moetrain::cli::add_verify_command(app, exit_code);
     moetrain::cli::add_export_command(app, exit_code);
     moetrain::cli::add_import_command(app, exit_code);

@@ -13,7 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         moetrain::BatchLoader loader(s.train, 2, 4, "train");
         std::vector<int32_t> x(8), y(8);
         for (int i = 0; i < 3; ++i) loader.next(x.data(), y.data());
-        (void)moetrain::decode_tokens(std::vector<int32_t>(s.val->begin(), s.val->end()), "bytes");
+        std::vector<int32_t> val(static_cast<size_t>(s.val->size()));
+        s.val->read(0, s.val->size(), val.data());
+        (void)moetrain::decode_tokens(val, "bytes");
     });
     return 0;
 }

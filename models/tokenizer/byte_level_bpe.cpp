@@ -1,0 +1,102 @@
+#include "tokenizer/byte_level_bpe.h"
+
+#include <algorithm>
+#include <atomic>
+#include <unordered_map>
+
+namespace moetrain::tok {
+
+uint64_t ByteLevelBpe::next_instance() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+}
+
+// Natural text repeats its words, so each thread keeps the ids of the short pieces it has
+// already merged (per tokenizer instance; cleared when it grows past a bound).
+void ByteLevelBpe::encode_cached(std::string_view piece, std::vector<int32_t>& out) const {
+    constexpr size_t kMaxPiece = 24, kMaxEntries = 1 << 18;
+    struct Cache {
+        uint64_t owner = 0;
+        std::unordered_map<std::string, std::vector<int32_t>> ids;
+    };
+    thread_local Cache cache;
+    if (piece.size() > kMaxPiece || piece.size() < 2) {
+        ranks.encode_piece(piece, out);
+        return;
+    }
+    if (cache.owner != instance_ || cache.ids.size() > kMaxEntries) {
+        cache.ids.clear();
+        cache.owner = instance_;
+    }
+    thread_local std::string key;
+    key.assign(piece);
+    auto it = cache.ids.find(key);
+    if (it == cache.ids.end()) {
+        std::vector<int32_t> ids;
+        ranks.encode_piece(piece, ids);
+        it = cache.ids.emplace(key, std::move(ids)).first;
+    }
+    out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+int64_t ByteLevelBpe::vocab_size() const {
+    return std::max<int64_t>(static_cast<int64_t>(id_bytes.size()), specials.max_id() + 1);
+}
+
+void ByteLevelBpe::set_id_bytes(int32_t id, std::string bytes) {
+    if (static_cast<size_t>(id) >= id_bytes.size()) {
+        id_bytes.resize(static_cast<size_t>(id) + 1);
+        id_known.resize(static_cast<size_t>(id) + 1, false);
+    }
+    id_bytes[static_cast<size_t>(id)] = std::move(bytes);
+    id_known[static_cast<size_t>(id)] = true;
+}
+
+void ByteLevelBpe::pick_eot() {
+    for (const char* c : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<|im_end|>"}) {
+        int32_t id = -1;
+        if (specials.find_id(c, id)) {
+            eot = id;
+            return;
+        }
+    }
+}
+
+void ByteLevelBpe::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    thread_local std::string prefixed;
+    if (add_prefix_space && !text.empty() && text[0] != ' ') {
+        prefixed.assign(" ");
+        prefixed.append(text);
+        text = prefixed;
+    }
+    thread_local std::vector<uint32_t> ends;
+    split_pieces(pattern, text, ends);
+    uint32_t begin = 0;
+    for (uint32_t end : ends) {
+        encode_cached(text.substr(begin, end - begin), out);
+        begin = end;
+    }
+}
+
+void ByteLevelBpe::encode(std::string_view text, std::vector<int32_t>& out) const {
+    if (specials.empty()) {
+        encode_ordinary(text, out);
+        return;
+    }
+    specials.encode(text, out, [&](std::string_view part) { encode_ordinary(part, out); });
+}
+
+std::string ByteLevelBpe::decode(std::span<const int32_t> ids) const {
+    std::string text;
+    for (int32_t id : ids) {
+        if (id >= 0 && static_cast<size_t>(id) < id_bytes.size() &&
+            id_known[static_cast<size_t>(id)]) {
+            text += id_bytes[static_cast<size_t>(id)];
+        } else {
+            text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+        }
+    }
+    return text;
+}
+
+}  // namespace moetrain::tok

@@ -1,0 +1,201 @@
+// `moetrain tokenize`: text files (one document each) or JSONL files (one document per line's
+// "text") to llm.c-format token shards, each document preceded by the end-of-text id as llm.c
+// does. Files are tokenised in parallel and written in input order; every shard appears under
+// its final name only when complete (moetrain/shards.h).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "commands.h"
+#include "common.h"
+#include "moetrain/error.h"
+#include "moetrain/shards.h"
+#include "tokenizer_choice.h"
+
+namespace moetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TokenizeArgs {
+    TokenizerChoice tokenizer;
+    std::vector<std::string> data;
+    std::string out, prefix = "data";
+    int64_t shard_tokens = 100'000'000, val_tokens = 0, eot = -1;
+    int threads = 0;
+    bool quiet = false;
+};
+
+struct Encoded {
+    std::vector<int32_t> ids;
+    int64_t bytes = 0, documents = 0;
+};
+
+Encoded encode_file(const std::string& path, const Tokenizer& tok, int32_t eot) {
+    Encoded e;
+    std::string text = read_input_file(path, "--data file");
+    e.bytes = static_cast<int64_t>(text.size());
+    auto add_document = [&](std::string_view doc) {
+        e.ids.push_back(eot);
+        tok.encode(doc, e.ids);
+        ++e.documents;
+    };
+    if (fs::path(path).extension() != ".jsonl") {
+        if (!text.empty()) add_document(text);
+        return e;
+    }
+    size_t pos = 0, line = 0;
+    while (pos < text.size()) {
+        size_t eol = std::min(text.find('\n', pos), text.size());
+        std::string_view row(text.data() + pos, eol - pos);
+        pos = eol + 1;
+        ++line;
+        if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        nlohmann::json j = nlohmann::json::parse(row, nullptr, false);
+        MT_CHECK(j.is_object() && j.contains("text") && j["text"].is_string(), path, " line ", line,
+                 ": not a JSON object with a \"text\" string");
+        add_document(j["text"].get_ref<const std::string&>());
+    }
+    return e;
+}
+
+// Cuts the token stream into shards: the first val_tokens go to "_val_" shards, the rest to
+// "_train_" shards, each at most shard_tokens long, numbered in order.
+class ShardSink {
+  public:
+    ShardSink(const TokenizeArgs& a, int token_bytes)
+        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens) {}
+    void append(const int32_t* ids, size_t n) {
+        while (n > 0) {
+            if (!cur_) open();
+            int64_t room = a_.shard_tokens - cur_->tokens();
+            if (in_val_) room = std::min(room, val_left_);
+            size_t take = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(n)));
+            cur_->append(ids, take);
+            ids += take;
+            n -= take;
+            total_ += static_cast<int64_t>(take);
+            if (in_val_) val_left_ -= static_cast<int64_t>(take);
+            if (cur_->tokens() == a_.shard_tokens || (in_val_ && val_left_ == 0)) close();
+        }
+    }
+    void finish() {
+        if (cur_) close();
+    }
+    int shards() const { return index_; }
+    int64_t total() const { return total_; }
+
+  private:
+    void open() {
+        in_val_ = val_left_ > 0;
+        char name[64];
+        std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
+        cur_ = std::make_unique<ShardWriter>(a_.out + "/" + a_.prefix + name, token_bytes_);
+    }
+    void close() {
+        cur_->finish();
+        cur_.reset();
+        ++index_;
+    }
+    const TokenizeArgs& a_;
+    int token_bytes_;
+    int64_t val_left_, total_ = 0;
+    bool in_val_ = false;
+    int index_ = 0;
+    std::unique_ptr<ShardWriter> cur_;
+};
+
+void run_tokenize(const TokenizeArgs& a) {
+    auto tok = a.tokenizer.load();
+    std::optional<int32_t> eot =
+        a.eot >= 0 ? std::optional<int32_t>(static_cast<int32_t>(a.eot)) : tok->eot_id();
+    MT_CHECK(eot, "tokenizer \"", a.tokenizer.spec,
+             "\" has no end-of-text token to separate documents; give --eot ID");
+    std::vector<std::string> files;
+    for (const std::string& d : a.data)
+        for (std::string& f : expand_file_spec(d, "")) files.push_back(std::move(f));
+    int64_t total_bytes = 0;
+    for (const std::string& f : files) {
+        std::error_code ec;
+        total_bytes += static_cast<int64_t>(fs::file_size(f, ec));
+    }
+    std::error_code ec;
+    fs::create_directories(a.out, ec);
+    MT_CHECK(fs::is_directory(a.out, ec), "--out ", a.out, ": cannot create the directory");
+
+    const int threads = a.threads > 0
+                            ? a.threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int token_bytes = shard_token_bytes(std::max<int64_t>(tok->vocab_size(), *eot + 1));
+    ShardSink sink(a, token_bytes);
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t done_bytes = 0, documents = 0;
+    double last_report = 0;
+    for (size_t first = 0; first < files.size(); first += static_cast<size_t>(threads)) {
+        const size_t last = std::min(files.size(), first + static_cast<size_t>(threads));
+        std::vector<std::future<Encoded>> jobs;
+        for (size_t i = first; i < last; ++i)
+            jobs.push_back(std::async(std::launch::async, encode_file, std::cref(files[i]),
+                                      std::cref(*tok), *eot));
+        for (auto& j : jobs) {
+            Encoded e = j.get();
+            sink.append(e.ids.data(), e.ids.size());
+            done_bytes += e.bytes;
+            documents += e.documents;
+        }
+        // Progress on stdout (stderr is for the one error line): rewritten in place on a
+        // terminal, else one line at most every 5 seconds.
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const bool tty = stdout_is_terminal(), end = last == files.size();
+        if (!a.quiet && (tty || s - last_report >= 5 || end)) {
+            std::printf("%stokenize: %.1f / %.1f MB, %.1f MB/s, %lld tokens%s", tty ? "\r" : "",
+                        done_bytes / 1e6, total_bytes / 1e6, done_bytes / 1e6 / std::max(s, 1e-9),
+                        static_cast<long long>(sink.total()), tty && !end ? "" : "\n");
+            std::fflush(stdout);
+            last_report = s;
+        }
+    }
+    MT_CHECK(sink.total() > documents, "empty corpus: the --data files hold no text");
+    MT_CHECK(a.val_tokens < sink.total(), "--val-tokens ", a.val_tokens,
+             " leaves no training tokens (the corpus has ", sink.total(), ")");
+    sink.finish();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf(
+        "tokenize: %zu files, %lld documents, %lld tokens (%d-bit) in %d shards under %s, "
+        "%.1f MB/s\n",
+        files.size(), static_cast<long long>(documents), static_cast<long long>(sink.total()),
+        token_bytes * 8, sink.shards(), a.out.c_str(), done_bytes / 1e6 / std::max(s, 1e-9));
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<TokenizeArgs>();
+    auto* cmd = app.add_subcommand("tokenize", "tokenise text / JSONL files into token shards");
+    a->tokenizer.add_options(cmd);
+    cmd->add_option("--data", a->data, "text or .jsonl files, directories or globs")->required();
+    cmd->add_option("--out", a->out, "output directory")->required();
+    cmd->add_option("--prefix", a->prefix, "shard name prefix")->capture_default_str();
+    cmd->add_option("--shard-tokens", a->shard_tokens, "tokens per shard")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}));
+    cmd->add_option("--val-tokens", a->val_tokens, "the first N tokens go to _val_ shards")
+        ->capture_default_str()
+        ->check(non_negative());
+    cmd->add_option("--eot", a->eot, "end-of-text id between documents (default: the tokenizer's)")
+        ->check(non_negative());
+    cmd->add_option("--threads", a->threads, "files tokenised at once (0 = all cores)")
+        ->check(non_negative());
+    cmd->add_flag("--quiet", a->quiet, "no progress line");
+    cmd->callback([a, &exit_code] {
+        run_tokenize(*a);
+        exit_code = 0;
+    });
+}
+
+}  // namespace moetrain::cli

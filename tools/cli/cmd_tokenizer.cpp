@@ -1,0 +1,134 @@
+// `moetrain tokenizer info|encode|decode`: inspect a tokenizer and run it on a file, so that
+// its output can be compared with other tools (ids as a JSON array, decoded bytes verbatim).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "moetrain/error.h"
+#include "moetrain/shards.h"
+#include "tokenizer_choice.h"
+
+namespace moetrain::cli {
+namespace {
+
+std::string read_input(const std::string& path) {
+    return read_input_file(path, "input file");
+}
+
+void add_info(CLI::App* parent) {
+    auto t = std::make_shared<TokenizerChoice>();
+    auto* cmd = parent->add_subcommand("info", "print a tokenizer's kind, vocabulary size and eot");
+    t->add_options(cmd);
+    cmd->callback([t] {
+        auto tok = t->load();
+        nlohmann::ordered_json j = {{"kind", tok->kind()}, {"vocab_size", tok->vocab_size()}};
+        auto eot = tok->eot_id();
+        j["eot"] = eot ? nlohmann::ordered_json(*eot) : nlohmann::ordered_json(nullptr);
+        std::printf("%s\n", j.dump().c_str());
+    });
+}
+
+void add_encode(CLI::App* parent) {
+    auto t = std::make_shared<TokenizerChoice>();
+    auto file = std::make_shared<std::string>();
+    auto* cmd = parent->add_subcommand("encode", "print the ids of a file's bytes as a JSON array");
+    t->add_options(cmd);
+    cmd->add_option("file", *file, "text file")->required();
+    cmd->callback([t, file] {
+        auto tok = t->load();
+        std::vector<int32_t> ids = tok->encode(read_input(*file));
+        std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+    });
+}
+
+void add_decode(CLI::App* parent) {
+    auto t = std::make_shared<TokenizerChoice>();
+    auto file = std::make_shared<std::string>();
+    auto* cmd = parent->add_subcommand("decode", "write the bytes of a JSON array of ids");
+    t->add_options(cmd);
+    cmd->add_option("file", *file, "JSON file with an array of ids")->required();
+    cmd->callback([t, file] {
+        auto tok = t->load();
+        nlohmann::json j = nlohmann::json::parse(read_input(*file), nullptr, false);
+        MT_CHECK(j.is_array(), *file, ": not a JSON array of ids");
+        std::vector<int32_t> ids;
+        for (const auto& v : j) {
+            MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
+                         v.get<int64_t>() <= INT32_MAX,
+                     *file, ": not a JSON array of ids");
+            ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+        }
+        std::string text = tok->decode(ids);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+    });
+}
+
+void add_train(CLI::App* parent) {
+    struct Args {
+        std::vector<std::string> data, specials;
+        int64_t vocab_size = 0;
+        std::string out;
+        int threads = 0;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = parent->add_subcommand(
+        "train", "train a byte-level BPE (GPT-2 split) and write a Hugging Face tokenizer.json");
+    cmd->add_option("--data", a->data, "text files, directories or globs")->required();
+    cmd->add_option("--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)")
+        ->required();
+    cmd->add_option("--out", a->out, "tokenizer.json to write")->required();
+    cmd->add_option("--special", a->specials, "special tokens (ids 0..), e.g. <|endoftext|>");
+    cmd->add_option("--threads", a->threads, "files counted at once (0 = all cores)");
+    cmd->callback([a] {
+        std::vector<std::string> files;
+        for (const std::string& d : a->data)
+            for (std::string& f : expand_file_spec(d, "")) files.push_back(std::move(f));
+        BpeTrainOptions o;
+        o.vocab_size = a->vocab_size;
+        o.specials = a->specials;
+        o.threads = a->threads > 0
+                        ? a->threads
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        o.progress = [](const std::string& line) {
+            std::printf("tokenizer train: %s\n", line.c_str());
+            std::fflush(stdout);
+        };
+        std::string json = train_byte_level_bpe(files, o);
+        // Written under a temporary name and renamed: never a partial file under --out.
+        const std::string tmp = a->out + ".tmp-" + std::to_string(::getpid());
+        {
+            std::ofstream f(tmp, std::ios::binary);
+            f << json;
+            f.close();
+            if (!f) {
+                std::remove(tmp.c_str());
+                fail("--out ", a->out, ": cannot write ", tmp);
+            }
+        }
+        MT_CHECK(std::rename(tmp.c_str(), a->out.c_str()) == 0, "--out ", a->out,
+                 ": cannot rename ", tmp, " into place");
+        std::printf("tokenizer train: wrote %s (%lld tokens)\n", a->out.c_str(),
+                    static_cast<long long>(load_tokenizer(a->out)->vocab_size()));
+    });
+}
+
+}  // namespace
+
+void add_tokenizer_command(CLI::App& app, int& exit_code) {
+    auto* cmd = app.add_subcommand("tokenizer", "inspect, run and train tokenizers");
+    cmd->require_subcommand(1);
+    add_info(cmd);
+    add_encode(cmd);
+    add_decode(cmd);
+    add_train(cmd);
+    cmd->final_callback([&exit_code] { exit_code = 0; });
+}
+
+}  // namespace moetrain::cli
