@@ -28,8 +28,8 @@ void BM_router_bwd(benchmark::State& st) {
     Routed r;
     Tensor dlogits = randn(kN * kE), dw = randn(kN * kK);
     for (auto _ : st)
-        cpu().router_bwd(dlogits, dw, r.probs, r.lse, r.idx, r.w, r.counts, kN, kE, kK, true,
-                         0.01f, 0.001f, 1.0f);
+        cpu().router_bwd(dlogits, dw, r.probs, r.lse, r.idx, r.w, r.counts, kN, kE, kK, true, 0.01f,
+                         0.001f, 1.0f);
     rates(st, 0, 4.0 * kN * (2 * kE + 3 * kK));
 }
 

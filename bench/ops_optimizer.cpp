@@ -60,11 +60,31 @@ void BM_host_copy(benchmark::State& st) {
     rates(st, 0, 8.0 * kP);
 }
 
-BENCHMARK(BM_fill_grads)->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_sum_squares)->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_adamw)->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_host_read)->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_host_copy)->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_fill_grads)
+    ->Arg(29'900'000)
+    ->Arg(214'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_sum_squares)
+    ->Arg(29'900'000)
+    ->Arg(214'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_adamw)
+    ->Arg(29'900'000)
+    ->Arg(214'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_host_read)
+    ->Arg(29'900'000)
+    ->Arg(214'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_host_copy)
+    ->Arg(29'900'000)
+    ->Arg(214'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace moetrain::bench

@@ -8,8 +8,8 @@ inline float mt_act_grad(int act, float z) {
     return act == 0 ? mt_gelu_grad(z) : act == 1 ? mt_relu_grad(z) : mt_silu_grad(z);
 }
 
-__kernel void mt_act_fwd(__global float* y, long y_off, __global const float* x, long x_off,
-                         long n, int act) {
+__kernel void mt_act_fwd(__global float* y, long y_off, __global const float* x, long x_off, long n,
+                         int act) {
     long i = get_global_id(0);
     if (i >= n) return;
     y[y_off + i] = mt_act(act, x[x_off + i]);

@@ -89,8 +89,8 @@ __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* ls
 /* delta[b,h,t] = dout . o for every query row (the softmax backward's row term). */
 __kernel void mt_attention_bwd_delta(__global float* delta, long delta_off,
                                      __global const float* dout, long dout_off,
-                                     __global const float* o, long o_off, long B, long Tq,
-                                     long H, int hd) {
+                                     __global const float* o, long o_off, long B, long Tq, long H,
+                                     int hd) {
     long id = get_global_id(0);
     if (id >= B * H * Tq) return;
     long row = mt_query_of(id, Tq, Tq, H, hd).row;

@@ -9,7 +9,9 @@ inline ushort mt_f32_to_bf16(float f) {
     u += 0x7fffu + ((u >> 16) & 1u);
     return (ushort)(u >> 16);
 }
-inline float mt_bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
+inline float mt_bf16_to_f32(ushort h) {
+    return as_float((uint)h << 16);
+}
 
 inline ushort mt_f32_to_f16(float f) {
     uint x = as_uint(f);

@@ -19,16 +19,15 @@ __kernel void mt_axpby(__global float* y, long y_off, float alpha, __global cons
 }
 
 /* y[r, c] += bias[c]; 2-D range (c, r). */
-__kernel void mt_add_bias(__global float* y, long y_off, __global const float* bias,
-                          long bias_off, long rows, long cols) {
+__kernel void mt_add_bias(__global float* y, long y_off, __global const float* bias, long bias_off,
+                          long rows, long cols) {
     long c = get_global_id(0), r = get_global_id(1);
     if (c >= cols || r >= rows) return;
     y[y_off + r * cols + c] += bias[bias_off + c];
 }
 
 /* C[r, c] = beta * C[r, c] for an m x n matrix with row stride ldc (beta == 0 writes zeros). */
-__kernel void mt_scale_matrix(__global float* c, long c_off, long m, long n, long ldc,
-                              float beta) {
+__kernel void mt_scale_matrix(__global float* c, long c_off, long m, long n, long ldc, float beta) {
     long j = get_global_id(0), r = get_global_id(1);
     if (j >= n || r >= m) return;
     __global float* p = c + c_off + r * ldc + j;

@@ -1,7 +1,7 @@
 /* Cross-entropy over rows of logits (MODEL.md 3), one work-group per row. targets = -1 is
  * ignored (loss 0, zero gradient row); any other target outside [0, V) is reported (code 1)
- * and gives a NaN loss rather than an out-of-bounds read. With grad_scale != 0 the logits row is overwritten by
- * grad_scale * (softmax - onehot). */
+ * and gives a NaN loss rather than an out-of-bounds read. With grad_scale != 0 the logits row is
+ * overwritten by grad_scale * (softmax - onehot). */
 __kernel void mt_cross_entropy(__global float* losses, long losses_off, __global float* logits,
                                long logits_off, __global const int* targets, long targets_off,
                                long V, float grad_scale, __global int* err, long err_off) {

@@ -106,9 +106,8 @@ __kernel void mt_moe_combine(__global float* y, long y_off, __global const float
 __kernel void mt_moe_combine_bwd_rows(__global float* drows, long drows_off,
                                       __global const float* dy, long dy_off,
                                       __global const int* slot_row, long sr_off,
-                                      __global const float* w, long w_off, int has_w,
-                                      long slots, int k, long dim, __global int* err,
-                                      long err_off) {
+                                      __global const float* w, long w_off, int has_w, long slots,
+                                      int k, long dim, __global int* err, long err_off) {
     long c = get_global_id(0), slot = get_global_id(1);
     if (c >= dim || slot >= slots) return;
     int row = slot_row[sr_off + slot];

@@ -42,10 +42,9 @@ __kernel void mt_rmsnorm_bwd_dx(__global float* dx, long dx_off, __global const 
 
 /* partial[ch, c] = sum over the chunk's rows of dy * x * rstd; 2-D range (c, ch). */
 __kernel void mt_rmsnorm_dg_partial(__global float* partial, long partial_off,
-                                    __global const float* dy, long dy_off,
-                                    __global const float* x, long x_off,
-                                    __global const float* rstd, long rstd_off, long rows,
-                                    long dim, long chunk_rows) {
+                                    __global const float* dy, long dy_off, __global const float* x,
+                                    long x_off, __global const float* rstd, long rstd_off,
+                                    long rows, long dim, long chunk_rows) {
     long c = get_global_id(0), ch = get_global_id(1);
     if (c >= dim) return;
     long r0 = ch * chunk_rows, r1 = min(rows, r0 + chunk_rows);
@@ -56,11 +55,11 @@ __kernel void mt_rmsnorm_dg_partial(__global float* partial, long partial_off,
 }
 
 /* y = (x - mean) * rstd * g + b (has_b), two-pass mean / biased variance. */
-__kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* mean,
-                               long mean_off, __global float* rstd, long rstd_off,
-                               __global const float* x, long x_off, __global const float* g,
-                               long g_off, __global const float* b, long b_off, int has_b,
-                               long dim, float eps) {
+__kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* mean, long mean_off,
+                               __global float* rstd, long rstd_off, __global const float* x,
+                               long x_off, __global const float* g, long g_off,
+                               __global const float* b, long b_off, int has_b, long dim,
+                               float eps) {
     __local float scratch[MT_WG_MAX];
     long r = get_group_id(0);
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
@@ -85,10 +84,9 @@ __kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* me
 /* dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat)), xhat = (x - mean) * rstd. */
 __kernel void mt_layernorm_bwd_dx(__global float* dx, long dx_off, __global const float* dy,
                                   long dy_off, __global const float* x, long x_off,
-                                  __global const float* g, long g_off,
-                                  __global const float* mean, long mean_off,
-                                  __global const float* rstd, long rstd_off, long dim,
-                                  int accumulate) {
+                                  __global const float* g, long g_off, __global const float* mean,
+                                  long mean_off, __global const float* rstd, long rstd_off,
+                                  long dim, int accumulate) {
     __local float scratch[MT_WG_MAX];
     long r = get_group_id(0);
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);

@@ -32,8 +32,8 @@ __kernel void mt_adamw8bit(__global float* p, long p_off, __global const float* 
                            __global float* ma, long ma_off, __global float* va, long va_off,
                            __constant float* table, long table_off, long n, float lr, float b1,
                            float b2, float eps, float wd, float bc1, float bc2,
-                           __global const float* gnorm_sq, long gnorm_off, int has_norm,
-                           float clip, float grad_scale) {
+                           __global const float* gnorm_sq, long gnorm_off, int has_norm, float clip,
+                           float grad_scale) {
     __local float lm[MT_QBLOCK], lv[MT_QBLOCK], scratch[MT_WG_MAX];
     long b = get_group_id(0), i0 = b * MT_QBLOCK;
     int len = (int)min((long)MT_QBLOCK, n - i0);

@@ -3,9 +3,9 @@
  * by -angle (the backward pass). One work-item per (b, t, pair i) rotates pair (i, i + hd/2) of
  * every head, so each angle's cos / sin is computed once per position. Positions outside
  * [0, MT_POS_LIMIT) are reported (code 11) and nothing is rotated. */
-__kernel void mt_rope(__global float* x, long x_off, long B, long T, long nh, long hd,
-                      float theta, long pos0, __global const int* pd, long pd_off, int has_pd,
-                      int inverse, __global int* err, long err_off) {
+__kernel void mt_rope(__global float* x, long x_off, long B, long T, long nh, long hd, float theta,
+                      long pos0, __global const int* pd, long pd_off, int has_pd, int inverse,
+                      __global int* err, long err_off) {
     long hh = hd / 2;
     long idx = get_global_id(0);
     if (idx >= B * T * hh) return;

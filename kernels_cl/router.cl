@@ -46,12 +46,11 @@ __kernel void mt_router_fwd(__global float* probs, long probs_off, __global floa
  * renormalisation when norm_topk) plus the aux-loss term, plus the z-loss gradient. */
 __kernel void mt_router_bwd(__global float* dlogits, long dl_off, __global const float* dtopk_w,
                             long dw_off, __global const float* probs, long probs_off,
-                            __global const float* lse, long lse_off,
-                            __global const int* topk_idx, long idx_off,
-                            __global const float* topk_w, long w_off, __global const int* counts,
-                            long counts_off, long N, int E, int k, int norm_topk,
-                            float aux_alpha, float z_alpha, float scale, __global int* err,
-                            long err_off) {
+                            __global const float* lse, long lse_off, __global const int* topk_idx,
+                            long idx_off, __global const float* topk_w, long w_off,
+                            __global const int* counts, long counts_off, long N, int E, int k,
+                            int norm_topk, float aux_alpha, float z_alpha, float scale,
+                            __global int* err, long err_off) {
     long n = get_global_id(0);
     if (n >= N) return;
     __global const float* pr = probs + probs_off + n * E;
@@ -93,8 +92,8 @@ __kernel void mt_router_bwd(__global float* dlogits, long dl_off, __global const
  * out[1] += z_alpha * mean_n lse[n]^2. One work-group. */
 __kernel void mt_router_aux_loss(__global float* out, long out_off, __global const float* probs,
                                  long probs_off, __global const float* lse, long lse_off,
-                                 __global const int* counts, long counts_off, long N, int E,
-                                 int k, float aux_alpha, float z_alpha) {
+                                 __global const int* counts, long counts_off, long N, int E, int k,
+                                 float aux_alpha, float z_alpha) {
     __local float scratch[MT_WG_MAX];
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
     float zs = 0.0f;

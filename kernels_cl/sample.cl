@@ -72,7 +72,8 @@ __kernel void mt_sample_topp(__global int* out, long out_off, __global const flo
                 float plo = kr[lo], phi = kr[hi];
                 int ilo = ir[lo], ihi = ir[hi];
                 int ascending = (lo & size) == 0;
-                int swap = ascending ? mt_before(phi, ihi, plo, ilo) : mt_before(plo, ilo, phi, ihi);
+                int swap =
+                    ascending ? mt_before(phi, ihi, plo, ilo) : mt_before(plo, ilo, phi, ihi);
                 if (swap) {
                     kr[lo] = phi;
                     kr[hi] = plo;

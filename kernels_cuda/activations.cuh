@@ -46,7 +46,8 @@ __global__ void swiglu_fwd_kernel(float* h, const float* gate, const float* up, 
 __global__ void swiglu_bwd_kernel(float* dgate, float* dup, const float* dh, const float* gate,
                                   const float* up, VecSplit s) {
     for_split_grid(s, [&](auto w, int64_t i) {
-        const auto gv = load_lanes(w, gate + i), uv = load_lanes(w, up + i), d = load_lanes(w, dh + i);
+        const auto gv = load_lanes(w, gate + i), uv = load_lanes(w, up + i),
+                   d = load_lanes(w, dh + i);
         auto dg = d, du = d;  // every lane is overwritten
         for (int u = 0; u < w.n; ++u) {
             dg[u] = d[u] * uv[u] * mt_silu_grad(gv[u]);
@@ -73,15 +74,15 @@ __global__ void softmax_kernel(float* y, const float* x, int64_t cols) {
 void act_fwd(Stream s, ActKind act, float* y, const float* x, int64_t n) {
     if (n <= 0) return;
     const VecSplit sp = vec_split(n, y, x);
-    MT_LAUNCH(act_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act),
-              y, x, sp);
+    MT_LAUNCH(act_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act), y,
+              x, sp);
 }
 
 void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, int64_t n) {
     if (n <= 0) return;
     const VecSplit sp = vec_split(n, dx, dy, x);
-    MT_LAUNCH(act_bwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act),
-              dx, dy, x, sp);
+    MT_LAUNCH(act_bwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act), dx,
+              dy, x, sp);
 }
 
 void swiglu_fwd(Stream s, float* h, const float* gate, const float* up, int64_t n) {

@@ -135,7 +135,8 @@ __global__ void attn_bwd_dot_kernel(float* __restrict__ D, const float* __restri
     if (item >= d.B * d.Tq * d.H) return;  // whole warp
     const int64_t h = item % d.H, t = (item / d.H) % d.Tq, b = item / (d.H * d.Tq);
     float acc = 0.0f;
-    for (int64_t c = lane_id(); c < d.hd; c += kWarp) acc += dout[item * d.hd + c] * o[item * d.hd + c];
+    for (int64_t c = lane_id(); c < d.hd; c += kWarp)
+        acc += dout[item * d.hd + c] * o[item * d.hd + c];
     acc = warp_sum(acc);
     if (lane_id() == 0) D[(b * d.H + h) * d.Tq + t] = acc;
 }
@@ -274,14 +275,14 @@ __global__ void attn_bwd_dkdv_kernel(float* __restrict__ dk, float* __restrict__
 template <int NC>
 void attention_fwd_nc(Stream s, float* o, float* lse, const float* q, const float* k,
                       const float* v, const AttnShape& d, float scale) {
-    MT_LAUNCH(attn_fwd_kernel<NC>, attn_rows(d.Tq, d.H, d.B, attn_fwd_shmem(d.hd)), s, o, lse, q,
-              k, v, d, scale, attn_tile(d.hd));
+    MT_LAUNCH(attn_fwd_kernel<NC>, attn_rows(d.Tq, d.H, d.B, attn_fwd_shmem(d.hd)), s, o, lse, q, k,
+              v, d, scale, attn_tile(d.hd));
 }
 
 template <int NC>
-void attention_bwd_nc(Stream s, float* dq, float* dk, float* dv, const float* dout,
-                      const float* q, const float* k, const float* v, const float* lse,
-                      const float* D, const AttnShape& d, float scale) {
+void attention_bwd_nc(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
+                      const float* k, const float* v, const float* lse, const float* D,
+                      const AttnShape& d, float scale) {
     const size_t shmem = attn_bwd_shmem(d.hd);
     if (d.Tq > 0)
         MT_LAUNCH(attn_bwd_dq_kernel<NC>, attn_rows(d.Tq, d.H, d.B, shmem), s, dq, dout, q, k, v,
@@ -290,27 +291,44 @@ void attention_bwd_nc(Stream s, float* dq, float* dk, float* dv, const float* do
               lse, D, d, scale, attn_tile(d.hd));
 }
 
-void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
-                   const float* v, const AttnShape& d, float scale) {
+void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k, const float* v,
+                   const AttnShape& d, float scale) {
     if (d.B <= 0 || d.Tq <= 0 || d.H <= 0 || d.hd <= 0) return;
     switch (attn_lane_chunks(d.hd)) {
-        case 1: attention_fwd_nc<1>(s, o, lse, q, k, v, d, scale); break;
-        case 2: attention_fwd_nc<2>(s, o, lse, q, k, v, d, scale); break;
-        case 4: attention_fwd_nc<4>(s, o, lse, q, k, v, d, scale); break;
-        default: attention_fwd_nc<8>(s, o, lse, q, k, v, d, scale); break;
+        case 1:
+            attention_fwd_nc<1>(s, o, lse, q, k, v, d, scale);
+            break;
+        case 2:
+            attention_fwd_nc<2>(s, o, lse, q, k, v, d, scale);
+            break;
+        case 4:
+            attention_fwd_nc<4>(s, o, lse, q, k, v, d, scale);
+            break;
+        default:
+            attention_fwd_nc<8>(s, o, lse, q, k, v, d, scale);
+            break;
     }
 }
 
-void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
-                   const float* q, const float* k, const float* v, const float* o,
-                   const float* lse, const AttnShape& d, float scale, float* scratch) {
+void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
+                   const float* k, const float* v, const float* o, const float* lse,
+                   const AttnShape& d, float scale, float* scratch) {
     if (d.B <= 0 || d.H <= 0 || d.hd <= 0 || d.S <= 0) return;
-    if (d.Tq > 0) MT_LAUNCH(attn_bwd_dot_kernel, warp_per_item(d.B * d.Tq * d.H), s, scratch, dout, o, d);
+    if (d.Tq > 0)
+        MT_LAUNCH(attn_bwd_dot_kernel, warp_per_item(d.B * d.Tq * d.H), s, scratch, dout, o, d);
     switch (attn_lane_chunks(d.hd)) {
-        case 1: attention_bwd_nc<1>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale); break;
-        case 2: attention_bwd_nc<2>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale); break;
-        case 4: attention_bwd_nc<4>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale); break;
-        default: attention_bwd_nc<8>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale); break;
+        case 1:
+            attention_bwd_nc<1>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
+            break;
+        case 2:
+            attention_bwd_nc<2>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
+            break;
+        case 4:
+            attention_bwd_nc<4>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
+            break;
+        default:
+            attention_bwd_nc<8>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
+            break;
     }
 }
 

@@ -21,8 +21,8 @@ __global__ void colsum_partial_kernel(Term term, int64_t rows, int64_t cols, int
 }
 
 // static: one copy per translation unit that includes this header (no template to hang it on).
-static __global__ void colsum_finish_kernel(const float* __restrict__ partial, int64_t chunks, int64_t cols,
-                                     float* __restrict__ out) {
+static __global__ void colsum_finish_kernel(const float* __restrict__ partial, int64_t chunks,
+                                            int64_t cols, float* __restrict__ out) {
     int64_t c = global_thread();
     if (c >= cols) return;
     float acc = 0.0f;
@@ -36,8 +36,8 @@ void colsum(Stream s, Term term, int64_t rows, int64_t cols, float* out, float* 
     if (rows <= 0 || cols <= 0) return;
     MT_LAUNCH(colsum_partial_kernel<Term>, colsum_partial(rows, cols), s, term, rows, cols,
               colsum_rows_per_chunk(rows), scratch);
-    MT_LAUNCH(colsum_finish_kernel, colsum_finish(cols), s, scratch, colsum_chunks(rows),
-              cols, out);
+    MT_LAUNCH(colsum_finish_kernel, colsum_finish(cols), s, scratch, colsum_chunks(rows), cols,
+              out);
 }
 
 // term = m[r, c]

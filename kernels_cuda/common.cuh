@@ -65,8 +65,7 @@ __device__ __forceinline__ void store_vec(T* p, const V& v) {
 // Queues `kernel` with geometry g on stream s. `name` is the kernel's name as written (used by
 // the harness to record which kernels ran). Arguments convert to the kernel's parameter types.
 template <typename... KArgs, typename... Args>
-void launch(const char* name, void (*kernel)(KArgs...), const Geom& g, Stream s,
-            Args&&... args) {
+void launch(const char* name, void (*kernel)(KArgs...), const Geom& g, Stream s, Args&&... args) {
 #if defined(__CUDACC__)
     (void)name;
     kernel<<<dim3(g.gx, g.gy, g.gz), dim3(g.block), g.shmem, s>>>(std::forward<Args>(args)...);
@@ -92,14 +91,21 @@ __device__ __forceinline__ int64_t global_thread() {
 __device__ __forceinline__ int64_t grid_threads() {
     return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
-__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & (kWarp - 1); }
-__device__ __forceinline__ unsigned warp_id() { return threadIdx.x / kWarp; }
+__device__ __forceinline__ unsigned lane_id() {
+    return threadIdx.x & (kWarp - 1);
+}
+__device__ __forceinline__ unsigned warp_id() {
+    return threadIdx.x / kWarp;
+}
 
 // Reports an invalid index (ops.h ErrorCode) into the device error word; the first report wins.
 __device__ __forceinline__ void report_error(int32_t* err, int32_t code, int32_t value) {
-    if (err && atomicCAS(reinterpret_cast<int*>(err), 0, static_cast<int>(code)) == 0) err[1] = value;
+    if (err && atomicCAS(reinterpret_cast<int*>(err), 0, static_cast<int>(code)) == 0)
+        err[1] = value;
 }
-__device__ __forceinline__ bool in_range(int64_t i, int64_t n) { return i >= 0 && i < n; }
+__device__ __forceinline__ bool in_range(int64_t i, int64_t n) {
+    return i >= 0 && i < n;
+}
 
 // ---- warp reductions (every lane gets the result; fixed butterfly order) ----
 __device__ __forceinline__ float warp_sum(float v) {
@@ -130,13 +136,19 @@ __device__ __forceinline__ T block_reduce(T v, Combine combine, T identity) {
 }
 struct AddOp {
     template <typename T>
-    __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        return a + b;
+    }
 };
 struct MaxOp {
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
-__device__ __forceinline__ float block_sum(float v) { return block_reduce(v, AddOp{}, 0.0f); }
-__device__ __forceinline__ double block_sum(double v) { return block_reduce(v, AddOp{}, 0.0); }
+__device__ __forceinline__ float block_sum(float v) {
+    return block_reduce(v, AddOp{}, 0.0f);
+}
+__device__ __forceinline__ double block_sum(double v) {
+    return block_reduce(v, AddOp{}, 0.0);
+}
 __device__ __forceinline__ float block_max(float v) {
     return block_reduce(v, MaxOp{}, -INFINITY);
 }

@@ -10,7 +10,9 @@
 
 namespace mtk {
 
-__host__ __device__ __forceinline__ int kind_bytes(int kind) { return kind == 0 ? 4 : 2; }
+__host__ __device__ __forceinline__ int kind_bytes(int kind) {
+    return kind == 0 ? 4 : 2;
+}
 
 template <int W>
 __device__ __forceinline__ Lanes<float, W> load_as_f32(Width<W> w, const void* src, int kind,

@@ -15,8 +15,10 @@ template <typename T>
 __global__ void fill_kernel(T* out, T value, uint32_t word, VecSplit s) {
     constexpr int W = static_cast<int>(16 / sizeof(T));
     for_split_grid<W>(s, [&](auto w, int64_t i) {
-        if constexpr (decltype(w)::n == 1) out[i] = value;
-        else store_vec(out + i, make_uint4(word, word, word, word));
+        if constexpr (decltype(w)::n == 1)
+            out[i] = value;
+        else
+            store_vec(out + i, make_uint4(word, word, word, word));
     });
 }
 
@@ -69,9 +71,12 @@ void fill_elements(Stream s, T* out, uint32_t bits, int64_t n) {
 
 void fill(Stream s, void* out, int elem_bytes, uint32_t bits, int64_t n) {
     if (n <= 0) return;
-    if (elem_bytes == 4) fill_elements(s, static_cast<uint32_t*>(out), bits, n);
-    else if (elem_bytes == 2) fill_elements(s, static_cast<uint16_t*>(out), bits, n);
-    else fill_elements(s, static_cast<uint8_t*>(out), bits, n);
+    if (elem_bytes == 4)
+        fill_elements(s, static_cast<uint32_t*>(out), bits, n);
+    else if (elem_bytes == 2)
+        fill_elements(s, static_cast<uint16_t*>(out), bits, n);
+    else
+        fill_elements(s, static_cast<uint8_t*>(out), bits, n);
 }
 
 void add(Stream s, float* out, const float* a, const float* b, int64_t n) {
@@ -88,8 +93,8 @@ void axpby(Stream s, float* y, float alpha, const float* x, float beta, int64_t 
 
 void add_bias(Stream s, float* y, const float* bias, int64_t rows, int64_t cols) {
     if (rows <= 0 || cols <= 0) return;
-    const VecSplit sp = rows_vectorisable(cols, y, bias) ? vec_split(rows * cols, y)
-                                                         : single_elements(rows * cols);
+    const VecSplit sp =
+        rows_vectorisable(cols, y, bias) ? vec_split(rows * cols, y) : single_elements(rows * cols);
     MT_LAUNCH(add_bias_kernel, elementwise(sp.groups, vec_singles(sp)), s, y, bias, cols, sp);
 }
 

@@ -30,7 +30,8 @@ __global__ void embedding_bwd_kernel(float* __restrict__ dtable, int64_t rows,
                                      int32_t* err) {
     const int64_t c = global_thread();
     if (c >= dim) return;
-    const int32_t buckets = static_cast<int32_t>(gridDim.y), mine = static_cast<int32_t>(blockIdx.y);
+    const int32_t buckets = static_cast<int32_t>(gridDim.y),
+                  mine = static_cast<int32_t>(blockIdx.y);
     for (int64_t i = 0; i < n; ++i) {
         const int32_t id = ids[i];
         if (!in_range(id, rows)) {
@@ -41,18 +42,18 @@ __global__ void embedding_bwd_kernel(float* __restrict__ dtable, int64_t rows,
     }
 }
 
-void embedding_fwd(Stream s, float* out, const float* table, int64_t table_rows,
-                   const int32_t* ids, int64_t n, int64_t dim, bool accumulate, int32_t* err) {
+void embedding_fwd(Stream s, float* out, const float* table, int64_t table_rows, const int32_t* ids,
+                   int64_t n, int64_t dim, bool accumulate, int32_t* err) {
     if (n > 0 && dim > 0)
-        MT_LAUNCH(embedding_fwd_kernel, elementwise(n * dim), s, out, table, table_rows, ids, n, dim,
-                  accumulate, err);
+        MT_LAUNCH(embedding_fwd_kernel, elementwise(n * dim), s, out, table, table_rows, ids, n,
+                  dim, accumulate, err);
 }
 
 void embedding_bwd(Stream s, float* dtable, int64_t table_rows, const float* dout,
                    const int32_t* ids, int64_t n, int64_t dim, int32_t* err) {
     if (n > 0 && dim > 0)
-        MT_LAUNCH(embedding_bwd_kernel, mtk::embedding_bwd(n, dim), s, dtable, table_rows, dout, ids,
-                  n, dim, err);
+        MT_LAUNCH(embedding_bwd_kernel, mtk::embedding_bwd(n, dim), s, dtable, table_rows, dout,
+                  ids, n, dim, err);
 }
 
 }  // namespace mtk

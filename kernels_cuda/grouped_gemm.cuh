@@ -32,7 +32,8 @@ __device__ __forceinline__ int64_t grouped_scan(const int32_t* sizes, int64_t gr
     if (threadIdx.x == 0) {
         const gp::ScanResult r = gp::scan_groups(sizes, groups, capacity, tile, round_up, spans);
         if (r.error != gp::kScanOk)
-            report_error(err, r.error == gp::kScanNegative ? kErrGroupRows : kErrGroupTotal, r.value);
+            report_error(err, r.error == gp::kScanNegative ? kErrGroupRows : kErrGroupTotal,
+                         r.value);
         total = r.tiles;
     }
     __syncthreads();  // the spans (global memory) and the total are visible to the block
@@ -57,8 +58,8 @@ __global__ void grouped_pointers_kernel(const int32_t* __restrict__ sizes, int64
 }
 
 __global__ void grouped_tiles_kernel(const int32_t* __restrict__ sizes, int64_t groups,
-                                     int64_t capacity, int64_t tile, int64_t tiles,
-                                     gp::Span* spans, gp::Tile* table, int32_t* err) {
+                                     int64_t capacity, int64_t tile, int64_t tiles, gp::Span* spans,
+                                     gp::Tile* table, int32_t* err) {
     const int64_t total = grouped_scan(sizes, groups, capacity, tile, true, spans, err);
     for (int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
         table[t] = gp::tile_of(spans, groups, tile, total, t);
@@ -87,20 +88,22 @@ __global__ void grouped_pad_kernel(void* dst, int dst_kind, const void* src, int
         const int64_t pr = i / cols, col = i % cols;
         const gp::Tile t = table[pr / tile];
         const int64_t rr = pr % tile;
-        const float v = t.group >= 0 && rr < t.rows ? grouped_load(src, src_kind, (t.row0 + rr) * ld + col)
-                                                    : 0.0f;
+        const float v = t.group >= 0 && rr < t.rows
+                            ? grouped_load(src, src_kind, (t.row0 + rr) * ld + col)
+                            : 0.0f;
         if (dst_kind == 0)
             static_cast<float*>(dst)[i] = v;
         else
-            static_cast<uint16_t*>(dst)[i] = dst_kind == 1 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
+            static_cast<uint16_t*>(dst)[i] =
+                dst_kind == 1 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
     }
 }
 
 // partials: count compact m x n products of the tiles table[0 .. count).
 __global__ void grouped_reduce_kernel(float* c, int64_t stride_c, int64_t ldc,
                                       const float* __restrict__ partials,
-                                      const gp::Tile* __restrict__ table, int64_t count,
-                                      int64_t m, int64_t n) {
+                                      const gp::Tile* __restrict__ table, int64_t count, int64_t m,
+                                      int64_t n) {
     for (int64_t i = global_thread(); i < m * n; i += grid_threads()) {
         const int64_t at = i / n * ldc + i % n;
         int32_t cur = -1;

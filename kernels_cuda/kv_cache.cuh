@@ -15,7 +15,8 @@ __global__ void kv_append_kernel(E* __restrict__ cache, const E* __restrict__ ro
                                  const int32_t* __restrict__ pos_dev, int64_t n, int32_t* err) {
     const int64_t offset = pos_dev ? *pos_dev : 0, p = pos0 + offset;
     if (p < 0 || p + T > S) {
-        if (global_thread() == 0) report_error(err, kErrKvAppendPosition, static_cast<int32_t>(offset));
+        if (global_thread() == 0)
+            report_error(err, kErrKvAppendPosition, static_cast<int32_t>(offset));
         return;
     }
     for (int64_t i = global_thread(); i < n; i += grid_threads()) {

@@ -26,7 +26,9 @@ constexpr int64_t kMaxHeadDim = 256;
 // Largest router top_k (the selected experts live in registers).
 constexpr int64_t kMaxTopK = 16;
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
 inline unsigned clamp_blocks(int64_t n, int64_t cap) {
     return static_cast<unsigned>(n < 1 ? 1 : (n > cap ? cap : n));
 }
@@ -62,8 +64,8 @@ inline Geom per_row(int64_t rows, int64_t cols) {
 // ---- one warp per item (router rows, MoE slots, attention row dots), 4 warps per block ----
 constexpr unsigned kWarpsPerBlock = 4;
 inline Geom warp_per_item(int64_t items) {
-    return {clamp_blocks(ceil_div(items, kWarpsPerBlock), 2147483647), 1, 1,
-            kWarpsPerBlock * kWarp, 0};
+    return {clamp_blocks(ceil_div(items, kWarpsPerBlock), 2147483647), 1, 1, kWarpsPerBlock * kWarp,
+            0};
 }
 
 // ---- column sums over rows (bias / norm-gain gradients), deterministic two-stage ----
@@ -73,7 +75,9 @@ inline int64_t colsum_rows_per_chunk(int64_t rows) {
     while (ceil_div(rows, r) > 65535) r *= 2;
     return r;
 }
-inline int64_t colsum_chunks(int64_t rows) { return ceil_div(rows, colsum_rows_per_chunk(rows)); }
+inline int64_t colsum_chunks(int64_t rows) {
+    return ceil_div(rows, colsum_rows_per_chunk(rows));
+}
 inline size_t colsum_scratch_bytes(int64_t rows, int64_t cols) {
     return static_cast<size_t>(colsum_chunks(rows) * cols) * sizeof(float);
 }
@@ -87,16 +91,28 @@ inline Geom colsum_finish(int64_t cols) {
 
 // ---- full reductions (sum, sum of squares): fixed partial count per n, then one block ----
 constexpr unsigned kReduceBlock = 256;
-inline unsigned reduce_parts(int64_t n) { return clamp_blocks(ceil_div(n, kReduceBlock * 16), 1024); }
-inline size_t reduce_scratch_bytes(int64_t n) { return reduce_parts(n) * sizeof(float); }
-inline Geom reduce_partial(int64_t n) { return {reduce_parts(n), 1, 1, kReduceBlock, 0}; }
-inline Geom reduce_finish() { return {1, 1, 1, kReduceBlock, 0}; }
+inline unsigned reduce_parts(int64_t n) {
+    return clamp_blocks(ceil_div(n, kReduceBlock * 16), 1024);
+}
+inline size_t reduce_scratch_bytes(int64_t n) {
+    return reduce_parts(n) * sizeof(float);
+}
+inline Geom reduce_partial(int64_t n) {
+    return {reduce_parts(n), 1, 1, kReduceBlock, 0};
+}
+inline Geom reduce_finish() {
+    return {1, 1, 1, kReduceBlock, 0};
+}
 // A whole (small) problem reduced by one block (router aux / z loss).
-inline Geom one_block() { return {1, 1, 1, kReduceBlock, 0}; }
+inline Geom one_block() {
+    return {1, 1, 1, kReduceBlock, 0};
+}
 
 // ---- embedding backward: (column blocks) x (id buckets); bucket b owns ids with id % B == b ----
 constexpr unsigned kEmbeddingBlock = 128;
-inline unsigned embedding_buckets(int64_t n) { return clamp_blocks(n, 64); }
+inline unsigned embedding_buckets(int64_t n) {
+    return clamp_blocks(n, 64);
+}
 inline Geom embedding_bwd(int64_t n, int64_t dim) {
     return {clamp_blocks(ceil_div(dim, kEmbeddingBlock), 2147483647), embedding_buckets(n), 1,
             kEmbeddingBlock, 0};
@@ -104,7 +120,9 @@ inline Geom embedding_bwd(int64_t n, int64_t dim) {
 
 // ---- MoE counting sort of the N*k slots: chunks of 256 slots ----
 constexpr unsigned kSortChunk = 256;
-inline int64_t moe_sort_chunks(int64_t slots) { return ceil_div(slots, kSortChunk); }
+inline int64_t moe_sort_chunks(int64_t slots) {
+    return ceil_div(slots, kSortChunk);
+}
 // The per-(expert, chunk) histogram, expert-major [E][chunks]: one exclusive scan of it gives
 // every (expert, chunk) base row.
 inline int64_t moe_sort_scan_items(int64_t slots, int64_t experts) {
@@ -122,7 +140,9 @@ inline Geom moe_count(int64_t slots, int64_t experts) {
     return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk,
             static_cast<size_t>(experts) * sizeof(int32_t)};
 }
-inline Geom moe_counts(int64_t experts) { return elementwise(experts); }
+inline Geom moe_counts(int64_t experts) {
+    return elementwise(experts);
+}
 inline Geom moe_place(int64_t slots) {
     return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk, 0};
 }
@@ -131,7 +151,9 @@ constexpr int64_t kMaxExperts = static_cast<int64_t>(kMaxDynamicShmem / sizeof(i
 
 // ---- grouped GEMM planning (backends/shared/grouped_gemm_plan.h): one block; thread 0 scans
 // the group sizes, then the block fills the pointer arrays / tile table ----
-inline Geom grouped_plan() { return {1, 1, 1, 256, 0}; }
+inline Geom grouped_plan() {
+    return {1, 1, 1, 256, 0};
+}
 
 // ---- attention: a block of 4 warps, one query row (or key row) per warp ----
 // Values per lane for head_dim hd: 1, 2, 4 or 8 (the kernel template argument).
@@ -141,7 +163,9 @@ inline int attn_lane_chunks(int64_t hd) {
     return nc;
 }
 // Keys (forward, dq) or queries (dk/dv) per shared-memory tile.
-inline int attn_tile(int64_t hd) { return hd <= 128 ? 32 : 16; }
+inline int attn_tile(int64_t hd) {
+    return hd <= 128 ? 32 : 16;
+}
 inline size_t attn_fwd_shmem(int64_t hd) {
     int64_t kt = attn_tile(hd);
     return static_cast<size_t>(kt * (hd + 1) + kt * hd + kWarpsPerBlock * hd) * sizeof(float);
@@ -152,9 +176,8 @@ inline size_t attn_bwd_shmem(int64_t hd) {  // dq and dk/dv kernels use the same
            sizeof(float);
 }
 inline Geom attn_rows(int64_t rows, int64_t heads, int64_t batch, size_t shmem) {
-    return {clamp_blocks(ceil_div(rows, kWarpsPerBlock), 2147483647),
-            static_cast<unsigned>(heads), static_cast<unsigned>(batch), kWarpsPerBlock * kWarp,
-            shmem};
+    return {clamp_blocks(ceil_div(rows, kWarpsPerBlock), 2147483647), static_cast<unsigned>(heads),
+            static_cast<unsigned>(batch), kWarpsPerBlock * kWarp, shmem};
 }
 // Scratch: D[b,h,t] = dout . o for the backward pass.
 inline size_t attn_bwd_scratch_bytes(int64_t B, int64_t H, int64_t Tq) {

@@ -37,7 +37,8 @@ __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restri
 void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,
                    int64_t V, float grad_scale, int32_t* err) {
     if (N > 0 && V > 0)
-        MT_LAUNCH(cross_entropy_kernel, per_row(N, V), s, losses, logits, targets, V, grad_scale, err);
+        MT_LAUNCH(cross_entropy_kernel, per_row(N, V), s, losses, logits, targets, V, grad_scale,
+                  err);
 }
 
 }  // namespace mtk

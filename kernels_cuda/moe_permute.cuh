@@ -23,8 +23,10 @@ __global__ void moe_count_kernel(const int32_t* __restrict__ topk_idx, int64_t s
     int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (slot < slots) {
         const int32_t e = topk_idx[slot];
-        if (in_range(e, E)) atomicAdd(&h[e], 1);
-        else report_error(err, kErrSortExpert, e);
+        if (in_range(e, E))
+            atomicAdd(&h[e], 1);
+        else
+            report_error(err, kErrSortExpert, e);
     }
     __syncthreads();
     for (int e = threadIdx.x; e < E; e += blockDim.x)
@@ -74,14 +76,17 @@ __device__ __forceinline__ void gather_rows_by(Width<W> vw, float* __restrict__ 
             if (c == 0) report_error(err, kErrGatherIndex, from);
             continue;
         }
-        store_lanes(vw, dst + r * dim + c, load_lanes(vw, src + static_cast<int64_t>(from) * dim + c));
+        store_lanes(vw, dst + r * dim + c,
+                    load_lanes(vw, src + static_cast<int64_t>(from) * dim + c));
     }
 }
 __global__ void gather_rows_kernel(float* __restrict__ dst, const float* __restrict__ src,
                                    int64_t src_rows, const int32_t* __restrict__ index, int64_t R,
                                    int64_t dim, bool vec4, int32_t* err) {
-    if (vec4) gather_rows_by(Width<4>{}, dst, src, src_rows, index, R, dim, err);
-    else gather_rows_by(Width<1>{}, dst, src, src_rows, index, R, dim, err);
+    if (vec4)
+        gather_rows_by(Width<4>{}, dst, src, src_rows, index, R, dim, err);
+    else
+        gather_rows_by(Width<1>{}, dst, src, src_rows, index, R, dim, err);
 }
 
 // y[n] (+)= sum_j weight[n,j] rows[slot_row[n,j]], j in order; W elements of a row at a time
@@ -117,8 +122,10 @@ __global__ void moe_combine_kernel(float* __restrict__ y, const float* __restric
                                    int64_t nrows, const int32_t* __restrict__ slot_row,
                                    const float* __restrict__ w, int64_t N, int k, int64_t dim,
                                    bool accumulate, bool vec4, int32_t* err) {
-    if (vec4) moe_combine_by(Width<4>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
-    else moe_combine_by(Width<1>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
+    if (vec4)
+        moe_combine_by(Width<4>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
+    else
+        moe_combine_by(Width<1>{}, y, rows, nrows, slot_row, w, N, k, dim, accumulate, err);
 }
 
 // One warp per slot (n, j): drows[row] = w dy[n]; dw[n,j] = dy[n] . rows[row]. Left scalar:
@@ -184,8 +191,8 @@ void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int
 }
 
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
-                     int64_t nrows, const int32_t* slot_row, const float* w, int64_t N,
-                     int64_t k, int64_t dim, int32_t* err) {
+                     int64_t nrows, const int32_t* slot_row, const float* w, int64_t N, int64_t k,
+                     int64_t dim, int32_t* err) {
     if (N > 0 && k > 0)
         MT_LAUNCH(moe_combine_bwd_kernel, warp_per_item(N * k), s, drows, dw, dy, rows, nrows,
                   slot_row, w, N * k, static_cast<int>(k), dim, err);

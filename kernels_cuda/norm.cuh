@@ -37,13 +37,15 @@ __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restri
                                    const float* __restrict__ rstd, int64_t dim, bool accumulate) {
     const int64_t base = blockIdx.x * dim;
     float dot = 0.0f;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) dot += dy[base + c] * g[c] * x[base + c];
+    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
+        dot += dy[base + c] * g[c] * x[base + c];
     dot = block_sum(dot) / static_cast<float>(dim);
     const float rs = rstd[blockIdx.x];
     const float *dyr = dy + base, *xr = x + base;
     float* dxr = dx + base;
     for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c), gv = load_lanes(w, g + c);
+        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
+                   gv = load_lanes(w, g + c);
         auto d = dyv;  // every lane is overwritten
         for (int u = 0; u < w.n; ++u) d[u] = rs * gv[u] * dyv[u] - xv[u] * rs * rs * rs * dot;
         if (accumulate) {
@@ -97,7 +99,8 @@ __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __rest
     const float *dyr = dy + base, *xr = x + base;
     float* dxr = dx + base;
     for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c), gv = load_lanes(w, g + c);
+        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
+                   gv = load_lanes(w, g + c);
         auto d = dyv;  // every lane is overwritten
         for (int u = 0; u < w.n; ++u) {
             const float xh = (xv[u] - mu) * rs;
@@ -129,12 +132,12 @@ struct LnGainTerm {  // dy * (x - mean[r]) * rstd[r]
 
 void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
                  int64_t dim, float eps) {
-    if (rows > 0 && dim > 0) MT_LAUNCH(rmsnorm_fwd_kernel, per_row(rows, dim), s, y, rstd, x, g, dim, eps);
+    if (rows > 0 && dim > 0)
+        MT_LAUNCH(rmsnorm_fwd_kernel, per_row(rows, dim), s, y, rstd, x, g, dim, eps);
 }
 
 void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x, const float* g,
-                 const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx,
-                 float* scratch) {
+                 const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx, float* scratch) {
     if (rows <= 0 || dim <= 0) return;
     MT_LAUNCH(rmsnorm_bwd_kernel, per_row(rows, dim), s, dx, dy, x, g, rstd, dim, accumulate_dx);
     colsum(s, RmsGainTerm{dy, x, rstd, dim}, rows, dim, dg, scratch);
@@ -147,8 +150,8 @@ void layernorm_fwd(Stream s, float* y, float* mean, float* rstd, const float* x,
 }
 
 void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, const float* x,
-                   const float* g, const float* mean, const float* rstd, int64_t rows,
-                   int64_t dim, bool accumulate_dx, float* scratch) {
+                   const float* g, const float* mean, const float* rstd, int64_t rows, int64_t dim,
+                   bool accumulate_dx, float* scratch) {
     if (rows <= 0 || dim <= 0) return;
     MT_LAUNCH(layernorm_bwd_kernel, per_row(rows, dim), s, dx, dy, x, g, mean, rstd, dim,
               accumulate_dx);

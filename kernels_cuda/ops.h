@@ -20,42 +20,56 @@ namespace mtk {
 
 using Stream = CUstream_st*;
 
-enum class ActKind : int { gelu = 0, relu = 1, silu = 2 };   // = moetrain::Act
-enum class FloatKind : int { f32 = 0, bf16 = 1, f16 = 2 };   // = moetrain::DType
+enum class ActKind : int { gelu = 0, relu = 1, silu = 2 };  // = moetrain::Act
+enum class FloatKind : int { f32 = 0, bf16 = 1, f16 = 2 };  // = moetrain::DType
 
 // Invalid index values are not read through: the kernel skips them and reports the first one
 // into a two-word device error word `err` (code, offending value); err may be nullptr.
 enum ErrorCode : int32_t {
-    kErrTarget = 1,            // cross_entropy: target outside [0, V) and not -1
-    kErrSortExpert = 2,        // moe_sort: expert index outside [0, E)
-    kErrRouterExpert = 3,      // router_bwd: expert index outside [0, E)
-    kErrEmbeddingFwdId = 4,    // embedding_fwd: token id outside the table
-    kErrEmbeddingBwdId = 5,    // embedding_bwd: token id outside the table
-    kErrGatherIndex = 6,       // gather_rows: row index outside the source
-    kErrCombineRow = 7,        // moe_combine: slot_row entry outside the rows
-    kErrCombineBwdRow = 8,     // moe_combine_bwd: slot_row entry outside the rows
-    kErrGroupRows = 9,         // gemm_grouped: a negative group size
-    kErrGroupTotal = 10,       // gemm_grouped: group sizes summing past the capacity
-    kErrRopePosition = 11,     // rope: device position offset leaves [0, MT_POS_LIMIT)
-    kErrAttnLength = 12,       // attention: device length puts Tk outside [Tq, S]
-    kErrKvAppendPosition = 13, // kv_append: device position offset leaves the cache
+    kErrTarget = 1,             // cross_entropy: target outside [0, V) and not -1
+    kErrSortExpert = 2,         // moe_sort: expert index outside [0, E)
+    kErrRouterExpert = 3,       // router_bwd: expert index outside [0, E)
+    kErrEmbeddingFwdId = 4,     // embedding_fwd: token id outside the table
+    kErrEmbeddingBwdId = 5,     // embedding_bwd: token id outside the table
+    kErrGatherIndex = 6,        // gather_rows: row index outside the source
+    kErrCombineRow = 7,         // moe_combine: slot_row entry outside the rows
+    kErrCombineBwdRow = 8,      // moe_combine_bwd: slot_row entry outside the rows
+    kErrGroupRows = 9,          // gemm_grouped: a negative group size
+    kErrGroupTotal = 10,        // gemm_grouped: group sizes summing past the capacity
+    kErrRopePosition = 11,      // rope: device position offset leaves [0, MT_POS_LIMIT)
+    kErrAttnLength = 12,        // attention: device length puts Tk outside [Tq, S]
+    kErrKvAppendPosition = 13,  // kv_append: device position offset leaves the cache
 };
 inline const char* error_message(int32_t code) {
     switch (code) {
-        case kErrTarget: return "cross_entropy: target outside [0, V) and not -1:";
-        case kErrSortExpert: return "moe_sort: expert index outside [0, n_experts):";
-        case kErrRouterExpert: return "router_bwd: expert index outside [0, n_experts):";
-        case kErrEmbeddingFwdId: return "embedding_fwd: token id outside the table:";
-        case kErrEmbeddingBwdId: return "embedding_bwd: token id outside the table:";
-        case kErrGatherIndex: return "gather_rows: row index outside the source:";
-        case kErrCombineRow: return "moe_combine: slot_row entry outside the rows:";
-        case kErrCombineBwdRow: return "moe_combine_bwd: slot_row entry outside the rows:";
-        case kErrGroupRows: return "gemm_grouped: negative group size:";
-        case kErrGroupTotal: return "gemm_grouped: the group sizes sum past the capacity to";
-        case kErrRopePosition: return "rope: device position offset outside [0, 2^30):";
-        case kErrAttnLength: return "attention: device length makes Tk leave [Tq, S]:";
-        case kErrKvAppendPosition: return "kv_append: device position offset outside the cache:";
-        default: return "unknown device error:";
+        case kErrTarget:
+            return "cross_entropy: target outside [0, V) and not -1:";
+        case kErrSortExpert:
+            return "moe_sort: expert index outside [0, n_experts):";
+        case kErrRouterExpert:
+            return "router_bwd: expert index outside [0, n_experts):";
+        case kErrEmbeddingFwdId:
+            return "embedding_fwd: token id outside the table:";
+        case kErrEmbeddingBwdId:
+            return "embedding_bwd: token id outside the table:";
+        case kErrGatherIndex:
+            return "gather_rows: row index outside the source:";
+        case kErrCombineRow:
+            return "moe_combine: slot_row entry outside the rows:";
+        case kErrCombineBwdRow:
+            return "moe_combine_bwd: slot_row entry outside the rows:";
+        case kErrGroupRows:
+            return "gemm_grouped: negative group size:";
+        case kErrGroupTotal:
+            return "gemm_grouped: the group sizes sum past the capacity to";
+        case kErrRopePosition:
+            return "rope: device position offset outside [0, 2^30):";
+        case kErrAttnLength:
+            return "attention: device length makes Tk leave [Tq, S]:";
+        case kErrKvAppendPosition:
+            return "kv_append: device position offset outside the cache:";
+        default:
+            return "unknown device error:";
     }
 }
 
@@ -73,14 +87,12 @@ void convert(Stream s, void* dst, FloatKind dst_kind, const void* src, FloatKind
 // ---- reduce.cuh ----
 void sum(Stream s, float* out, const float* x, int64_t n, float scale, bool accumulate,
          float* scratch);
-void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulate,
-                 float* scratch);
-void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t cols,
-               float* scratch);
+void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulate, float* scratch);
+void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t cols, float* scratch);
 
 // ---- embedding.cuh ----
-void embedding_fwd(Stream s, float* out, const float* table, int64_t table_rows,
-                   const int32_t* ids, int64_t n, int64_t dim, bool accumulate, int32_t* err);
+void embedding_fwd(Stream s, float* out, const float* table, int64_t table_rows, const int32_t* ids,
+                   int64_t n, int64_t dim, bool accumulate, int32_t* err);
 void embedding_bwd(Stream s, float* dtable, int64_t table_rows, const float* dout,
                    const int32_t* ids, int64_t n, int64_t dim, int32_t* err);
 
@@ -88,13 +100,12 @@ void embedding_bwd(Stream s, float* dtable, int64_t table_rows, const float* dou
 void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
                  int64_t dim, float eps);
 void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x, const float* g,
-                 const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx,
-                 float* scratch);
+                 const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx, float* scratch);
 void layernorm_fwd(Stream s, float* y, float* mean, float* rstd, const float* x, const float* g,
                    const float* b, int64_t rows, int64_t dim, float eps);
 void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, const float* x,
-                   const float* g, const float* mean, const float* rstd, int64_t rows,
-                   int64_t dim, bool accumulate_dx, float* scratch);
+                   const float* g, const float* mean, const float* rstd, int64_t rows, int64_t dim,
+                   bool accumulate_dx, float* scratch);
 
 // ---- rope.cuh (pos_dev: the device-side position offset, may be nullptr) ----
 void rope(Stream s, float* x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
@@ -112,12 +123,12 @@ struct AttnShape {
     const int32_t* tk_dev = nullptr;
     int32_t* err = nullptr;
 };
-void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
-                   const float* v, const AttnShape& d, float scale);
+void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k, const float* v,
+                   const AttnShape& d, float scale);
 // scratch: attn_bwd_scratch_bytes(B, H, Tq).
-void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
-                   const float* q, const float* k, const float* v, const float* o,
-                   const float* lse, const AttnShape& d, float scale, float* scratch);
+void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
+                   const float* k, const float* v, const float* o, const float* lse,
+                   const AttnShape& d, float scale, float* scratch);
 
 // ---- activations.cuh ----
 void act_fwd(Stream s, ActKind act, float* y, const float* x, int64_t n);
@@ -162,8 +173,8 @@ void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int
                  const float* w, int64_t N, int64_t k, int64_t dim, bool accumulate, int32_t* err);
 // dw and w may be nullptr; drows and rows have nrows rows of dim.
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
-                     int64_t nrows, const int32_t* slot_row, const float* w, int64_t N,
-                     int64_t k, int64_t dim, int32_t* err);
+                     int64_t nrows, const int32_t* slot_row, const float* w, int64_t N, int64_t k,
+                     int64_t dim, int32_t* err);
 
 // ---- grouped_gemm.cuh (Device::gemm_grouped; the plan: backends/shared/grouped_gemm_plan.h) ----
 // Dim m pointer-array inputs: A's first row and its row stride, B_0 and the distance between
@@ -208,15 +219,15 @@ void cross_entropy(Stream s, float* losses, float* logits, const int32_t* target
 struct AdamWParams {
     float lr = 0, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0, bc1 = 1, bc2 = 1;
 };
-void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
-           const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale);
+void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& a,
+           const float* gnorm_sq, float clip, float grad_scale);
 // 8-bit AdamW (moetrain::Device::adamw8bit): codes [n], absmax [ceil(n / 256)]; table: the
 // MT_QMAP_LEN quantisation maps of mt_math.h in device memory.
 void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_codes,
                float* m_absmax, float* v_absmax, const float* table, int64_t n,
                const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale);
-void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,
-         float clip, float grad_scale);
+void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq, float clip,
+         float grad_scale);
 
 // ---- sample.cuh (scratch: sample_scratch_bytes(B, V)) ----
 struct SampleParams {

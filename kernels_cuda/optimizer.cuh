@@ -84,8 +84,8 @@ __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, f
     });
 }
 
-void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n,
-           const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {
+void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& a,
+           const float* gnorm_sq, float clip, float grad_scale) {
     if (n <= 0) return;
     const VecSplit sp = vec_split(n, p, g, m, v);
     MT_LAUNCH(adamw_kernel, elementwise(sp.groups, vec_singles(sp)), s, p, g, m, v, a, gnorm_sq,
@@ -97,12 +97,12 @@ void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_
                const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {
     static_assert(kQuantBlock == MT_QBLOCK, "one thread per element of a quantisation block");
     if (n > 0)
-        MT_LAUNCH(adamw8bit_kernel, quant_blocks(n), s, p, g, m_codes, v_codes, m_absmax,
-                  v_absmax, table, n, a, gnorm_sq, clip, grad_scale);
+        MT_LAUNCH(adamw8bit_kernel, quant_blocks(n), s, p, g, m_codes, v_codes, m_absmax, v_absmax,
+                  table, n, a, gnorm_sq, clip, grad_scale);
 }
 
-void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq,
-         float clip, float grad_scale) {
+void sgd(Stream s, float* p, const float* g, int64_t n, float lr, const float* gnorm_sq, float clip,
+         float grad_scale) {
     if (n <= 0) return;
     const VecSplit sp = vec_split(n, p, g);
     MT_LAUNCH(sgd_kernel, elementwise(sp.groups, vec_singles(sp)), s, p, g, lr, gnorm_sq, clip,

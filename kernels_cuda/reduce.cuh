@@ -12,7 +12,8 @@ template <bool kSquare>
 __global__ void reduce_partial_kernel(const float* __restrict__ x, int64_t n,
                                       float* __restrict__ partial) {
     float acc = 0.0f;
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) acc += kSquare ? x[i] * x[i] : x[i];
+    for (int64_t i = global_thread(); i < n; i += grid_threads())
+        acc += kSquare ? x[i] * x[i] : x[i];
     acc = block_sum(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -39,8 +40,7 @@ void sum(Stream s, float* out, const float* x, int64_t n, float scale, bool accu
     reduce<false>(s, out, x, n, scale, accumulate, scratch);
 }
 
-void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulate,
-                 float* scratch) {
+void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulate, float* scratch) {
     reduce<true>(s, out, x, n, 1.0f, accumulate, scratch);
 }
 

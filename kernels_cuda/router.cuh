@@ -90,13 +90,15 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
         sel += p[idx[j]];
         dot += dtopk_w[n * k + j] * topk_w[n * k + j];
     }
-    const float aux_coef = scale * aux_alpha * static_cast<float>(E) / (nN * nN * static_cast<float>(k));
+    const float aux_coef =
+        scale * aux_alpha * static_cast<float>(E) / (nN * nN * static_cast<float>(k));
     const int lane = static_cast<int>(lane_id());
     float pdp = 0.0f;
     for (int e = lane; e < E; e += kWarp) {
         float dp = aux_coef * static_cast<float>(counts[e]);
         for (int j = 0; j < k; ++j)
-            if (idx[j] == e) dp += norm_topk ? (dtopk_w[n * k + j] - dot) / sel : dtopk_w[n * k + j];
+            if (idx[j] == e)
+                dp += norm_topk ? (dtopk_w[n * k + j] - dot) / sel : dtopk_w[n * k + j];
         pdp += p[e] * dp;
         dlogits[n * E + e] = dp;  // dp kept in the output until pdp is known
     }
@@ -108,13 +110,15 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
     }
 }
 
-// out[0] += aux_alpha * E * sum_{n,e} f_e p[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one block.
+// out[0] += aux_alpha * E * sum_{n,e} f_e p[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one
+// block.
 __global__ void router_aux_loss_kernel(float* out, const float* __restrict__ probs,
                                        const float* __restrict__ lse,
                                        const int32_t* __restrict__ counts, int64_t N, int64_t E,
                                        int64_t k, float aux_alpha, float z_alpha) {
     float aux = 0.0f, z = 0.0f;
-    for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x) aux += static_cast<float>(counts[i % E]) * probs[i];
+    for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x)
+        aux += static_cast<float>(counts[i % E]) * probs[i];
     for (int64_t n = threadIdx.x; n < N; n += blockDim.x) z += lse[n] * lse[n];
     aux = block_sum(aux);
     z = block_sum(z);
@@ -127,7 +131,8 @@ __global__ void router_aux_loss_kernel(float* out, const float* __restrict__ pro
 
 __global__ void hash_route_kernel(int32_t* __restrict__ topk_idx, const int32_t* __restrict__ ids,
                                   int64_t N, int layer, int E) {
-    for (int64_t n = global_thread(); n < N; n += grid_threads()) topk_idx[n] = mt_hash_expert(ids[n], layer, E);
+    for (int64_t n = global_thread(); n < N; n += grid_threads())
+        topk_idx[n] = mt_hash_expert(ids[n], layer, E);
 }
 
 void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* topk_w,
@@ -143,8 +148,8 @@ void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* pro
                 float aux_alpha, float z_alpha, float scale, int32_t* err) {
     if (N > 0)
         MT_LAUNCH(router_bwd_kernel, warp_per_item(N), s, dlogits, dtopk_w, probs, lse, topk_idx,
-                  topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), norm_topk,
-                  aux_alpha, z_alpha, scale, err);
+                  topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), norm_topk, aux_alpha,
+                  z_alpha, scale, err);
 }
 
 void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,

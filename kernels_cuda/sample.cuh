@@ -79,7 +79,8 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
             best = key > best ? key : best;
         }
         best = block_reduce(best, MaxU64{}, 0ull);
-        if (threadIdx.x == 0) out_ids[blockIdx.x] = static_cast<int32_t>(0xffffffffull - (best & 0xffffffffull));
+        if (threadIdx.x == 0)
+            out_ids[blockIdx.x] = static_cast<int32_t>(0xffffffffull - (best & 0xffffffffull));
         return;
     }
     const float inv_t = 1.0f / sp.temperature;
@@ -110,7 +111,8 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
     int64_t keep = sp.top_k > 0 && sp.top_k < V ? sp.top_k : V;
     double total = 0.0;
     if (sp.top_p < 1.0f) {
-        int64_t cut = block_prefix_find(keys, keep, 1.0, static_cast<double>(sp.top_p), false, &total);
+        int64_t cut =
+            block_prefix_find(keys, keep, 1.0, static_cast<double>(sp.top_p), false, &total);
         if (cut < keep) keep = cut + 1;
     }
     block_prefix_find(keys, keep, 1.0, 2.0, false, &total);  // total of the kept probabilities
@@ -124,7 +126,8 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
 void sample(Stream s, int32_t* out_ids, const float* logits, int64_t B, int64_t V,
             const SampleParams& p, uint64_t* scratch) {
     if (B > 0 && V > 0)
-        MT_LAUNCH(sample_kernel, mtk::sample(B), s, out_ids, logits, V, p, scratch, sample_padded(V));
+        MT_LAUNCH(sample_kernel, mtk::sample(B), s, out_ids, logits, V, p, scratch,
+                  sample_padded(V));
 }
 
 }  // namespace mtk

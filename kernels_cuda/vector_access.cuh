@@ -28,7 +28,9 @@ struct VecPtr {
     const void* p;
     int bytes;
 };
-__host__ __device__ __forceinline__ VecPtr as_vec_ptr(VecPtr v) { return v; }
+__host__ __device__ __forceinline__ VecPtr as_vec_ptr(VecPtr v) {
+    return v;
+}
 template <typename T>
 __host__ __device__ __forceinline__ VecPtr as_vec_ptr(const T* p) {
     return {p, static_cast<int>(sizeof(T))};
@@ -121,7 +123,8 @@ template <int W = 4, typename Body>
 __device__ __forceinline__ void for_split(const VecSplit& s, int64_t t, int64_t stride, Body body) {
     for (int64_t g = t; g < s.groups; g += stride) body(Width<W>{}, s.head + W * g);
     const int64_t singles = vec_singles<W>(s);
-    for (int64_t j = t; j < singles; j += stride) body(Width<1>{}, j < s.head ? j : j + W * s.groups);
+    for (int64_t j = t; j < singles; j += stride)
+        body(Width<1>{}, j < s.head ? j : j + W * s.groups);
 }
 // The same over the whole grid.
 template <int W = 4, typename Body>

@@ -115,5 +115,4 @@ inline int check_codes(const Codes& got, const Codes& want, const ref::Vec& x,
     return differ;
 }
 
-
 }  // namespace moetrain::test

@@ -108,7 +108,7 @@ inline std::unique_ptr<Device> open_without_graphs(const std::string& id) {
 // Seeded generator; every value it returns is exactly representable in f32, so the device
 // (f32) and the reference (f64) see the same inputs.
 class Rng {
-public:
+  public:
     explicit Rng(uint64_t seed) : gen_(seed) {}
     std::vector<double> uniform(int64_t n, double lo = -1.0, double hi = 1.0) {
         std::uniform_real_distribution<double> dist(lo, hi);
@@ -137,7 +137,7 @@ public:
     }
     int32_t integer(int32_t lo, int32_t hi) { return ints(1, lo, hi)[0]; }
 
-private:
+  private:
     std::mt19937_64 gen_;
 };
 
@@ -228,14 +228,14 @@ struct Tol {
 
 struct CloseReport {
     bool ok = true;
-    size_t worst = 0;      // index of the element with the largest err / allowed
+    size_t worst = 0;  // index of the element with the largest err / allowed
     double got = 0, want = 0;
-    double ratio = 0;      // err / allowed at the worst element (<= 1 passes)
+    double ratio = 0;  // err / allowed at the worst element (<= 1 passes)
     std::string str() const {
         std::ostringstream os;
         os.precision(9);
-        os << "worst index " << worst << ": got " << got << " want " << want << " (error "
-           << ratio << "x the tolerance)";
+        os << "worst index " << worst << ": got " << got << " want " << want << " (error " << ratio
+           << "x the tolerance)";
         return os.str();
     }
 };
@@ -247,7 +247,10 @@ inline CloseReport compare(const std::vector<double>& got, const std::vector<dou
     for (size_t i = 0; i < n; ++i) {
         double allowed = tol.abs + tol.rel * std::fabs(want[i]);
         double err = got[i] == want[i] ? 0.0 : std::fabs(got[i] - want[i]);
-        double ratio = std::isnan(err) ? INFINITY : err == 0 ? 0.0 : allowed == 0 ? INFINITY : err / allowed;
+        double ratio = std::isnan(err) ? INFINITY
+                       : err == 0      ? 0.0
+                       : allowed == 0  ? INFINITY
+                                       : err / allowed;
         if (ratio > r.ratio || i == 0) {
             r.ratio = ratio;
             r.worst = i;
@@ -260,8 +263,8 @@ inline CloseReport compare(const std::vector<double>& got, const std::vector<dou
 }
 
 // CHECKs that got[0..want.size()) matches want within tol; names the worst element.
-inline void check_close(const std::vector<double>& got, const std::vector<double>& want,
-                        Tol tol, const std::string& what) {
+inline void check_close(const std::vector<double>& got, const std::vector<double>& want, Tol tol,
+                        const std::string& what) {
     REQUIRE(got.size() >= want.size());
     CloseReport r = compare(got, want, tol);
     INFO(what << ": " << r.str());

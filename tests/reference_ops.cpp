@@ -34,11 +34,16 @@ std::vector<int32_t> order_by_prob(const double* p, int64_t n) {
 double round_to(double v, DType dtype) {
     float f = static_cast<float>(v);
     switch (dtype) {
-        case DType::f32: return f;
-        case DType::bf16: return bf16_to_f32(f32_to_bf16(f));
-        case DType::f16: return f16_to_f32(f32_to_f16(f));
-        case DType::i32: return static_cast<double>(static_cast<int32_t>(f));
-        case DType::u8: return static_cast<double>(static_cast<uint8_t>(static_cast<int32_t>(f)));
+        case DType::f32:
+            return f;
+        case DType::bf16:
+            return bf16_to_f32(f32_to_bf16(f));
+        case DType::f16:
+            return f16_to_f32(f32_to_f16(f));
+        case DType::i32:
+            return static_cast<double>(static_cast<int32_t>(f));
+        case DType::u8:
+            return static_cast<double>(static_cast<uint8_t>(static_cast<int32_t>(f)));
     }
     return v;
 }
@@ -110,7 +115,8 @@ void gemm_grouped(const Gemm& g, const Vec& a, const Vec& b, Vec& c, const IVec&
             for (int64_t r = 0; r < g.m; ++r)
                 for (int64_t col = 0; col < g.n; ++col) {
                     double acc = 0;
-                    for (int64_t p = o; p < o + rows[i]; ++p) acc += a[p * g.lda + r] * b[p * g.ldb + col];
+                    for (int64_t p = o; p < o + rows[i]; ++p)
+                        acc += a[p * g.lda + r] * b[p * g.ldb + col];
                     store(c[gi * g.stride_c + r * g.ldc + col], acc);
                 }
         }
@@ -276,8 +282,8 @@ double attention_probs(Vec& p, const Vec& q, const Vec& k, const AttnDims& d, do
 }
 }  // namespace
 
-void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v,
-                   const AttnDims& d, double scale) {
+void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v, const AttnDims& d,
+                   double scale) {
     Vec p;
     for (int64_t b = 0; b < d.B; ++b)
         for (int64_t j = 0; j < d.H; ++j)
@@ -336,8 +342,10 @@ double act(Act a, double z) {
             double u = std::sqrt(2.0 / kPi) * (z + 0.044715 * z * z * z);
             return 0.5 * z * (1.0 + std::tanh(u));
         }
-        case Act::relu: return z > 0 ? z : 0.0;
-        case Act::silu: return z / (1.0 + std::exp(-z));
+        case Act::relu:
+            return z > 0 ? z : 0.0;
+        case Act::silu:
+            return z / (1.0 + std::exp(-z));
     }
     return 0;
 }
@@ -350,7 +358,8 @@ double act_grad(Act a, double z) {
             double t = std::tanh(u);
             return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k0 * (1.0 + 3.0 * 0.044715 * z * z);
         }
-        case Act::relu: return z > 0 ? 1.0 : 0.0;
+        case Act::relu:
+            return z > 0 ? 1.0 : 0.0;
         case Act::silu: {
             double s = 1.0 / (1.0 + std::exp(-z));
             return s * (1.0 + z * (1.0 - s));
@@ -404,9 +413,8 @@ void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& lo
 }
 
 void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& lse,
-                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N,
-                int64_t E, int64_t k, bool norm_topk, double aux_alpha, double z_alpha,
-                double scale) {
+                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N, int64_t E,
+                int64_t k, bool norm_topk, double aux_alpha, double z_alpha, double scale) {
     const double nN = static_cast<double>(N), nE = static_cast<double>(E);
     Vec dp(static_cast<size_t>(E));
     for (int64_t n = 0; n < N; ++n) {
@@ -482,8 +490,8 @@ void gather_rows(Vec& dst, const Vec& src, const IVec& index, int64_t R, int64_t
         for (int64_t c = 0; c < dim; ++c) dst[r * dim + c] = src[index[r] * dim + c];
 }
 
-void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, int64_t N,
-                 int64_t k, int64_t dim, bool accumulate) {
+void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, int64_t N, int64_t k,
+                 int64_t dim, bool accumulate) {
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < dim; ++c) {
             double acc = 0;
@@ -519,7 +527,8 @@ void cross_entropy(Vec& losses, Vec& grad, const Vec& logits, const IVec& target
         losses[n] = t < 0 ? 0.0 : lse - l[t];
         if (grad_scale == 0) continue;
         for (int64_t c = 0; c < V; ++c)
-            grad[n * V + c] = t < 0 ? 0.0 : grad_scale * (std::exp(l[c] - lse) - (c == t ? 1.0 : 0.0));
+            grad[n * V + c] =
+                t < 0 ? 0.0 : grad_scale * (std::exp(l[c] - lse) - (c == t ? 1.0 : 0.0));
     }
 }
 
@@ -553,8 +562,8 @@ void adamw(Vec& p, const Vec& g, Vec& m, Vec& v, int64_t n, const AdamWArgs& a, 
         m[i] = b1 * m[i] + (1 - b1) * gi;
         v[i] = b2 * v[i] + (1 - b2) * gi * gi;
         double mhat = m[i] / a.bc1, vhat = v[i] / a.bc2;
-        p[i] -= static_cast<double>(a.lr) *
-                (mhat / (std::sqrt(vhat) + static_cast<double>(a.eps)) + static_cast<double>(a.wd) * p[i]);
+        p[i] -= static_cast<double>(a.lr) * (mhat / (std::sqrt(vhat) + static_cast<double>(a.eps)) +
+                                             static_cast<double>(a.wd) * p[i]);
     }
 }
 
@@ -590,7 +599,9 @@ const std::vector<double>& qmap_table(bool is_signed) {
 }
 }  // namespace
 
-double qmap(bool is_signed, int code) { return qmap_table(is_signed).at(static_cast<size_t>(code)); }
+double qmap(bool is_signed, int code) {
+    return qmap_table(is_signed).at(static_cast<size_t>(code));
+}
 
 int qmap_nearest(bool is_signed, double x) {
     const std::vector<double>& map = qmap_table(is_signed);
@@ -604,8 +615,8 @@ bool code_within_slack(bool is_signed, int code, double x, double slack) {
     return code >= qmap_nearest(is_signed, x - slack) && code <= qmap_nearest(is_signed, x + slack);
 }
 
-void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a,
-               double gnorm_sq, double clip, double grad_scale) {
+void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a, double gnorm_sq,
+               double clip, double grad_scale) {
     const double c = clip_coef(gnorm_sq, grad_scale, clip), u16 = 16.0 / 16777216.0;
     const double b1 = a.b1, b2 = a.b2;
     s.m_x.assign(static_cast<size_t>(n), 0.0);

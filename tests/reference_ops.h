@@ -57,8 +57,7 @@ void rmsnorm_bwd(Vec& dx, Vec& dg, const Vec& dy, const Vec& x, const Vec& g, co
 void layernorm_fwd(Vec& y, Vec& mean, Vec& rstd, const Vec& x, const Vec& g, const Vec& b,
                    int64_t rows, int64_t dim, double eps);
 void layernorm_bwd(Vec& dx, Vec& dg, Vec& db, const Vec& dy, const Vec& x, const Vec& g,
-                   const Vec& mean, const Vec& rstd, int64_t rows, int64_t dim,
-                   bool accumulate_dx);
+                   const Vec& mean, const Vec& rstd, int64_t rows, int64_t dim, bool accumulate_dx);
 
 // ---- positions ----
 void rope(Vec& x, int64_t B, int64_t T, int64_t nh, int64_t hd, double theta, int64_t pos0,
@@ -71,8 +70,8 @@ void kv_append(Vec& cache, const Vec& rows, int64_t B, int64_t T, int64_t S, int
 
 // ---- attention (naive: the full score matrix, in double; d.tk_dev is not read: pass the
 // resolved Tk) ----
-void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v,
-                   const AttnDims& d, double scale);
+void attention_fwd(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v, const AttnDims& d,
+                   double scale);
 void attention_bwd(Vec& dq, Vec& dk, Vec& dv, const Vec& dout, const Vec& q, const Vec& k,
                    const Vec& v, const AttnDims& d, double scale);
 
@@ -89,17 +88,16 @@ void softmax(Vec& y, const Vec& x, int64_t rows, int64_t cols);
 void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits, int64_t N,
                 int64_t E, int64_t k, bool norm_topk);
 void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& lse,
-                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N,
-                int64_t E, int64_t k, bool norm_topk, double aux_alpha, double z_alpha,
-                double scale);
+                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N, int64_t E,
+                int64_t k, bool norm_topk, double aux_alpha, double z_alpha, double scale);
 void router_aux_loss(Vec& out, const Vec& probs, const Vec& lse, const IVec& counts, int64_t N,
                      int64_t E, int64_t k, double aux_alpha, double z_alpha);
 void hash_route(IVec& topk_idx, const IVec& ids, int64_t N, int64_t layer, int64_t E);
 void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
               int64_t k, int64_t E);
 void gather_rows(Vec& dst, const Vec& src, const IVec& index, int64_t R, int64_t dim);
-void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, int64_t N,
-                 int64_t k, int64_t dim, bool accumulate);
+void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, int64_t N, int64_t k,
+                 int64_t dim, bool accumulate);
 void moe_combine_bwd(Vec& drows, Vec& dw, const Vec& dy, const Vec& rows, const IVec& slot_row,
                      const Vec& w, int64_t N, int64_t k, int64_t dim);
 
@@ -143,8 +141,8 @@ struct Quantized8 {
 };
 // Device::adamw8bit in float64 on the float maps above (an element whose v code is 0 gets the
 // m code of 0).
-void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a,
-               double gnorm_sq, double clip, double grad_scale);
+void adamw8bit(Vec& p, const Vec& g, Quantized8& s, int64_t n, const AdamWArgs& a, double gnorm_sq,
+               double clip, double grad_scale);
 
 // ---- sampling ----
 void sample(IVec& out_ids, const Vec& logits, int64_t B, int64_t V, const SampleArgs& s);

@@ -120,9 +120,8 @@ TEST_CASE("checkpoint: adamw8bit state round trip is exact and the resume bit-id
     }
     for (const SafetensorsEntry& e : of.tensors()) data_bytes += e.end - e.begin;
     const int64_t n = a.model.num_params();
-    MESSAGE("tiny adamw8bit optimizer.safetensors data: " << data_bytes << " bytes for " << n
-                                                          << " parameters (fp32 AdamW: "
-                                                          << 8 * n << ")");
+    MESSAGE("tiny adamw8bit optimizer.safetensors data: "
+            << data_bytes << " bytes for " << n << " parameters (fp32 AdamW: " << 8 * n << ")");
     CHECK(data_bytes <= static_cast<uint64_t>(2 * n + 8 * (n / 256 + 2)));
     const CheckpointInfo info = read_checkpoint_info(ck);
     CHECK(info.optimizer == OptimizerState::adamw8bit);
@@ -153,10 +152,12 @@ TEST_CASE("checkpoint: adamw8bit load errors are one line and leave the trainer 
 
     Run8 b(*dev, adamw8bit_options(), 5, 1);
     const auto before = b.state();
-    CHECK(error_of([&] { load_optimizer(ck, a32.trainer); })
-              .find("was trained with adamw8bit, the trainer uses adamw") != std::string::npos);
-    CHECK(error_of([&] { load_optimizer(ck32, b.trainer); })
-              .find("was trained with adamw, the trainer uses adamw8bit") != std::string::npos);
+    CHECK(error_of([&] {
+              load_optimizer(ck, a32.trainer);
+          }).find("was trained with adamw8bit, the trainer uses adamw") != std::string::npos);
+    CHECK(error_of([&] {
+              load_optimizer(ck32, b.trainer);
+          }).find("was trained with adamw, the trainer uses adamw8bit") != std::string::npos);
 
     const auto expect = [&](const std::string& what, const std::string& message) {
         CAPTURE(what);
@@ -221,8 +222,8 @@ TEST_CASE("checkpoint: adamw8bit checkpoint from cpu resumes on opencl with the 
     int64_t differ = 0, total = 0;
     for (size_t r = 0; r < sa.size(); ++r)
         for (size_t i = 0; i < sa[r].m_codes.size(); ++i, ++total)
-            differ += (sa[r].m_codes[i] != sb[r].m_codes[i]) +
-                      (sa[r].v_codes[i] != sb[r].v_codes[i]);
+            differ +=
+                (sa[r].m_codes[i] != sb[r].m_codes[i]) + (sa[r].v_codes[i] != sb[r].v_codes[i]);
     MESSAGE("cpu vs opencl after one resumed step: " << differ << " of " << 2 * total
                                                      << " codes differ");
     CHECK(differ * 100 < 2 * total);

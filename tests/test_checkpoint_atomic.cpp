@@ -48,7 +48,8 @@ int64_t total(const std::vector<ParamInfo>& params) {
 
 std::vector<float> pattern(int64_t n, float base) {
     std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + 0.001f * static_cast<float>(i % 1000);
+    for (int64_t i = 0; i < n; ++i)
+        v[static_cast<size_t>(i)] = base + 0.001f * static_cast<float>(i % 1000);
     return v;
 }
 
@@ -95,7 +96,8 @@ std::vector<std::string> entries(const std::string& dir) {
     return out;
 }
 
-const auto kSmall = make_params({{"a.weight", Shape{4, 3}}, {"b.bias", Shape{5}}, {"c", Shape{2, 2, 2}}});
+const auto kSmall =
+    make_params({{"a.weight", Shape{4, 3}}, {"b.bias", Shape{5}}, {"c", Shape{2, 2, 2}}});
 
 }  // namespace
 
@@ -285,8 +287,9 @@ TEST_CASE("checkpoint: resolve_checkpoint") {
     CHECK(error_of([&] { resolve_checkpoint(tmp.file("file")); }) ==
           "checkpoint " + tmp.file("file") + " is not a directory");
     fs::create_directories(tmp.file("empty"));
-    CHECK(error_of([&] { resolve_checkpoint(tmp.file("empty")); })
-              .find("no checkpoint in " + tmp.file("empty")) == 0);
+    CHECK(error_of([&] {
+              resolve_checkpoint(tmp.file("empty"));
+          }).find("no checkpoint in " + tmp.file("empty")) == 0);
     CHECK(error_of([&] { resolve_checkpoint(run + "/step_000011"); }) ==
           "checkpoint " + run + "/step_000011 is incomplete: no state.json");
 }
@@ -300,8 +303,8 @@ TEST_CASE("checkpoint: read_checkpoint_info and damaged directories") {
     CHECK(config_to_json(info.config) == config_to_json(preset_config("tiny")));
     CHECK(info.state.step == 7);
     CHECK(info.has_optimizer());
-    CHECK(entries(ck) == std::vector<std::string>{"model.safetensors", "optimizer.safetensors",
-                                                  "state.json"});
+    CHECK(entries(ck) ==
+          std::vector<std::string>{"model.safetensors", "optimizer.safetensors", "state.json"});
 
     write_plain(tmp.file("sgd"), kSmall, 3, OptimizerState::sgd);
     CHECK(entries(tmp.file("sgd")) == std::vector<std::string>{"model.safetensors", "state.json"});
@@ -309,13 +312,15 @@ TEST_CASE("checkpoint: read_checkpoint_info and damaged directories") {
     write_plain(tmp.file("weights"), kSmall, 3, OptimizerState::none);
     CHECK(!read_checkpoint_info(tmp.file("weights")).has_optimizer());
 
-    CHECK(error_of([&] { read_checkpoint_info(tmp.file("nope")); })
-              .find("checkpoint " + tmp.file("nope") + " not found") == 0);
+    CHECK(error_of([&] {
+              read_checkpoint_info(tmp.file("nope"));
+          }).find("checkpoint " + tmp.file("nope") + " not found") == 0);
     fs::remove(ck + "/optimizer.safetensors");
     CHECK(error_of([&] { read_checkpoint_info(ck); }) ==
           "checkpoint " + ck + ": missing optimizer.safetensors (state.json says adamw_moments)");
     fs::remove(ck + "/state.json");
-    CHECK(error_of([&] { read_checkpoint_info(ck); }) == "checkpoint " + ck + ": missing state.json");
+    CHECK(error_of([&] { read_checkpoint_info(ck); }) ==
+          "checkpoint " + ck + ": missing state.json");
     fs::remove(ck + "/model.safetensors");
     CHECK(error_of([&] { read_checkpoint_info(ck); }) ==
           "checkpoint " + ck + ": missing model.safetensors");
@@ -335,7 +340,8 @@ TEST_CASE("checkpoint: read_checkpoint_info and damaged directories") {
     CHECK(rewrite({{"config", tiny}}).find("metadata has no \"format\"") != std::string::npos);
     CHECK(rewrite({{"config", tiny}, {"format", "other-2"}})
               .find("format \"other-2\" is not \"moetrain-1\"") != std::string::npos);
-    CHECK(rewrite({{"format", "moetrain-1"}}).find("metadata has no \"config\"") != std::string::npos);
+    CHECK(rewrite({{"format", "moetrain-1"}}).find("metadata has no \"config\"") !=
+          std::string::npos);
     CHECK(rewrite({{"format", "moetrain-1"}, {"config", "{\"d_model\": 4}"}}) ==
           "checkpoint file " + mpath + ": stored config: missing required key \"vocab_size\"");
     CHECK(rewrite({{"format", "moetrain-1"}, {"config", tiny}}) == "");
@@ -420,7 +426,8 @@ TEST_CASE("checkpoint: tensor set checks name the first problem") {
         return error_of([&] { io::check_tensors(f, kSmall, {""}); });
     };
     const std::string where = "checkpoint file " + path + ": ";
-    CHECK(check_with([&](SafetensorsWriter& sw) { io::add_flat_tensors(sw, kSmall, w, ""); }) == "");
+    CHECK(check_with([&](SafetensorsWriter& sw) { io::add_flat_tensors(sw, kSmall, w, ""); }) ==
+          "");
     CHECK(check_with([&](SafetensorsWriter& sw) {
               sw.add("a.weight", DType::f32, {4, 3}, w.data());
               sw.add("c", DType::f32, {2, 2, 2}, w.data());

@@ -156,8 +156,8 @@ TEST_CASE("checkpoint: weights-only and SGD checkpoints") {
     Run b(c, adamw_options(), 2, 0);
     load_weights(tmp.file("w"), b.model);
     CHECK(b.weights() == a.weights());
-    CHECK(error_of([&] { load_optimizer(tmp.file("w"), b.trainer); })
-              .find("holds weights only") != std::string::npos);
+    CHECK(error_of([&] { load_optimizer(tmp.file("w"), b.trainer); }).find("holds weights only") !=
+          std::string::npos);
 
     TrainOptions sgd = adamw_options();
     sgd.optimizer = OptimizerKind::sgd;
@@ -170,8 +170,9 @@ TEST_CASE("checkpoint: weights-only and SGD checkpoints") {
     load_optimizer(tmp.file("sgd"), s2.trainer);
     CHECK(s2.trainer.steps_done() == 2);
     CHECK(s2.step(2) == s.step(2));
-    CHECK(error_of([&] { load_optimizer(tmp.file("sgd"), b.trainer); })
-              .find("was trained with sgd, the trainer uses adamw") != std::string::npos);
+    CHECK(error_of([&] {
+              load_optimizer(tmp.file("sgd"), b.trainer);
+          }).find("was trained with sgd, the trainer uses adamw") != std::string::npos);
 }
 
 TEST_CASE("checkpoint: every load error is one line and leaves the model untouched") {
@@ -192,8 +193,10 @@ TEST_CASE("checkpoint: every load error is one line and leaves the model untouch
         damage(dir);
         reseal_checkpoint(dir);
         std::string msg = error_of([&] {
-            if (optimizer) load_optimizer(dir, b.trainer);
-            else load_weights(dir, b.model);
+            if (optimizer)
+                load_optimizer(dir, b.trainer);
+            else
+                load_weights(dir, b.model);
         });
         CHECK(msg.find('\n') == std::string::npos);
         CHECK(b.weights() == before);
@@ -243,7 +246,8 @@ TEST_CASE("checkpoint: every load error is one line and leaves the model untouch
              "tensor \"layers.0.attn.wk.weight\" has shape [64,32], the model expects [32,64]");
     contains(load_damaged([&](const std::string& d) {
                  rewrite(model_file(d), [](std::vector<RawTensor>& ts) {
-                     std::erase_if(ts, [](const RawTensor& t) { return t.name == "norm_f.weight"; });
+                     std::erase_if(ts,
+                                   [](const RawTensor& t) { return t.name == "norm_f.weight"; });
                  });
              }),
              "missing tensor \"norm_f.weight\"");
@@ -255,13 +259,14 @@ TEST_CASE("checkpoint: every load error is one line and leaves the model untouch
                  });
              }),
              "unexpected tensor \"lm_head.extra\"");
-    contains(load_damaged(
-                 [&](const std::string& d) { fs::remove(d + "/optimizer.safetensors"); }, true),
-             "missing optimizer.safetensors");
+    contains(
+        load_damaged([&](const std::string& d) { fs::remove(d + "/optimizer.safetensors"); }, true),
+        "missing optimizer.safetensors");
     contains(load_damaged(
                  [&](const std::string& d) {
                      rewrite(d + "/optimizer.safetensors", [](std::vector<RawTensor>& ts) {
-                         std::erase_if(ts, [](const RawTensor& t) { return t.name == "v.norm_f.weight"; });
+                         std::erase_if(
+                             ts, [](const RawTensor& t) { return t.name == "v.norm_f.weight"; });
                      });
                  },
                  true),
@@ -273,8 +278,9 @@ TEST_CASE("checkpoint: every load error is one line and leaves the model untouch
     Run o(other, adamw_options(), 3, 0);
     const std::vector<float> other_before = o.weights();
     CHECK(error_of([&] { load_weights(good, o.model); }) ==
-          "checkpoint file " + good + "/model.safetensors: config does not match the model: "
-          "\"moe.z_loss_alpha\" = 0.001 in the checkpoint, 0.5 in the model");
+          "checkpoint file " + good +
+              "/model.safetensors: config does not match the model: "
+              "\"moe.z_loss_alpha\" = 0.001 in the checkpoint, 0.5 in the model");
     CHECK(o.weights() == other_before);
     ModelConfig dense = c;
     dense.moe.reset();

@@ -123,9 +123,10 @@ TEST_CASE("safetensors: reader API errors name the file and tensor") {
     TempDir dir;
     std::string path = write_sample(dir);
     SafetensorsFile f(path);
-    CHECK_THROWS_WITH_AS(f.read_f32("w.i32"),
-                         ("safetensors file " + path + ": tensor \"w.i32\" has dtype I32, expected F32").c_str(),
-                         moetrain::Error);
+    CHECK_THROWS_WITH_AS(
+        f.read_f32("w.i32"),
+        ("safetensors file " + path + ": tensor \"w.i32\" has dtype I32, expected F32").c_str(),
+        moetrain::Error);
     CHECK_THROWS_WITH_AS(f.read_f32("absent"),
                          ("safetensors file " + path + ": missing tensor \"absent\"").c_str(),
                          moetrain::Error);
@@ -170,14 +171,19 @@ TEST_CASE("safetensors: every corruption gives its one-line error") {
          "tensor \"t\": data_offsets [8, 0) end before they begin"},
         {raw_file(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8),
          "tensor \"t\": data_offsets [0, 8) hold 8 bytes but shape [3] of F32 needs 12"},
-        {raw_file(R"({"t": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 8]}})", 8),
+        {raw_file(
+             R"({"t": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 8]}})",
+             8),
          "tensor \"t\": shape too large"},
         {raw_file(R"({"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                      "u": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
+                      "u": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                  8),
          "tensor \"u\": data_offsets [4, 8) overlap tensor \"t\""},
-        {raw_file("{" + t + R"(, "u": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}})", 16),
+        {raw_file("{" + t + R"(, "u": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}})",
+                  16),
          "tensor \"u\": 4 data bytes before it belong to no tensor"},
-        {raw_file("{" + t + "," + u + "}", 10), "tensor \"u\": truncated data: needs bytes [8, 12)"},
+        {raw_file("{" + t + "," + u + "}", 10),
+         "tensor \"u\": truncated data: needs bytes [8, 12)"},
         {raw_file("{" + t + "}", 4), "tensor \"t\": truncated data"},
         {raw_file("{" + t + "}", 9), "1 trailing data bytes belong to no tensor"},
         {raw_file("{}", 3), "3 trailing data bytes belong to no tensor"},

@@ -22,8 +22,7 @@ struct TempDir {
     TempDir() {
         static std::atomic<int> counter{0};
         path = std::filesystem::temp_directory_path() /
-               ("moetrain_io_test_" + std::to_string(::getpid()) + "_" +
-                std::to_string(counter++));
+               ("moetrain_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
         std::filesystem::remove_all(path);
         std::filesystem::create_directories(path);
     }

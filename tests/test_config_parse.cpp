@@ -14,7 +14,7 @@ using nlohmann::json;
 namespace {
 
 json minimal() {
-    return {{"vocab_size", 256}, {"d_model", 64}, {"n_layers", 2},
+    return {{"vocab_size", 256}, {"d_model", 64},      {"n_layers", 2},
             {"n_heads", 4},      {"max_seq_len", 128}, {"d_ff", 128}};
 }
 
@@ -80,15 +80,31 @@ TEST_CASE("config: defaults of every optional key") {
 }
 
 TEST_CASE("config: explicit values of every key are read") {
-    json j = {{"vocab_size", 300},  {"d_model", 48},        {"n_layers", 3},
-              {"n_heads", 6},       {"n_kv_heads", 3},      {"head_dim", 10},
-              {"max_seq_len", 77},  {"norm", "layernorm"},  {"norm_eps", 1e-6},
-              {"pos", "learned"},   {"rope_theta", 500000}, {"rope_ntk_alpha", 2.5},
-              {"ffn", "gelu"},      {"d_ff", 96},           {"bias", true},
+    json j = {{"vocab_size", 300},
+              {"d_model", 48},
+              {"n_layers", 3},
+              {"n_heads", 6},
+              {"n_kv_heads", 3},
+              {"head_dim", 10},
+              {"max_seq_len", 77},
+              {"norm", "layernorm"},
+              {"norm_eps", 1e-6},
+              {"pos", "learned"},
+              {"rope_theta", 500000},
+              {"rope_ntk_alpha", 2.5},
+              {"ffn", "gelu"},
+              {"d_ff", 96},
+              {"bias", true},
               {"tie_embeddings", true},
-              {"moe", {{"n_experts", 5}, {"top_k", 3}, {"router", "hash"},
-                       {"norm_topk_prob", false}, {"n_shared_experts", 2},
-                       {"aux_loss_alpha", 0.5}, {"z_loss_alpha", 0.25}, {"first_layer", 3}}}};
+              {"moe",
+               {{"n_experts", 5},
+                {"top_k", 3},
+                {"router", "hash"},
+                {"norm_topk_prob", false},
+                {"n_shared_experts", 2},
+                {"aux_loss_alpha", 0.5},
+                {"z_loss_alpha", 0.25},
+                {"first_layer", 3}}}};
     ModelConfig c = moetrain::parse_config(j.dump());
     CHECK(c.vocab_size == 300);
     CHECK(c.n_kv_heads == 3);
@@ -151,7 +167,8 @@ TEST_CASE("config: every rejection names the key in one line") {
         {set(m, P("/bias"), 1), "\"bias\" must be true or false"},
         {set(m, P("/tie_embeddings"), "yes"), "\"tie_embeddings\" must be true or false"},
         {set(m, P("/norm"), 3), "\"norm\" must be a string"},
-        {set(m, P("/norm"), "batchnorm"), "\"norm\" = \"batchnorm\" is not one of rmsnorm, layernorm"},
+        {set(m, P("/norm"), "batchnorm"),
+         "\"norm\" = \"batchnorm\" is not one of rmsnorm, layernorm"},
         {set(m, P("/pos"), "alibi"), "\"pos\" = \"alibi\" is not one of rope, learned"},
         {set(m, P("/ffn"), "geglu"), "\"ffn\" = \"geglu\" is not one of swiglu, gelu, relu"},
         {set(m, P("/norm_eps"), "1e-5"), "\"norm_eps\" must be a number"},
@@ -182,12 +199,14 @@ TEST_CASE("config: every rejection names the key in one line") {
         {set(e, P("/moe/n_shared_experts"), -1), "\"moe.n_shared_experts\" = -1 must be >= 0"},
         {set(e, P("/moe/aux_loss_alpha"), -0.5), "\"moe.aux_loss_alpha\" = -0.5 must be >= 0"},
         {set(e, P("/moe/z_loss_alpha"), -1), "\"moe.z_loss_alpha\" = -1 must be >= 0"},
-        {set(e, P("/moe/first_layer"), 3), "\"moe.first_layer\" = 3 is outside [0, \"n_layers\" = 2]"},
+        {set(e, P("/moe/first_layer"), 3),
+         "\"moe.first_layer\" = 3 is outside [0, \"n_layers\" = 2]"},
         {set(e, P("/moe/first_layer"), -1), "\"moe.first_layer\" = -1 is outside"},
         {set(set(m, P("/d_model"), 1 << 30), P("/d_ff"), 1 << 30), "parameters"},
     };
     for (const BadCase& bad : cases) {
-        std::string text = bad.config.is_string() ? bad.config.get<std::string>() : bad.config.dump();
+        std::string text =
+            bad.config.is_string() ? bad.config.get<std::string>() : bad.config.dump();
         std::string msg = parse_error(text);
         CAPTURE(text);
         CAPTURE(msg);
@@ -228,8 +247,10 @@ TEST_CASE("config: canonical JSON writes every key and round-trips exactly") {
         json canonical = json::parse(text);
         CHECK(canonical.size() == 17);  // every top-level key of MODEL.md 1
         CHECK(canonical["head_dim"] == 16);
-        if (c.moe) CHECK(canonical["moe"].size() == 8);
-        else CHECK(canonical["moe"].is_null());
+        if (c.moe)
+            CHECK(canonical["moe"].size() == 8);
+        else
+            CHECK(canonical["moe"].is_null());
         ModelConfig back = moetrain::parse_config(text);
         CHECK(moetrain::config_to_json(back) == text);
         CHECK(back.norm_eps == c.norm_eps);
@@ -244,9 +265,10 @@ TEST_CASE("config: load_config_file names the file") {
     moetrain::testing::spit(good, minimal().dump());
     moetrain::testing::spit(bad, set(minimal(), "/d_ff"_json_pointer, "wide").dump());
     CHECK(moetrain::load_config_file(good).d_ff == 128);
-    CHECK_THROWS_WITH_AS(moetrain::load_config_file(bad),
-                         ("config file " + bad + ": config: \"d_ff\" must be an integer, got \"wide\"").c_str(),
-                         moetrain::Error);
+    CHECK_THROWS_WITH_AS(
+        moetrain::load_config_file(bad),
+        ("config file " + bad + ": config: \"d_ff\" must be an integer, got \"wide\"").c_str(),
+        moetrain::Error);
     std::string missing = dir.file("missing.json");
     CHECK_THROWS_WITH_AS(moetrain::load_config_file(missing),
                          doctest::Contains(("config file " + missing + ": cannot open").c_str()),

@@ -8,8 +8,8 @@ using moetrain::ModelConfig;
 
 TEST_CASE("config: every preset is valid and round-trips through JSON") {
     auto names = moetrain::preset_names();
-    CHECK(names == std::vector<std::string>{"tiny", "dense-small", "moe-mini", "gpt2-124m",
-                                            "seed-moe"});
+    CHECK(names ==
+          std::vector<std::string>{"tiny", "dense-small", "moe-mini", "gpt2-124m", "seed-moe"});
     for (const auto& name : names) {
         CAPTURE(name);
         ModelConfig c = moetrain::preset_config(name);

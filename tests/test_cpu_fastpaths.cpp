@@ -48,14 +48,15 @@ void check_tall_gemm(Device& dev, const TallCase& c, uint64_t seed, bool nan_c) 
         for (int64_t i = 0; i < c.batch; ++i)
             for (int64_t r = 0; r < c.m; ++r)
                 for (int64_t j = 0; j < c.n; ++j)
-                    cc[i * dims.stride_c + r * g.ldc + j] = std::numeric_limits<double>::quiet_NaN();
+                    cc[i * dims.stride_c + r * g.ldc + j] =
+                        std::numeric_limits<double>::quiet_NaN();
     g.a = to_device(dev, a);
     g.b = to_device(dev, b);
     g.c = to_device(dev, cc);
     dev.gemm(g);
     ref::gemm(dims, a, b, want);
-    check_close(from_device(dev, g.c), want, Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(c.k) + 1)},
-                "tall gemm");
+    check_close(from_device(dev, g.c), want,
+                Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(c.k) + 1)}, "tall gemm");
 }
 
 }  // namespace
@@ -63,9 +64,9 @@ void check_tall_gemm(Device& dev, const TallCase& c, uint64_t seed, bool nan_c) 
 TEST_CASE("cpu: gemm on the matmul-primitive path (tall weight-gradient shapes)") {
     auto dev = open_device("cpu");
     const TallCase cases[] = {
-        {64, 16, 1024, 1, 0, 1.0f, 1.0f},   // the dW += dy^T x of a linear layer
-        {40, 40, 1030, 2, 3, 0.5f, 0.7f},   // batched, padded, alpha and beta
-        {64, 16, 1024, 1, 0, 1.0f, 1.0f},   // same shape again: cached primitive
+        {64, 16, 1024, 1, 0, 1.0f, 1.0f},  // the dW += dy^T x of a linear layer
+        {40, 40, 1030, 2, 3, 0.5f, 0.7f},  // batched, padded, alpha and beta
+        {64, 16, 1024, 1, 0, 1.0f, 1.0f},  // same shape again: cached primitive
         {100, 7, 1500, 1, 1, -1.0f, 0.25f},
     };
     uint64_t seed = 500;

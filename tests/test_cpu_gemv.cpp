@@ -45,7 +45,8 @@ std::vector<double> run(Device& dev, const Stored& s, const Shape2& c, uint64_t 
     if (nan_c)
         for (int64_t i = 0; i < s.batch; ++i)
             for (int64_t r = 0; r < c.m; ++r)
-                std::fill_n(cc.begin() + i * g.stride_c + r * g.ldc, c.n, std::numeric_limits<double>::quiet_NaN());
+                std::fill_n(cc.begin() + i * g.stride_c + r * g.ldc, c.n,
+                            std::numeric_limits<double>::quiet_NaN());
     g.a = to_device_as(dev, a, s.a);
     g.b = to_device_as(dev, b, s.w);
     g.c = to_device(dev, cc);
@@ -55,7 +56,8 @@ std::vector<double> run(Device& dev, const Stored& s, const Shape2& c, uint64_t 
 }
 
 void check(Device& dev, const Stored& s, const Shape2& c, uint64_t seed, bool nan_c = false) {
-    const std::string dtypes = std::string(dtype_name(s.compute)) + " A " + dtype_name(s.a) + " W " + dtype_name(s.w);
+    const std::string dtypes =
+        std::string(dtype_name(s.compute)) + " A " + dtype_name(s.a) + " W " + dtype_name(s.w);
     CAPTURE(dtypes);
     CAPTURE(c.m);
     CAPTURE(c.n);
@@ -86,14 +88,17 @@ int default_threads() {
 
 }  // namespace
 
-TEST_CASE("cpu: gemm one-row path (m = 1, W^T, bf16), A and W f32 or bf16, awkward n / k, ld, alpha beta") {
+TEST_CASE(
+    "cpu: gemm one-row path (m = 1, W^T, bf16), A and W f32 or bf16, awkward n / k, ld, alpha "
+    "beta") {
     auto dev = open_device("cpu");
     uint64_t seed = 700;
     for (DType a : {DType::f32, DType::bf16})
         for (DType w : {DType::f32, DType::bf16})
             for (const Shape2& c : kShapes) {
                 check(*dev, {DType::bf16, a, w}, c, seed++);
-                if (c.beta == 0.0f) check(*dev, {DType::bf16, a, w}, c, seed++, true);  // C is not read
+                if (c.beta == 0.0f)
+                    check(*dev, {DType::bf16, a, w}, c, seed++, true);  // C is not read
             }
 }
 
@@ -103,7 +108,8 @@ TEST_CASE("cpu: gemm at the one-row shapes in f32 and f16 (library path)") {
     for (const Shape2& c : kShapes) check(*dev, {}, c, seed++, c.beta == 0.0f);
     for (DType a : {DType::f32, DType::f16})
         for (DType w : {DType::f32, DType::f16})
-            for (const Shape2& c : kShapes) check(*dev, {DType::f16, a, w}, c, seed++, c.beta == 0.0f);
+            for (const Shape2& c : kShapes)
+                check(*dev, {DType::f16, a, w}, c, seed++, c.beta == 0.0f);
 }
 
 TEST_CASE("cpu: gemm next to the one-row path (m = 5, tb = N, ta = T, batch 2) stays exact") {
@@ -125,7 +131,8 @@ TEST_CASE("cpu: gemm one-row path gives the same bits with 1 and 3 threads") {
         opts.threads = threads;
         auto dev = open_device("cpu", opts);
         for (const Shape2& c : kShapes) {
-            auto got = run(*dev, {DType::bf16, DType::f32, DType::bf16}, c, 1000 + static_cast<uint64_t>(c.n), false, want);
+            auto got = run(*dev, {DType::bf16, DType::f32, DType::bf16}, c,
+                           1000 + static_cast<uint64_t>(c.n), false, want);
             results[i].insert(results[i].end(), got.begin(), got.end());
         }
         ++i;

@@ -33,7 +33,8 @@ std::vector<std::vector<int32_t>> generate_recording(Model& m, const GenerateOpt
 
 }  // namespace
 
-TEST_CASE("generate: decode steps replayed from a CUDA graph equal eager decoding token for token") {
+TEST_CASE(
+    "generate: decode steps replayed from a CUDA graph equal eager decoding token for token") {
     ModelConfig learned = rm::small_config();
     learned.pos = PosKind::learned;
     learned.norm = NormKind::layernorm;
@@ -55,10 +56,9 @@ TEST_CASE("generate: decode steps replayed from a CUDA graph equal eager decodin
             o.temperature = 0.9f;
             o.top_k = 6;
             o.seed = 11;
-            const std::vector<StepRun> want = {StepRun::eager,    StepRun::eager,
-                                               StepRun::eager,    StepRun::captured,
-                                               StepRun::replayed, StepRun::replayed,
-                                               StepRun::replayed, StepRun::replayed};
+            const std::vector<StepRun> want = {
+                StepRun::eager,    StepRun::eager,    StepRun::eager,    StepRun::captured,
+                StepRun::replayed, StepRun::replayed, StepRun::replayed, StepRun::replayed};
             for (int round = 0; round < 2; ++round) {  // new buffers: captured again
                 CAPTURE(round);
                 std::vector<StepRun> rg, re;

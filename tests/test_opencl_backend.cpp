@@ -48,17 +48,19 @@ std::vector<float> download_f32(Device& dev, const Tensor& t) {
 
 // Sets an environment variable for the life of the object.
 class ScopedEnv {
-public:
+  public:
     ScopedEnv(const char* name, const std::string& value) : name_(name) {
         if (const char* old = std::getenv(name)) old_ = old, had_ = true;
         setenv(name, value.c_str(), 1);
     }
     ~ScopedEnv() {
-        if (had_) setenv(name_, old_.c_str(), 1);
-        else unsetenv(name_);
+        if (had_)
+            setenv(name_, old_.c_str(), 1);
+        else
+            unsetenv(name_);
     }
 
-private:
+  private:
     const char* name_;
     std::string old_;
     bool had_ = false;
@@ -121,7 +123,8 @@ TEST_CASE("opencl: device selection and its errors") {
 
 TEST_CASE("opencl: program binaries are cached on disk and a second device does not rebuild") {
     if (!opencl_status()) return;
-    fs::path dir = fs::temp_directory_path() / ("moetrain_cl_cache_test_" + std::to_string(getpid()));
+    fs::path dir =
+        fs::temp_directory_path() / ("moetrain_cl_cache_test_" + std::to_string(getpid()));
     fs::remove_all(dir);
     ScopedEnv env("MOETRAIN_CL_CACHE", dir.string());
 
@@ -189,7 +192,8 @@ TEST_CASE("opencl: gemm with beta = 0 ignores NaN in C; sub-tile and batched sha
     for (int64_t batch : {int64_t{1}, int64_t{3}}) {
         CAPTURE(batch);
         const int64_t m = 37, n = 19, k = 23;  // not multiples of any CLBlast tile
-        std::vector<float> a(static_cast<size_t>(batch * m * k)), b(static_cast<size_t>(batch * k * n));
+        std::vector<float> a(static_cast<size_t>(batch * m * k)),
+            b(static_cast<size_t>(batch * k * n));
         for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 13) - 6.0f;
         for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 11) - 5.0f;
         std::vector<float> c(static_cast<size_t>(batch * m * n), NAN);

@@ -57,7 +57,8 @@ TEST_CASE("ops: softmax rows, in place, large logits") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {17, 1000}, {64, 33}}) {
+        for (auto [rows, cols] :
+             {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {17, 1000}, {64, 33}}) {
             CAPTURE(rows);
             CAPTURE(cols);
             Rng rng(static_cast<uint64_t>(rows + cols));

@@ -18,7 +18,6 @@
 using namespace moetrain;
 using namespace moetrain::test;
 
-
 TEST_CASE("ops: adamw8bit quantisation maps and nearest-code search") {
     std::vector<float> table(MT_QMAP_LEN);
     mt_qmap_fill(table.data());
@@ -63,8 +62,8 @@ TEST_CASE("ops: adamw8bit cpu table search gives the binary search's codes") {
         CAPTURE(sgn);
         const float* map = table.data() + (sgn ? 0 : MT_QMAP_UNSIGNED);
         const cpu::QmapSearch search(map);
-        std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.0f, -2.0f, 1e-30f,
-                                 -1e-30f, 3e38f, -3e38f};
+        std::vector<float> xs = {0.0f,  -0.0f,  INFINITY, -INFINITY, NAN,   2.0f,
+                                 -2.0f, 1e-30f, -1e-30f,  3e38f,     -3e38f};
         auto around = [&](float x) {  // x and its two float neighbours either side
             float lo = x, hi = x;
             xs.push_back(x);
@@ -94,8 +93,8 @@ TEST_CASE("ops: adamw8bit cpu table search gives the binary search's codes") {
                 INFO("x = " << x << " (bits " << std::hex << std::bit_cast<uint32_t>(x) << ")");
                 CHECK(search.encode(x) == mt_qmap_encode(map, x));
             }
-        MESSAGE((sgn ? "signed" : "unsigned") << " map: " << xs.size() << " values, "
-                                              << mismatches << " mismatches");
+        MESSAGE((sgn ? "signed" : "unsigned")
+                << " map: " << xs.size() << " values, " << mismatches << " mismatches");
         CHECK(mismatches == 0);
     }
 }
@@ -120,8 +119,8 @@ TEST_CASE("ops: adamw8bit matches the float64 reference and the cpu backend") {
                             Tol{1e-5, 0}, "m_absmax");
                 check_close(ref::Vec(got.v_absmax.begin(), got.v_absmax.end()), w.v_absmax,
                             Tol{1e-5, 0}, "v_absmax");
-                differ += check_codes(got.m_codes, w.m_codes, w.m_x, w.m_slack, true, "m",
-                                      &got.v_codes);
+                differ +=
+                    check_codes(got.m_codes, w.m_codes, w.m_x, w.m_slack, true, "m", &got.v_codes);
                 differ += check_codes(got.v_codes, w.v_codes, w.v_x, w.v_slack, false, "v");
                 total += static_cast<int>(2 * n);
                 if (dev.backend_name() != "cpu") {  // same float operations: same bits
@@ -169,9 +168,13 @@ struct FreshState {
     int64_t n;
     Tensor p, m_codes, v_codes, m_absmax, v_absmax;
     FreshState(Device& d, const ref::Vec& p0)
-        : dev(d), n(static_cast<int64_t>(p0.size())), p(to_device(d, p0)),
-          m_codes(d.alloc(DType::u8, {n})), v_codes(d.alloc(DType::u8, {n})),
-          m_absmax(zeros(d, (n + 255) / 256)), v_absmax(zeros(d, (n + 255) / 256)) {}
+        : dev(d),
+          n(static_cast<int64_t>(p0.size())),
+          p(to_device(d, p0)),
+          m_codes(d.alloc(DType::u8, {n})),
+          v_codes(d.alloc(DType::u8, {n})),
+          m_absmax(zeros(d, (n + 255) / 256)),
+          v_absmax(zeros(d, (n + 255) / 256)) {}
     void step(const ref::Vec& g, const AdamWArgs& a) {
         dev.adamw8bit(p, to_device(dev, g), m_codes, v_codes, m_absmax, v_absmax, n, a, {}, 0.0f,
                       1.0f);

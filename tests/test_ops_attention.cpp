@@ -49,7 +49,8 @@ TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
             // Rows >= Tk of the cache hold junk the op must not read.
             for (int64_t b = 0; b < a.B; ++b)
                 for (int64_t u = a.Tk; u < a.S; ++u)
-                    for (int64_t c = 0; c < a.K * a.hd; ++c) k[(b * a.S + u) * a.K * a.hd + c] = 1e6;
+                    for (int64_t c = 0; c < a.K * a.hd; ++c)
+                        k[(b * a.S + u) * a.K * a.hd + c] = 1e6;
             Tensor tq = to_device(dev, q), tk = to_device(dev, k), tv = to_device(dev, v);
             Tensor to = zeros(dev, nq), tlse = zeros(dev, a.B * a.H * a.Tq);
             dev.attention_fwd(to, tlse, tq, tk, tv, a, static_cast<float>(scale));
@@ -64,7 +65,8 @@ TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
             Tensor tdv = to_device(dev, ref::Vec(junk.begin(), junk.begin() + nk));
             dev.attention_bwd(tdq, tdk, tdv, to_device(dev, dout), tq, tk, tv, to, tlse, a,
                               static_cast<float>(scale));
-            ref::Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)), dv(static_cast<size_t>(nk));
+            ref::Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)),
+                dv(static_cast<size_t>(nk));
             ref::attention_bwd(dq, dk, dv, dout, q, k, v, a, scale);
             check_close(from_device(dev, tdq), dq, tol, "attention dq");
             check_close(from_device(dev, tdk), dk, tol, "attention dk");

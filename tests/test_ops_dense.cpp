@@ -42,8 +42,9 @@ void run_gemm(Device& dev, Trans ta, Trans tb, const GemmCase& c, uint64_t seed)
 
 TEST_CASE("ops: gemm every transpose, padded ld, alpha beta, batched") {
     const GemmCase cases[] = {
-        {1, 1, 1, 1, 0, 1.0f, 0.0f},    {7, 5, 3, 1, 3, 1.0f, 0.0f},  {33, 17, 65, 1, 0, 0.5f, 0.7f},
-        {64, 1, 129, 2, 1, 1.0f, 1.0f}, {1, 100, 7, 3, 2, -1.0f, 0.0f}, {31, 63, 17, 3, 0, 1.0f, 0.25f},
+        {1, 1, 1, 1, 0, 1.0f, 0.0f},    {7, 5, 3, 1, 3, 1.0f, 0.0f},
+        {33, 17, 65, 1, 0, 0.5f, 0.7f}, {64, 1, 129, 2, 1, 1.0f, 1.0f},
+        {1, 100, 7, 3, 2, -1.0f, 0.0f}, {31, 63, 17, 3, 0, 1.0f, 0.25f},
         {5, 4, 0, 2, 1, 1.0f, 0.5f},
     };
     for (auto& d : test_devices()) {
@@ -99,7 +100,8 @@ TEST_CASE("ops: add_bias bias_grad") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {7, 65}, {129, 3}, {300, 257}}) {
+        for (auto [rows, cols] :
+             {std::pair<int64_t, int64_t>{1, 1}, {7, 65}, {129, 3}, {300, 257}}) {
             CAPTURE(rows);
             CAPTURE(cols);
             Rng rng(static_cast<uint64_t>(rows * 1000 + cols));
@@ -111,8 +113,8 @@ TEST_CASE("ops: add_bias bias_grad") {
             ref::add_bias(wy, bias, rows, cols);
             ref::bias_grad(wdb, wy, rows, cols);
             check_close(from_device(dev, ty), wy, Tol{}, "add_bias");
-            check_close(from_device(dev, tdb), wdb, Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))},
-                        "bias_grad");
+            check_close(from_device(dev, tdb), wdb,
+                        Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))}, "bias_grad");
         }
     }
 }
@@ -121,20 +123,23 @@ TEST_CASE("ops: embedding_fwd embedding_bwd with duplicate ids") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        for (auto [n, dim, rows] : {std::tuple<int64_t, int64_t, int32_t>{1, 1, 1}, {17, 33, 5}, {200, 65, 300}}) {
+        for (auto [n, dim, rows] :
+             {std::tuple<int64_t, int64_t, int32_t>{1, 1, 1}, {17, 33, 5}, {200, 65, 300}}) {
             CAPTURE(n);
             CAPTURE(dim);
             Rng rng(static_cast<uint64_t>(n + dim));
             auto table = rng.normal(rows * dim);
             auto ids = rng.ints(n, 0, rows - 1);
-            auto out0 = rng.normal(n * dim), dout = rng.normal(n * dim), dtable = rng.normal(rows * dim);
+            auto out0 = rng.normal(n * dim), dout = rng.normal(n * dim),
+                 dtable = rng.normal(rows * dim);
             Tensor tt = to_device(dev, table), ti = to_device(dev, ids);
             for (bool acc : {false, true}) {
                 Tensor to = to_device(dev, out0);
                 dev.embedding_fwd(to, tt, ti, n, dim, acc);
                 auto want = out0;
                 ref::embedding_fwd(want, table, ids, n, dim, acc);
-                check_close(from_device(dev, to), want, Tol{}, acc ? "embedding_fwd acc" : "embedding_fwd");
+                check_close(from_device(dev, to), want, Tol{},
+                            acc ? "embedding_fwd acc" : "embedding_fwd");
             }
             Tensor tdt = to_device(dev, dtable);
             dev.embedding_bwd(tdt, to_device(dev, dout), ti, n, dim);

@@ -25,8 +25,10 @@ std::vector<double> reduction_outputs(Device& dev) {
     dev.sum_squares(s.view(1, Shape{1}), tdy, n, false);
     AttnDims a{1, 40, 40, 40, 4, 1, 16};
     const int64_t nq = 40 * 4 * 16, nk = 40 * 16;
-    Tensor q = to_device(dev, rng.normal(nq)), k = to_device(dev, rng.normal(nk)), v = to_device(dev, rng.normal(nk));
-    Tensor o = zeros(dev, nq), lse = zeros(dev, 160), dq = zeros(dev, nq), dk = zeros(dev, nk), dv = zeros(dev, nk);
+    Tensor q = to_device(dev, rng.normal(nq)), k = to_device(dev, rng.normal(nk)),
+           v = to_device(dev, rng.normal(nk));
+    Tensor o = zeros(dev, nq), lse = zeros(dev, 160), dq = zeros(dev, nq), dk = zeros(dev, nk),
+           dv = zeros(dev, nk);
     dev.attention_fwd(o, lse, q, k, v, a, 0.25f);
     dev.attention_bwd(dq, dk, dv, to_device(dev, rng.normal(nq)), q, k, v, o, lse, a, 0.25f);
     Tensor table = zeros(dev, 10 * dim);

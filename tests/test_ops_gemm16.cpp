@@ -50,7 +50,8 @@ void run_case(Device& dev, const Layout& l, const Case& c, uint64_t seed) {
     const int64_t b_entry = g.stride_b - 3;  // elements of one B entry
     if (c.shared_b) g.stride_b = 0;
     Rng rng(seed);
-    auto a = rng.normal(g.stride_a * c.batch), b = rng.normal(std::max<int64_t>(g.stride_b, b_entry) * c.batch);
+    auto a = rng.normal(g.stride_a * c.batch),
+         b = rng.normal(std::max<int64_t>(g.stride_b, b_entry) * c.batch);
     auto cc = rng.normal(g.stride_c * c.batch);
     g.a = to_device_as(dev, a, l.a_dtype);
     g.b = to_device_as(dev, b, l.b_dtype);
@@ -78,13 +79,15 @@ void run_all(DType compute) {
             for (DType bd : {DType::f32, half})
                 for (Trans ta : {Trans::N, Trans::T})
                     for (Trans tb : {Trans::N, Trans::T})
-                        for (const Case& c : kCases) run_case(*d.dev, {compute, ad, bd, ta, tb}, c, seed++);
+                        for (const Case& c : kCases)
+                            run_case(*d.dev, {compute, ad, bd, ta, tb}, c, seed++);
     }
 }
 
 }  // namespace
 
-TEST_CASE("ops: gemm16 bf16 compute, f32 / bf16 operands, every transpose, ld, alpha beta, batched") {
+TEST_CASE(
+    "ops: gemm16 bf16 compute, f32 / bf16 operands, every transpose, ld, alpha beta, batched") {
     run_all(DType::bf16);
 }
 
@@ -120,7 +123,8 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
             d.dev->gemm(g);
             std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
             ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
-            check_close(from_device(*d.dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
+            check_close(from_device(*d.dev, g.c), want, Tol{1e-5, 1e-5},
+                        "gemm16 beta = 0 over NaN");
         }
     }
 }
@@ -148,8 +152,9 @@ TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") 
                 const double rp = p == tie ? 1.0 : 1 + ulp, rq = q == tie ? 1.0 : 1 + ulp;
                 CHECK(ref::round_to(p, compute) == rp);
                 CHECK(ref::round_to(q, compute) == rq);
-                check_close(from_device(*d.dev, g.c), std::vector<double>(static_cast<size_t>(m * n), k * rp * rq),
-                            Tol{0, 0}, "gemm16 of rounded operands");
+                check_close(from_device(*d.dev, g.c),
+                            std::vector<double>(static_cast<size_t>(m * n), k * rp * rq), Tol{0, 0},
+                            "gemm16 of rounded operands");
             }
         }
     }
@@ -181,7 +186,8 @@ TEST_CASE("ops: gemm16 rejects dtype combinations outside the contract") {
         CHECK_THROWS_WITH_AS(dev.gemm(args(bf16, bf16, bf16, bf16)),
                              doctest::Contains("gemm: C is bf16, must be f32"), Error);
         CHECK_THROWS_WITH_AS(dev.gemm(args(DType::i32, f32, f32, f32)),
-                             doctest::Contains("gemm: compute dtype i32 is not f32, bf16 or f16"), Error);
+                             doctest::Contains("gemm: compute dtype i32 is not f32, bf16 or f16"),
+                             Error);
         CHECK_NOTHROW(dev.gemm(args(bf16, bf16, f32, f32)));
         CHECK_NOTHROW(dev.gemm(args(f16, f32, f16, f32)));
     }
@@ -192,17 +198,22 @@ TEST_CASE("ops: gemm16 rejects dtype combinations outside the contract") {
 TEST_CASE("ops: gemm16 cpu branch-free conversions match dtype.h") {
     for (uint32_t h = 0; h < 65536; ++h) {
         const auto bits = static_cast<uint16_t>(h);
-        REQUIRE(std::bit_cast<uint32_t>(cpu::f16_value(bits)) == std::bit_cast<uint32_t>(f16_to_f32(bits)));
-        REQUIRE(std::bit_cast<uint32_t>(cpu::bf16_value(bits)) == std::bit_cast<uint32_t>(bf16_to_f32(bits)));
+        REQUIRE(std::bit_cast<uint32_t>(cpu::f16_value(bits)) ==
+                std::bit_cast<uint32_t>(f16_to_f32(bits)));
+        REQUIRE(std::bit_cast<uint32_t>(cpu::bf16_value(bits)) ==
+                std::bit_cast<uint32_t>(bf16_to_f32(bits)));
     }
     Rng rng(5);
     auto mant = rng.ints(1 << 16, 0, (1 << 23) - 1);
     size_t i = 0;
     for (uint32_t sign : {0u, 0x80000000u})
         for (uint32_t exp = 0; exp < 256; ++exp)
-            for (uint32_t low : {0u, 1u, 0xfffu, 0x1000u, 0x1fffu, 0x7fffu, 0x8000u, 0xffffu, 0x7fffffu, 0x400000u}) {
+            for (uint32_t low : {0u, 1u, 0xfffu, 0x1000u, 0x1fffu, 0x7fffu, 0x8000u, 0xffffu,
+                                 0x7fffffu, 0x400000u}) {
                 for (int r = 0; r < 64; ++r) {
-                    const uint32_t m = r == 0 ? low : (static_cast<uint32_t>(mant[i++ % mant.size()]) & ~0xffffu) | low;
+                    const uint32_t m =
+                        r == 0 ? low
+                               : (static_cast<uint32_t>(mant[i++ % mant.size()]) & ~0xffffu) | low;
                     const uint32_t u = sign | (exp << 23) | (m & 0x7fffffu);
                     const float f = std::bit_cast<float>(u);
                     CAPTURE(u);

@@ -67,8 +67,7 @@ struct Counts {
     int64_t a, b, c;
 };
 Counts counts_of(const GemmArgs& g, GroupDim dim, int64_t groups) {
-    if (dim == GroupDim::m)
-        return {g.m * g.lda, groups * g.stride_b, g.m * g.ldc};
+    if (dim == GroupDim::m) return {g.m * g.lda, groups * g.stride_b, g.m * g.ldc};
     return {g.k * g.lda, g.k * g.ldb, groups * g.stride_c};
 }
 
@@ -80,8 +79,8 @@ bool covered(const GemmArgs& g, GroupDim dim, int64_t used_rows, int64_t i) {
 }
 
 void run_case(Device& dev, const Setup& s, const Dtypes& d, const Sizes& z, uint64_t seed) {
-    const std::string dtypes = std::string(dtype_name(d.compute)) + " A " + dtype_name(d.a) + " B " +
-                               dtype_name(d.b);
+    const std::string dtypes =
+        std::string(dtype_name(d.compute)) + " A " + dtype_name(d.a) + " B " + dtype_name(d.b);
     CAPTURE(dtypes);
     const char* dim = s.dim == GroupDim::m ? "dim m" : "dim k";
     CAPTURE(dim);
@@ -99,14 +98,15 @@ void run_case(Device& dev, const Setup& s, const Dtypes& d, const Sizes& z, uint
     auto a = rng.normal(n.a), b = rng.normal(n.b), c = rng.normal(n.c);
     if (s.beta == 0.0f)  // C must not be read
         for (int64_t i = 0; i < n.c; ++i)
-            if (covered(g, s.dim, used, i)) c[static_cast<size_t>(i)] = std::numeric_limits<double>::quiet_NaN();
+            if (covered(g, s.dim, used, i))
+                c[static_cast<size_t>(i)] = std::numeric_limits<double>::quiet_NaN();
     g.a = to_device_as(dev, a, d.a);
     g.b = to_device_as(dev, b, d.b);
     g.c = to_device(dev, c);
     dev.gemm_grouped(g, to_device(dev, z.rows), groups, s.dim);
     auto want = c;
-    ref::gemm_grouped(ref::gemm_dims(g), ref::rounded(a, d.compute), ref::rounded(b, d.compute), want,
-                      z.rows, s.dim);
+    ref::gemm_grouped(ref::gemm_dims(g), ref::rounded(a, d.compute), ref::rounded(b, d.compute),
+                      want, z.rows, s.dim);
     const double depth = static_cast<double>(z.k) + 1;  // the longest reduction
     const Tol tol = d.compute == DType::f32 ? Tol{1e-4, 2e-5 * std::sqrt(depth)}
                                             : Tol{1e-5, 2e-6 * std::sqrt(depth)};
@@ -114,7 +114,7 @@ void run_case(Device& dev, const Setup& s, const Dtypes& d, const Sizes& z, uint
 }
 
 const Dtypes kDtypes[] = {
-    {DType::f32, DType::f32, DType::f32},  {DType::bf16, DType::f32, DType::bf16},
+    {DType::f32, DType::f32, DType::f32},   {DType::bf16, DType::f32, DType::bf16},
     {DType::bf16, DType::bf16, DType::f32}, {DType::f16, DType::f32, DType::f32},
     {DType::f16, DType::f16, DType::f16},
 };
@@ -123,8 +123,8 @@ const Dtypes kDtypes[] = {
 // capacity above the used rows, one group, nothing used, and a large capacity (the CUDA
 // backend's tiles then span 8 rows, with big tiles, 1 / 2 / 4-row remainders and dummies).
 std::vector<std::pair<int64_t, std::vector<int32_t>>> group_cases() {
-    return {{9, {3, 0, 5, 1}}, {17, {0, 0, 17, 0}}, {11, {4, 2}},  {1, {1}},
-            {6, {0, 0, 0}},    {200, {77, 0, 100}},  {40, {13, 0, 0, 21, 6}}};
+    return {{9, {3, 0, 5, 1}}, {17, {0, 0, 17, 0}}, {11, {4, 2}},           {1, {1}},
+            {6, {0, 0, 0}},    {200, {77, 0, 100}}, {40, {13, 0, 0, 21, 6}}};
 }
 
 void run_all(GroupDim dim) {
@@ -183,7 +183,8 @@ TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
         Device& dev = *dut.dev;
         const Sizes z{8, 3, 4, {}};
         auto args = [&](GroupDim dim) {
-            GemmArgs g = grouped_args({dim, Trans::N, 1.0f, 0.0f, 0}, dim == GroupDim::m ? z : Sizes{3, 3, 8, {}});
+            GemmArgs g = grouped_args({dim, Trans::N, 1.0f, 0.0f, 0},
+                                      dim == GroupDim::m ? z : Sizes{3, 3, 8, {}});
             g.a = zeros(dev, 64);
             g.b = zeros(dev, 64);
             g.c = zeros(dev, 64);
@@ -204,14 +205,16 @@ TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
                              doctest::Contains("gemm_grouped: batch must be 1"), Error);
         g = args(GroupDim::m);
         CHECK_THROWS_WITH_AS(dev.gemm_grouped(g, zeros(dev, 2), 2, GroupDim::m),
-                             doctest::Contains("gemm_grouped: group_rows is f32, must be i32"), Error);
-        CHECK_THROWS_WITH_AS(dev.gemm_grouped(g, two, 3, GroupDim::m),
-                             doctest::Contains("gemm_grouped: group_rows has 2 elements for 3 groups"),
+                             doctest::Contains("gemm_grouped: group_rows is f32, must be i32"),
                              Error);
+        CHECK_THROWS_WITH_AS(
+            dev.gemm_grouped(g, two, 3, GroupDim::m),
+            doctest::Contains("gemm_grouped: group_rows has 2 elements for 3 groups"), Error);
         g.c = zeros(dev, 20);
-        CHECK_THROWS_WITH_AS(dev.gemm_grouped(g, two, 2, GroupDim::m),
-                             doctest::Contains("gemm_grouped (dim m): C has 20 elements, the capacity needs 24"),
-                             Error);
+        CHECK_THROWS_WITH_AS(
+            dev.gemm_grouped(g, two, 2, GroupDim::m),
+            doctest::Contains("gemm_grouped (dim m): C has 20 elements, the capacity needs 24"),
+            Error);
         // Bad sizes: thrown by the op (host-readable sizes) or by the next synchronize (cuda).
         for (GroupDim dim : {GroupDim::m, GroupDim::k}) {
             g = args(dim);
@@ -219,11 +222,12 @@ TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
                 dev.gemm_grouped(g, to_device(dev, r), static_cast<int64_t>(r.size()), dim);
                 dev.synchronize();
             };
-            CHECK_THROWS_WITH_AS(run({3, -2, 1}), doctest::Contains("gemm_grouped: negative group size: -2"),
-                                 Error);
-            CHECK_THROWS_WITH_AS(run({5, 0, 4}),
-                                 doctest::Contains("gemm_grouped: the group sizes sum past the capacity to 9"),
-                                 Error);
+            CHECK_THROWS_WITH_AS(run({3, -2, 1}),
+                                 doctest::Contains("gemm_grouped: negative group size: -2"), Error);
+            CHECK_THROWS_WITH_AS(
+                run({5, 0, 4}),
+                doctest::Contains("gemm_grouped: the group sizes sum past the capacity to 9"),
+                Error);
             CHECK_NOTHROW(run({5, 0, 3}));
         }
     }

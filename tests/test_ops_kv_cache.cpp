@@ -56,9 +56,9 @@ TEST_CASE("ops: kv_append host and device positions, f32 bf16 u8") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        for (const Case& c : {Case{1, 1, 1, 1, 0, kNone}, Case{2, 3, 9, 7, 2, kNone},
-                              Case{3, 1, 6, 33, 0, 5}, Case{2, 4, 11, 5, 7, -2},
-                              Case{2, 2, 40, 65, 10, 28}}) {
+        for (const Case& c :
+             {Case{1, 1, 1, 1, 0, kNone}, Case{2, 3, 9, 7, 2, kNone}, Case{3, 1, 6, 33, 0, 5},
+              Case{2, 4, 11, 5, 7, -2}, Case{2, 2, 40, 65, 10, 28}}) {
             CAPTURE(c.B);
             CAPTURE(c.T);
             CAPTURE(c.S);
@@ -68,14 +68,17 @@ TEST_CASE("ops: kv_append host and device positions, f32 bf16 u8") {
             Rng rng(static_cast<uint64_t>(c.S * 131 + c.row_len));
             const auto cache = rng.grid(c.B * c.S * c.row_len, 0, 100, 1);
             const auto rows = rng.grid(c.B * c.T * c.row_len, 101, 200, 1);
-            const Tensor pos_dev = c.dev == kNone ? Tensor{} : to_device(dev, std::vector<int32_t>{c.dev});
+            const Tensor pos_dev =
+                c.dev == kNone ? Tensor{} : to_device(dev, std::vector<int32_t>{c.dev});
             auto want = cache;
-            ref::kv_append(want, rows, c.B, c.T, c.S, c.row_len, c.pos0 + (c.dev == kNone ? 0 : c.dev));
+            ref::kv_append(want, rows, c.B, c.T, c.S, c.row_len,
+                           c.pos0 + (c.dev == kNone ? 0 : c.dev));
             for (DType dt : {DType::f32, DType::bf16, DType::u8}) {
                 const std::string dtype = dtype_name(dt);
                 CAPTURE(dtype);
                 Tensor tc = upload_as(dev, cache, dt);
-                dev.kv_append(tc, upload_as(dev, rows, dt), c.B, c.T, c.S, c.row_len, c.pos0, pos_dev);
+                dev.kv_append(tc, upload_as(dev, rows, dt), c.B, c.T, c.S, c.row_len, c.pos0,
+                              pos_dev);
                 CHECK(download_as(dev, tc) == want);
             }
         }
@@ -90,9 +93,9 @@ TEST_CASE("ops: kv_append rejects overflow and mismatched dtypes, reports a bad 
         const std::vector<double> cache(B * S * row_len, 7.0), rows(B * T * row_len, 1.0);
         Tensor tc = to_device(dev, cache), tr = to_device(dev, rows);
         CHECK_THROWS_AS(dev.kv_append(tc, tr, B, T, S, row_len, 4, Tensor{}), Error);  // rows 4..5
-        CHECK_THROWS_AS(dev.kv_append(tc, upload_as(dev, rows, DType::bf16), B, T, S, row_len, 0,
-                                      Tensor{}),
-                        Error);
+        CHECK_THROWS_AS(
+            dev.kv_append(tc, upload_as(dev, rows, DType::bf16), B, T, S, row_len, 0, Tensor{}),
+            Error);
         for (int32_t offset : {int32_t{-2}, int32_t{3}}) {  // rows -1..0 and 4..5 of 0..4
             CAPTURE(offset);
             Tensor pd = to_device(dev, std::vector<int32_t>{offset});

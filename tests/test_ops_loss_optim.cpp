@@ -16,7 +16,8 @@ TEST_CASE("ops: cross_entropy with ignored targets and gradient") {
         CAPTURE(d.id);
         Device& dev = *d.dev;
         uint64_t seed = 41;
-        for (auto [N, V] : {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {7, 33}, {33, 1000}, {64, 257}}) {
+        for (auto [N, V] :
+             {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {7, 33}, {33, 1000}, {64, 257}}) {
             for (float gs : {0.0f, 1.0f, 0.125f}) {
                 CAPTURE(N);
                 CAPTURE(V);
@@ -30,7 +31,8 @@ TEST_CASE("ops: cross_entropy with ignored targets and gradient") {
                 ref::Vec loss(static_cast<size_t>(N)), grad(logits.size());
                 ref::cross_entropy(loss, grad, logits, targets, N, V, gs);
                 check_close(from_device(dev, tloss), loss, Tol{}, "cross_entropy loss");
-                check_close(from_device(dev, tl), gs == 0.0f ? logits : grad, Tol{}, "cross_entropy logits / grad");
+                check_close(from_device(dev, tl), gs == 0.0f ? logits : grad, Tol{},
+                            "cross_entropy logits / grad");
             }
         }
         Tensor t = zeros(dev, 8);
@@ -72,7 +74,8 @@ TEST_CASE("ops: adamw sgd with and without clipping") {
                 CAPTURE(clip);
                 CAPTURE(gscale);
                 Rng rng(static_cast<uint64_t>(clip * 10 + gscale * 4));
-                auto p = rng.normal(n), g = rng.normal(n), m = rng.normal(n, 0.1), v = rng.uniform(n, 0.0, 0.1);
+                auto p = rng.normal(n), g = rng.normal(n), m = rng.normal(n, 0.1),
+                     v = rng.uniform(n, 0.0, 0.1);
                 ref::Vec gn{0};
                 ref::sum_squares(gn, g, n, false);
                 gn[0] = static_cast<float>(gn[0]);
@@ -81,7 +84,8 @@ TEST_CASE("ops: adamw sgd with and without clipping") {
                 a.wd = 0.1f;
                 a.bc1 = 1.0f - std::pow(0.9f, 3.0f);
                 a.bc2 = 1.0f - std::pow(0.95f, 3.0f);
-                Tensor tp = to_device(dev, p), tm = to_device(dev, m), tv = to_device(dev, v), tgn = to_device(dev, gn);
+                Tensor tp = to_device(dev, p), tm = to_device(dev, m), tv = to_device(dev, v),
+                       tgn = to_device(dev, gn);
                 Tensor tg = to_device(dev, g);
                 dev.adamw(tp, tg, tm, tv, n, a, tgn, clip, gscale);
                 auto wp = p, wm = m, wv = v;
@@ -104,7 +108,11 @@ TEST_CASE("ops: sample greedy ties, temperature, top-k, top-p") {
         CAPTURE(d.id);
         Device& dev = *d.dev;
         const int64_t B = 5, V = 67;
-        struct Case { float temperature; int64_t top_k; float top_p; };
+        struct Case {
+            float temperature;
+            int64_t top_k;
+            float top_p;
+        };
         for (const Case& c : {Case{0, 0, 1}, Case{1, 0, 1}, Case{0.7f, 5, 1}, Case{1.3f, 0, 0.8f},
                               Case{1, 3, 0.5f}, Case{1, 1, 1}, Case{2, 100, 0.999f}}) {
             CAPTURE(c.temperature);

@@ -84,17 +84,27 @@ TEST_CASE("ops: fill every dtype") {
                 int32_t iv;
                 float f;
                 switch (t) {
-                    case DType::f32: std::memcpy(&f, p, 4); return f;
-                    case DType::bf16: std::memcpy(&h, p, 2); return bf16_to_f32(h);
-                    case DType::f16: std::memcpy(&h, p, 2); return f16_to_f32(h);
-                    case DType::i32: std::memcpy(&iv, p, 4); return iv;
-                    case DType::u8: return *p;
+                    case DType::f32:
+                        std::memcpy(&f, p, 4);
+                        return f;
+                    case DType::bf16:
+                        std::memcpy(&h, p, 2);
+                        return bf16_to_f32(h);
+                    case DType::f16:
+                        std::memcpy(&h, p, 2);
+                        return f16_to_f32(h);
+                    case DType::i32:
+                        std::memcpy(&iv, p, 4);
+                        return iv;
+                    case DType::u8:
+                        return *p;
                 }
                 return 0;
             };
             CHECK(decode(0) == 0.0);
             CHECK(decode(static_cast<size_t>(n + 1)) == 0.0);
-            for (int64_t i = 1; i <= n; ++i) REQUIRE(decode(static_cast<size_t>(i)) == ref::round_to(value, t));
+            for (int64_t i = 1; i <= n; ++i)
+                REQUIRE(decode(static_cast<size_t>(i)) == ref::round_to(value, t));
         }
     }
 }
@@ -106,8 +116,8 @@ TEST_CASE("ops: convert f32 bf16 f16 both ways") {
         Rng rng(5);
         auto x = rng.normal(257, 3.0);
         x[0] = 0.0;
-        x[1] = 1e-6;    // subnormal in f16
-        x[2] = 70000;   // overflows f16
+        x[1] = 1e-6;   // subnormal in f16
+        x[2] = 70000;  // overflows f16
         x[3] = -1.0 / 3.0;
         Tensor f = to_device(dev, x);
         for (DType t : {DType::bf16, DType::f16}) {

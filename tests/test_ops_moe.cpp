@@ -17,7 +17,8 @@ struct RouterCase {
     bool norm;
 };
 const RouterCase kRouterCases[] = {
-    {1, 1, 1, true}, {7, 4, 2, true}, {33, 8, 2, false}, {65, 6, 6, true}, {100, 16, 1, true}, {5, 3, 2, false},
+    {1, 1, 1, true},  {7, 4, 2, true},    {33, 8, 2, false},
+    {65, 6, 6, true}, {100, 16, 1, true}, {5, 3, 2, false},
 };
 }  // namespace
 
@@ -37,7 +38,8 @@ TEST_CASE("ops: router_fwd router_bwd router_aux_loss with tied logits") {
             Tensor tl = to_device(dev, logits), tp = zeros(dev, c.N * c.E), tlse = zeros(dev, c.N);
             Tensor tidx = zeros(dev, nk, DType::i32), tw = zeros(dev, nk);
             dev.router_fwd(tp, tlse, tidx, tw, tl, c.N, c.E, c.k, c.norm);
-            ref::Vec p(static_cast<size_t>(c.N * c.E)), lse(static_cast<size_t>(c.N)), w(static_cast<size_t>(nk));
+            ref::Vec p(static_cast<size_t>(c.N * c.E)), lse(static_cast<size_t>(c.N)),
+                w(static_cast<size_t>(nk));
             ref::IVec idx(static_cast<size_t>(nk));
             ref::router_fwd(p, lse, idx, w, logits, c.N, c.E, c.k, c.norm);
             check_close(from_device(dev, tp), p, Tol{}, "router probs");
@@ -45,16 +47,18 @@ TEST_CASE("ops: router_fwd router_bwd router_aux_loss with tied logits") {
             check_equal(from_device_i32(dev, tidx), idx, "router topk_idx");
             check_close(from_device(dev, tw), w, Tol{}, "router topk_w");
 
-            ref::IVec counts(static_cast<size_t>(c.E)), row_token(static_cast<size_t>(nk)), slot_row(static_cast<size_t>(nk));
+            ref::IVec counts(static_cast<size_t>(c.E)), row_token(static_cast<size_t>(nk)),
+                slot_row(static_cast<size_t>(nk));
             ref::moe_sort(counts, row_token, slot_row, idx, c.N, c.k, c.E);
             Tensor tcounts = to_device(dev, counts);
             const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
             auto dtw = rng.normal(nk);
             Tensor tdl = zeros(dev, c.N * c.E);
-            dev.router_bwd(tdl, to_device(dev, dtw), tp, tlse, tidx, tw, tcounts, c.N, c.E, c.k, c.norm,
-                           aux_alpha, z_alpha, scale);
+            dev.router_bwd(tdl, to_device(dev, dtw), tp, tlse, tidx, tw, tcounts, c.N, c.E, c.k,
+                           c.norm, aux_alpha, z_alpha, scale);
             ref::Vec dl(p.size());
-            ref::router_bwd(dl, dtw, p, lse, idx, w, counts, c.N, c.E, c.k, c.norm, aux_alpha, z_alpha, scale);
+            ref::router_bwd(dl, dtw, p, lse, idx, w, counts, c.N, c.E, c.k, c.norm, aux_alpha,
+                            z_alpha, scale);
             check_close(from_device(dev, tdl), dl, Tol{}, "router dlogits");
 
             ref::Vec out{0.25, -0.5};  // accumulates onto what is there
@@ -99,13 +103,16 @@ TEST_CASE("ops: moe_sort with empty experts and one token per expert") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        struct Case { int64_t N, k, E; ref::IVec idx; };
+        struct Case {
+            int64_t N, k, E;
+            ref::IVec idx;
+        };
         Rng rng(9);
         std::vector<Case> cases = {
             {1, 1, 1, {0}},
-            {4, 1, 4, {3, 2, 1, 0}},                      // one token per expert, reversed
-            {3, 2, 8, {7, 0, 7, 0, 0, 7}},                // experts 1..6 get nothing
-            {5, 2, 5, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}},    // everything to the last expert
+            {4, 1, 4, {3, 2, 1, 0}},                    // one token per expert, reversed
+            {3, 2, 8, {7, 0, 7, 0, 0, 7}},              // experts 1..6 get nothing
+            {5, 2, 5, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}},  // everything to the last expert
             {100, 2, 16, {}},
         };
         cases.back().idx = rng.ints(200, 0, 15);
@@ -116,7 +123,8 @@ TEST_CASE("ops: moe_sort with empty experts and one token per expert") {
             Tensor tc = to_device(dev, ref::IVec(static_cast<size_t>(c.E), 99));  // overwritten
             Tensor trt = zeros(dev, nk, DType::i32), tsr = zeros(dev, nk, DType::i32);
             dev.moe_sort(tc, trt, tsr, to_device(dev, c.idx), c.N, c.k, c.E);
-            ref::IVec counts(static_cast<size_t>(c.E)), rt(static_cast<size_t>(nk)), sr(static_cast<size_t>(nk));
+            ref::IVec counts(static_cast<size_t>(c.E)), rt(static_cast<size_t>(nk)),
+                sr(static_cast<size_t>(nk));
             ref::moe_sort(counts, rt, sr, c.idx, c.N, c.k, c.E);
             check_equal(from_device_i32(dev, tc), counts, "moe_sort counts");
             check_equal(from_device_i32(dev, trt), rt, "moe_sort row_token");
@@ -124,8 +132,9 @@ TEST_CASE("ops: moe_sort with empty experts and one token per expert") {
         }
         Tensor t = zeros(dev, 8, DType::i32);
         // Thrown by the op or (cuda: no host wait inside an MoE layer) by the next synchronize.
-        CHECK_THROWS_AS((dev.moe_sort(t, t, t, to_device(dev, ref::IVec{0, 5}), 2, 1, 4), dev.synchronize()),
-                        Error);
+        CHECK_THROWS_AS(
+            (dev.moe_sort(t, t, t, to_device(dev, ref::IVec{0, 5}), 2, 1, 4), dev.synchronize()),
+            Error);
     }
 }
 
@@ -134,8 +143,10 @@ TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
         CAPTURE(d.id);
         Device& dev = *d.dev;
         uint64_t seed = 31;
-        for (auto [N, k, E, dim] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {7, 2, 4, 33},
-                                    {33, 3, 8, 65}, {64, 1, 5, 16}}) {
+        for (auto [N, k, E, dim] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+                                    {7, 2, 4, 33},
+                                    {33, 3, 8, 65},
+                                    {64, 1, 5, 16}}) {
             CAPTURE(N);
             CAPTURE(k);
             CAPTURE(dim);
@@ -143,8 +154,10 @@ TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
             const int64_t nk = N * k;
             ref::IVec idx(static_cast<size_t>(nk));  // k distinct experts per token
             for (int64_t n = 0; n < N; ++n)
-                for (int64_t j = 0; j < k; ++j) idx[n * k + j] = static_cast<int32_t>((n + j * 3) % E);
-            ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)), slot_row(static_cast<size_t>(nk));
+                for (int64_t j = 0; j < k; ++j)
+                    idx[n * k + j] = static_cast<int32_t>((n + j * 3) % E);
+            ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)),
+                slot_row(static_cast<size_t>(nk));
             ref::moe_sort(counts, row_token, slot_row, idx, N, k, E);
             auto x = rng.normal(N * dim);
             Tensor tx = to_device(dev, x), trows = zeros(dev, nk * dim);
@@ -153,8 +166,10 @@ TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
             ref::gather_rows(rows, x, row_token, nk, dim);
             check_close(from_device(dev, trows), rows, Tol{0, 0}, "gather_rows");
 
-            auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0), y0 = rng.normal(N * dim);
-            Tensor teo = to_device(dev, expert_out), tsr = to_device(dev, slot_row), tw = to_device(dev, w);
+            auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
+                 y0 = rng.normal(N * dim);
+            Tensor teo = to_device(dev, expert_out), tsr = to_device(dev, slot_row),
+                   tw = to_device(dev, w);
             for (bool weighted : {true, false})
                 for (bool acc : {false, true}) {
                     CAPTURE(weighted);
@@ -162,7 +177,8 @@ TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
                     Tensor ty = to_device(dev, y0);
                     dev.moe_combine(ty, teo, tsr, weighted ? tw : Tensor{}, N, k, dim, acc);
                     auto y = y0;
-                    ref::moe_combine(y, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim, acc);
+                    ref::moe_combine(y, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim,
+                                     acc);
                     check_close(from_device(dev, ty), y, Tol{}, "moe_combine");
                 }
             auto dy = rng.normal(N * dim);
@@ -173,10 +189,13 @@ TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
                     Tensor tdr = zeros(dev, nk * dim), tdw = zeros(dev, nk);
                     dev.moe_combine_bwd(tdr, want_dw ? tdw : Tensor{}, to_device(dev, dy), teo, tsr,
                                         weighted ? tw : Tensor{}, N, k, dim);
-                    ref::Vec dr(static_cast<size_t>(nk * dim)), dw = want_dw ? ref::Vec(static_cast<size_t>(nk)) : ref::Vec{};
-                    ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim);
+                    ref::Vec dr(static_cast<size_t>(nk * dim)),
+                        dw = want_dw ? ref::Vec(static_cast<size_t>(nk)) : ref::Vec{};
+                    ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row,
+                                         weighted ? w : ref::Vec{}, N, k, dim);
                     check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
-                    if (want_dw) check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw");
+                    if (want_dw)
+                        check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw");
                 }
         }
     }

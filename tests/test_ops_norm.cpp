@@ -39,8 +39,8 @@ TEST_CASE("ops: rmsnorm_fwd rmsnorm_bwd") {
                 auto dx = dx0, dg = dg0;
                 ref::rmsnorm_bwd(dx, dg, dy, x, g, rs, rows, dim, acc);
                 check_close(from_device(dev, tdx), dx, Tol{}, "rmsnorm dx");
-                check_close(from_device(dev, tdg), dg, Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(rows))},
-                            "rmsnorm dg");
+                check_close(from_device(dev, tdg), dg,
+                            Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(rows))}, "rmsnorm dg");
             }
         }
     }
@@ -51,7 +51,8 @@ TEST_CASE("ops: layernorm_fwd layernorm_bwd with and without bias") {
         CAPTURE(d.id);
         Device& dev = *d.dev;
         for (auto [rows, dim] : kNormShapes) {
-            if (dim == 1) continue;  // variance 0: the output is b, the gradient 0 (not informative)
+            if (dim == 1)
+                continue;  // variance 0: the output is b, the gradient 0 (not informative)
             for (bool with_bias : {false, true}) {
                 CAPTURE(rows);
                 CAPTURE(dim);
@@ -77,7 +78,8 @@ TEST_CASE("ops: layernorm_fwd layernorm_bwd with and without bias") {
                     CAPTURE(acc);
                     Tensor tdx = to_device(dev, dx0), tdg = to_device(dev, dg0);
                     Tensor tdb = with_bias ? to_device(dev, db0) : Tensor{};
-                    dev.layernorm_bwd(tdx, tdg, tdb, to_device(dev, dy), tx, tg, tmu, trs, rows, dim, acc);
+                    dev.layernorm_bwd(tdx, tdg, tdb, to_device(dev, dy), tx, tg, tmu, trs, rows,
+                                      dim, acc);
                     auto dx = dx0, dg = dg0;
                     ref::Vec db = with_bias ? db0 : ref::Vec{};
                     ref::layernorm_bwd(dx, dg, db, dy, x, g, mu, rs, rows, dim, acc);
@@ -95,7 +97,10 @@ TEST_CASE("ops: rope forward, inverse, position offset") {
     for (auto& d : test_devices()) {
         CAPTURE(d.id);
         Device& dev = *d.dev;
-        struct Case { int64_t B, T, nh, hd, pos0; float theta; };
+        struct Case {
+            int64_t B, T, nh, hd, pos0;
+            float theta;
+        };
         for (const Case& c : {Case{1, 1, 1, 2, 0, 10000.0f}, Case{2, 7, 3, 8, 0, 10000.0f},
                               Case{1, 33, 2, 64, 5, 500000.0f}, Case{3, 5, 1, 6, 1000, 10000.0f}}) {
             CAPTURE(c.T);
@@ -125,7 +130,8 @@ TEST_CASE("ops: rope forward, inverse, position offset") {
                     CHECK(from_device(dev, td) == got);
                 }
                 dev.rope(tx, c.B, c.T, c.nh, c.hd, c.theta, c.pos0, Tensor{}, !inverse);
-                check_close(from_device(dev, tx), x, Tol{1e-4, 1e-5 + 2e-7 * static_cast<double>(c.pos0 + c.T)},
+                check_close(from_device(dev, tx), x,
+                            Tol{1e-4, 1e-5 + 2e-7 * static_cast<double>(c.pos0 + c.T)},
                             "rope then its inverse");
             }
         }

@@ -52,8 +52,10 @@ TEST_CASE("ops: reference rmsnorm_bwd layernorm_bwd match finite differences") {
         Vec y(x.size()), rs(rows), dx(x.size()), dg(dim, 0.0);
         ref::rmsnorm_fwd(y, rs, x, g, rows, dim, eps);
         ref::rmsnorm_bwd(dx, dg, r, x, g, rs, rows, dim, false);
-        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g); }, x), kFdTol, "rmsnorm dx");
-        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v); }, g), kFdTol, "rmsnorm dg");
+        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g); }, x), kFdTol,
+                    "rmsnorm dx");
+        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v); }, g), kFdTol,
+                    "rmsnorm dg");
     }
     {
         auto f = [&](const Vec& xx, const Vec& gg, const Vec& bb) {
@@ -64,9 +66,12 @@ TEST_CASE("ops: reference rmsnorm_bwd layernorm_bwd match finite differences") {
         Vec y(x.size()), mu(rows), rs(rows), dx(x.size()), dg(dim, 0.0), db(dim, 0.0);
         ref::layernorm_fwd(y, mu, rs, x, g, b, rows, dim, eps);
         ref::layernorm_bwd(dx, dg, db, r, x, g, mu, rs, rows, dim, false);
-        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g, b); }, x), kFdTol, "layernorm dx");
-        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v, b); }, g), kFdTol, "layernorm dg");
-        check_close(db, numeric_grad([&](const Vec& v) { return f(x, g, v); }, b), kFdTol, "layernorm db");
+        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g, b); }, x), kFdTol,
+                    "layernorm dx");
+        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v, b); }, g), kFdTol,
+                    "layernorm dg");
+        check_close(db, numeric_grad([&](const Vec& v) { return f(x, g, v); }, b), kFdTol,
+                    "layernorm db");
     }
 }
 
@@ -83,9 +88,12 @@ TEST_CASE("ops: reference attention_bwd matches finite differences (GQA, decode,
         };
         Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)), dv(static_cast<size_t>(nk));
         ref::attention_bwd(dq, dk, dv, r, q, k, v, d, scale);
-        check_close(dq, numeric_grad([&](const Vec& x) { return f(x, k, v); }, q), kFdTol, "attention dq");
-        check_close(dk, numeric_grad([&](const Vec& x) { return f(q, x, v); }, k), kFdTol, "attention dk");
-        check_close(dv, numeric_grad([&](const Vec& x) { return f(q, k, x); }, v), kFdTol, "attention dv");
+        check_close(dq, numeric_grad([&](const Vec& x) { return f(x, k, v); }, q), kFdTol,
+                    "attention dq");
+        check_close(dk, numeric_grad([&](const Vec& x) { return f(q, x, v); }, k), kFdTol,
+                    "attention dk");
+        check_close(dv, numeric_grad([&](const Vec& x) { return f(q, k, x); }, v), kFdTol,
+                    "attention dv");
     }
 }
 
@@ -111,7 +119,8 @@ TEST_CASE("ops: reference act_bwd swiglu_bwd match finite differences") {
         ref::swiglu_fwd(h, gg, uu, n);
         return dot(r, h);
     };
-    check_close(dg, numeric_grad([&](const Vec& v) { return f(v, up); }, x), kFdTol, "swiglu dgate");
+    check_close(dg, numeric_grad([&](const Vec& v) { return f(v, up); }, x), kFdTol,
+                "swiglu dgate");
     check_close(du, numeric_grad([&](const Vec& v) { return f(x, v); }, up), kFdTol, "swiglu dup");
 }
 
@@ -124,7 +133,8 @@ TEST_CASE("ops: reference router_bwd matches finite differences of top-k weights
         Vec logits(static_cast<size_t>(N * E));
         for (int64_t n = 0; n < N; ++n) {
             auto perm = rng.ints(E, 0, 1000);
-            for (int64_t e = 0; e < E; ++e) logits[n * E + e] = 0.3 * static_cast<double>((e * 7 + n * 3) % E) + perm[e] * 1e-5;
+            for (int64_t e = 0; e < E; ++e)
+                logits[n * E + e] = 0.3 * static_cast<double>((e * 7 + n * 3) % E) + perm[e] * 1e-5;
         }
         auto dtw = rng.normal(N * k);
         const double aux_alpha = 0.3, z_alpha = 0.2, scale = 0.7;
@@ -180,8 +190,10 @@ TEST_CASE("ops: reference moe_combine_bwd embedding_bwd bias_grad match finite d
         };
         Vec drows(rows.size()), dw(w.size());
         ref::moe_combine_bwd(drows, dw, dy, rows, slot_row, w, N, k, dim);
-        check_close(drows, numeric_grad([&](const Vec& v) { return f(v, w); }, rows), kFdTol, "combine drows");
-        check_close(dw, numeric_grad([&](const Vec& v) { return f(rows, v); }, w), kFdTol, "combine dw");
+        check_close(drows, numeric_grad([&](const Vec& v) { return f(v, w); }, rows), kFdTol,
+                    "combine drows");
+        check_close(dw, numeric_grad([&](const Vec& v) { return f(rows, v); }, w), kFdTol,
+                    "combine dw");
     }
     {
         const int64_t n = 5, dim = 3, V = 4;

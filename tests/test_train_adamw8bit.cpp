@@ -35,8 +35,8 @@ std::vector<int32_t> markov_tokens(int vocab, int64_t n, uint32_t seed) {
 }
 
 // Losses of `steps` optimizer steps on consecutive windows of the stream.
-std::vector<double> train_losses(Device& dev, const ModelConfig& c, OptimizerKind kind,
-                                 int steps, int B, int T) {
+std::vector<double> train_losses(Device& dev, const ModelConfig& c, OptimizerKind kind, int steps,
+                                 int B, int T) {
     Model m(dev, c);
     m.init_weights(7);
     TrainOptions o;
@@ -156,8 +156,8 @@ void check_final_losses(Device& dev, const std::string& id, int steps) {
     for (const Net& net : nets) {
         CAPTURE(net.name);
         const auto l32 = train_losses(dev, net.config, OptimizerKind::adamw, steps, net.B, net.T);
-        const auto l8 = train_losses(dev, net.config, OptimizerKind::adamw8bit, steps, net.B,
-                                     net.T);
+        const auto l8 =
+            train_losses(dev, net.config, OptimizerKind::adamw8bit, steps, net.B, net.T);
         const double f32 = mean_tail(l32, 10), f8 = mean_tail(l8, 10);
         MESSAGE(id << " " << net.name << ": loss " << l32.front() << " -> " << f32
                    << " (fp32 AdamW), " << l8.front() << " -> " << f8 << " (adamw8bit), " << steps

@@ -17,12 +17,12 @@
 namespace moetrain {
 
 struct DeviceInfo {
-    std::string id;        // "cpu:0", "opencl:1"
-    std::string name;      // "AMD EPYC 9B45 (2 threads)"
-    std::string details;   // platform, compute units, capability...
+    std::string id;       // "cpu:0", "opencl:1"
+    std::string name;     // "AMD EPYC 9B45 (2 threads)"
+    std::string details;  // platform, compute units, capability...
     uint64_t memory_bytes = 0;
     bool available = true;
-    std::string reason;    // why not available
+    std::string reason;  // why not available
 };
 
 struct DeviceOptions {
@@ -31,7 +31,7 @@ struct DeviceOptions {
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
     // "" when usable, else why not (e.g. "no CUDA driver (cudaErrorInsufficientDriver)").

@@ -21,18 +21,18 @@ inline constexpr const char* kCheckpointFormat = "moetrain-1";
 
 // Everything state.json holds besides the optimizer moments.
 struct TrainState {
-    int64_t step = 0;          // optimizer steps completed
-    int64_t train_pos = 0;     // BatchLoader position of the train split
-    int64_t eval_pos = 0;      // BatchLoader position of the validation split
-    uint64_t seed = 0;         // run seed (weight init, sampling)
-    uint64_t rng_counter = 0;  // counter-based RNG position (Philox counter) of the run
-    TrainOptions options;      // optimizer, lr schedule, wd, betas, eps, clip, accum
-    int batch = 0;             // B
-    int seq = 0;               // T
-    std::string precision = "fp32";  // fp32 | bf16 | fp16 (Model::set_precision)
-    double loss_scale = 1.0;   // fp16 dynamic loss scale; 1 for fp32 / bf16
-    int64_t loss_scale_clean = 0;  // clean fp16 steps since the scale last changed
-    int64_t skipped_steps = 0;     // fp16 steps skipped for overflowing gradients
+    int64_t step = 0;                 // optimizer steps completed
+    int64_t train_pos = 0;            // BatchLoader position of the train split
+    int64_t eval_pos = 0;             // BatchLoader position of the validation split
+    uint64_t seed = 0;                // run seed (weight init, sampling)
+    uint64_t rng_counter = 0;         // counter-based RNG position (Philox counter) of the run
+    TrainOptions options;             // optimizer, lr schedule, wd, betas, eps, clip, accum
+    int batch = 0;                    // B
+    int seq = 0;                      // T
+    std::string precision = "fp32";   // fp32 | bf16 | fp16 (Model::set_precision)
+    double loss_scale = 1.0;          // fp16 dynamic loss scale; 1 for fp32 / bf16
+    int64_t loss_scale_clean = 0;     // clean fp16 steps since the scale last changed
+    int64_t skipped_steps = 0;        // fp16 steps skipped for overflowing gradients
     std::string tokenizer = "bytes";  // the spec training was given (informational for files)
     std::string tokenizer_pattern;    // --tokenizer-pattern of a tiktoken file
     std::string tokenizer_sha256;     // SHA-256 of the tokenizer file ("" for bytes)
@@ -40,8 +40,8 @@ struct TrainState {
     // not part of state.json, and empty when read back (load_checkpoint_tokenizer reads it).
     std::string tokenizer_file;
     int64_t shuffle_seed = -1;  // --shuffle SEED of the train loader (-1: consecutive windows)
-    std::string data_path;     // informational
-    int64_t data_tokens = 0;   // tokens in the whole data file (resume checks the same data)
+    std::string data_path;      // informational
+    int64_t data_tokens = 0;    // tokens in the whole data file (resume checks the same data)
 };
 
 // What the checkpoint holds for the optimizer (state.json "optimizer_state").

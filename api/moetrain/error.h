@@ -9,7 +9,7 @@
 namespace moetrain {
 
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
@@ -31,7 +31,7 @@ template <typename... Args>
 }  // namespace moetrain
 
 // Check a condition; on failure throw moetrain::Error with the streamed message.
-#define MT_CHECK(cond, ...)                                 \
-    do {                                                    \
-        if (!(cond)) ::moetrain::fail(__VA_ARGS__);         \
+#define MT_CHECK(cond, ...)                         \
+    do {                                            \
+        if (!(cond)) ::moetrain::fail(__VA_ARGS__); \
     } while (0)

@@ -51,7 +51,7 @@ class ModelImpl;
 class ModelAccess;
 
 class Model {
-public:
+  public:
     Model(Device& device, const ModelConfig& config);
     ~Model();
     Model(const Model&) = delete;
@@ -61,11 +61,11 @@ public:
     Device& device() const;
 
     // ---- parameters ----
-    const std::vector<ParamInfo>& params() const;  // every tensor of MODEL.md 6, once
+    const std::vector<ParamInfo>& params() const;           // every tensor of MODEL.md 6, once
     const ParamInfo& param(const std::string& name) const;  // throws naming the name
-    int64_t num_params() const;                              // total elements
-    Tensor params_flat() const;                              // [num_params] f32
-    Tensor grads_flat() const;                               // [num_params] f32
+    int64_t num_params() const;                             // total elements
+    Tensor params_flat() const;                             // [num_params] f32
+    Tensor grads_flat() const;                              // [num_params] f32
     // Host-side seeded init (identical on every backend): N(0, 0.02) for weights and
     // embeddings, output projections (wo, w_down) N(0, 0.02/sqrt(2L)), gains 1, biases 0.
     void init_weights(uint64_t seed);
@@ -110,7 +110,7 @@ public:
     // of shape (B, T) use in the current recompute mode, planning it if needed.
     int64_t training_workspace_bytes(int B, int T);
 
-private:
+  private:
     friend class ModelAccess;  // the library's internal views (not part of the public API)
     std::unique_ptr<ModelImpl> impl_;
 };

@@ -25,7 +25,7 @@ const char* safetensors_dtype_name(DType t);
 // writes them in the order added. The header lists "__metadata__" first (when non-empty),
 // then the tensors in the same order, and is padded with spaces to a multiple of 8 bytes.
 class SafetensorsWriter {
-public:
+  public:
     // `data` holds numel(shape) * dtype_size(dtype) bytes. Throws on a duplicate name.
     void add(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
              const void* data);
@@ -38,7 +38,7 @@ public:
     // The header bytes (length prefix excluded, padding included) write() would produce.
     std::string header() const;
 
-private:
+  private:
     struct Item {
         std::string name;
         DType dtype;
@@ -61,7 +61,7 @@ struct SafetensorsEntry {
 
 // An opened, fully validated safetensors file. Data is read on demand.
 class SafetensorsFile {
-public:
+  public:
     explicit SafetensorsFile(const std::string& path);
 
     const std::string& path() const { return path_; }
@@ -69,7 +69,7 @@ public:
     // Metadata value or throws "<file>: metadata has no "<key>"".
     const std::string& metadata_at(const std::string& key) const;
     const std::vector<SafetensorsEntry>& tensors() const { return tensors_; }  // by offset
-    const SafetensorsEntry* find(const std::string& name) const;  // null if absent
+    const SafetensorsEntry* find(const std::string& name) const;               // null if absent
     // Copy the raw bytes of one tensor (entry.end - entry.begin of them) to `dst`. When the
     // file carries checksums, a tensor whose bytes do not match its CRC32C throws naming it.
     void read(const SafetensorsEntry& entry, void* dst) const;
@@ -79,7 +79,7 @@ public:
     // An F32 tensor as floats (throws naming the tensor when absent or not F32).
     std::vector<float> read_f32(const std::string& name) const;
 
-private:
+  private:
     std::string path_;
     uint64_t data_start_ = 0;  // 8 + header length
     std::map<std::string, std::string> metadata_;

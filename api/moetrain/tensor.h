@@ -17,7 +17,7 @@ class Device;
 
 // One device allocation. Backends derive from it and keep their handle (pointer, cl_mem...).
 class Buffer {
-public:
+  public:
     Buffer(Device* device, size_t bytes) : device_(device), bytes_(bytes) {}
     virtual ~Buffer() = default;
     Buffer(const Buffer&) = delete;
@@ -25,7 +25,7 @@ public:
     Device* device() const { return device_; }
     size_t bytes() const { return bytes_; }
 
-private:
+  private:
     Device* device_;
     size_t bytes_;
 };

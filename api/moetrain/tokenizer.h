@@ -69,7 +69,7 @@ std::string tokenizer_file_sha256(std::string_view bytes);
 struct BpeTrainOptions {
     int64_t vocab_size = 0;
     std::vector<std::string> specials;
-    int threads = 1;                                  // files counted at once
+    int threads = 1;                                   // files counted at once
     std::function<void(const std::string&)> progress;  // optional status lines
 };
 std::string train_byte_level_bpe(const std::vector<std::string>& files,

@@ -48,8 +48,8 @@ FoundDevice describe(cl_platform_id p, cl_device_id d, size_t index) {
     f.info.id = "opencl:" + std::to_string(index);
     f.info.name = device_string(d, CL_DEVICE_NAME);
     f.info.memory_bytes = mem;
-    f.info.details = type_name(type) + ", platform " + platform_string(p, CL_PLATFORM_NAME) +
-                     " (" + platform_string(p, CL_PLATFORM_VERSION) + "), " + clc + ", " +
+    f.info.details = type_name(type) + ", platform " + platform_string(p, CL_PLATFORM_NAME) + " (" +
+                     platform_string(p, CL_PLATFORM_VERSION) + "), " + clc + ", " +
                      std::to_string(device_info<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS)) +
                      " compute units, max allocation " +
                      gib(device_info<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE)) + ", driver " +
@@ -68,7 +68,7 @@ FoundDevice describe(cl_platform_id p, cl_device_id d, size_t index) {
 }
 
 class ClBackend : public Backend {
-public:
+  public:
     std::string name() const override { return "opencl"; }
 
     std::string unavailable_reason() override {
@@ -90,8 +90,8 @@ public:
             index = default_device();
             MT_CHECK(index >= 0, "no usable OpenCL device: ", found_[0].info.reason);
         }
-        MT_CHECK(index < static_cast<int>(found_.size()), "opencl:", index,
-                 " does not exist (", found_.size(), " OpenCL devices)");
+        MT_CHECK(index < static_cast<int>(found_.size()), "opencl:", index, " does not exist (",
+                 found_.size(), " OpenCL devices)");
         const FoundDevice& f = found_[static_cast<size_t>(index)];
         MT_CHECK(f.info.available, f.info.id, " is not usable: ", f.info.reason);
         return std::make_unique<ClDevice>(f.platform, f.device,
@@ -108,7 +108,7 @@ public:
         return static_cast<int>((gpu != found_.end() ? gpu : any) - found_.begin());
     }
 
-private:
+  private:
     void enumerate() {
         std::lock_guard<std::mutex> lock(mu_);
         if (done_) return;

@@ -8,7 +8,8 @@ namespace moetrain::opencl {
 const char* cl_error_name(cl_int code) {
     switch (code) {
 #define MT_CL_CASE(x) \
-    case x: return #x;
+    case x:           \
+        return #x;
         MT_CL_CASE(CL_SUCCESS)
         MT_CL_CASE(CL_DEVICE_NOT_FOUND)
         MT_CL_CASE(CL_DEVICE_NOT_AVAILABLE)
@@ -69,8 +70,10 @@ const char* cl_error_name(cl_int code) {
         MT_CL_CASE(CL_INVALID_LINKER_OPTIONS)
         MT_CL_CASE(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef MT_CL_CASE
-        case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-        default: return "CL_UNKNOWN_ERROR";
+        case -1001:
+            return "CL_PLATFORM_NOT_FOUND_KHR";
+        default:
+            return "CL_UNKNOWN_ERROR";
     }
 }
 

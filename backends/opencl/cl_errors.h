@@ -13,6 +13,8 @@ const char* cl_error_name(cl_int code);
 
 // Throws moetrain::Error("OpenCL error CL_X (code) while <what>") unless code == CL_SUCCESS.
 void cl_check(cl_int code, const char* what);
-inline void cl_check(cl_int code, const std::string& what) { cl_check(code, what.c_str()); }
+inline void cl_check(cl_int code, const std::string& what) {
+    cl_check(code, what.c_str());
+}
 
 }  // namespace moetrain::opencl

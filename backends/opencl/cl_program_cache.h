@@ -12,7 +12,7 @@
 namespace moetrain::opencl {
 
 class ProgramCache {
-public:
+  public:
     // device_key identifies the device and driver (name, versions); options are the build flags.
     ProgramCache(cl_context ctx, cl_device_id dev, std::string device_key, std::string options);
     ~ProgramCache();
@@ -28,7 +28,7 @@ public:
     int built_from_source() const { return built_from_source_; }
     int loaded_from_cache() const { return loaded_from_cache_; }
 
-private:
+  private:
     cl_program load_binary(const std::string& path, const std::string& key_hash);
     cl_program build_source(const std::string& family, const char* text);
     void store_binary(cl_program prog, const std::string& path, const std::string& key_hash);

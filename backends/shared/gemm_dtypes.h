@@ -10,7 +10,9 @@
 
 namespace moetrain {
 
-inline bool gemm_is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+inline bool gemm_is_16bit(DType t) {
+    return t == DType::bf16 || t == DType::f16;
+}
 
 // Throws moetrain::Error naming the dtypes when g breaks the rules above.
 inline void check_gemm_dtypes(const GemmArgs& g) {

@@ -18,7 +18,9 @@ inline int64_t grouped_capacity(const GemmArgs& g, GroupDim dim) {
     return dim == GroupDim::m ? g.m : g.k;
 }
 
-inline const char* group_dim_name(GroupDim dim) { return dim == GroupDim::m ? "m" : "k"; }
+inline const char* group_dim_name(GroupDim dim) {
+    return dim == GroupDim::m ? "m" : "k";
+}
 
 // Elements each operand must hold at the capacity (0 for an empty operand).
 struct GroupedSpans {
@@ -42,8 +44,9 @@ inline void check_grouped_args(const GemmArgs& g, const Tensor& group_rows, int6
                                GroupDim dim) {
     check_gemm_dtypes(g);
     const char* d = group_dim_name(dim);
-    MT_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && groups >= 0, "gemm_grouped: negative size (m=",
-             g.m, " n=", g.n, " k=", g.k, " groups=", groups, ")");
+    MT_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && groups >= 0,
+             "gemm_grouped: negative size (m=", g.m, " n=", g.n, " k=", g.k, " groups=", groups,
+             ")");
     MT_CHECK(g.batch == 1, "gemm_grouped: batch must be 1 (got ", g.batch, ")");
     if (dim == GroupDim::m) {
         MT_CHECK(g.ta == Trans::N, "gemm_grouped: dim m needs ta = N");
@@ -105,7 +108,8 @@ void run_grouped_on_host(const GemmArgs& g, const int32_t* rows, int64_t groups,
         GemmArgs e = g;
         if (dim == GroupDim::m) {
             if (r == 0) continue;
-            const int64_t b_rows = g.tb == Trans::N ? g.k : g.n, b_cols = g.tb == Trans::N ? g.n : g.k;
+            const int64_t b_rows = g.tb == Trans::N ? g.k : g.n,
+                          b_cols = g.tb == Trans::N ? g.n : g.k;
             e.m = r;
             e.a = grouped_part(g.a, o * g.lda, gemm_span(1, 0, r, g.k, g.lda));
             e.b = grouped_part(g.b, i * g.stride_b, gemm_span(1, 0, b_rows, b_cols, g.ldb));

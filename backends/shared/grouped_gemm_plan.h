@@ -142,7 +142,9 @@ MT_GROUPED_FN Tile entry_tile(const Span* spans, int64_t groups, int64_t tile, i
 }
 
 // 256-byte aligned part sizes.
-MT_GROUPED_FN size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+MT_GROUPED_FN size_t align256(size_t b) {
+    return (b + 255) / 256 * 256;
+}
 
 // The host-side plan of one call: sizes from (dim, capacity, groups, m, n, ldc) and the element
 // size of the operands the products read (compute dtype), plus the scratch layout. Every part
@@ -188,7 +190,8 @@ inline Plan make_plan(bool dim_k, int64_t capacity, int64_t groups, int64_t m, i
         return p;
     }
     p.tiles = capacity / p.tile + groups;
-    const int64_t per_tile = p.tile * (m + n) * op_bytes + m * n * static_cast<int64_t>(sizeof(float));
+    const int64_t per_tile =
+        p.tile * (m + n) * op_bytes + m * n * static_cast<int64_t>(sizeof(float));
     int64_t fit = per_tile > 0 ? kRoundBudget / per_tile : p.tiles;
     fit = fit < 1 ? 1 : fit;
     p.per_round = fit < p.tiles ? fit : p.tiles;

@@ -49,8 +49,12 @@ typedef uint64_t mt_u64;
 #define MT_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
 #define MT_GELU_K1 0.044715f
 
-MT_FN float mt_sigmoid(float z) { return 1.0f / (1.0f + mt_expf(-z)); }
-MT_FN float mt_silu(float z) { return z * mt_sigmoid(z); }
+MT_FN float mt_sigmoid(float z) {
+    return 1.0f / (1.0f + mt_expf(-z));
+}
+MT_FN float mt_silu(float z) {
+    return z * mt_sigmoid(z);
+}
 MT_FN float mt_silu_grad(float z) {
     float s = mt_sigmoid(z);
     return s * (1.0f + z * (1.0f - s));
@@ -65,8 +69,12 @@ MT_FN float mt_gelu_grad(float z) {
     float du = MT_GELU_K0 * (1.0f + 3.0f * MT_GELU_K1 * z * z);
     return 0.5f * (1.0f + t) + 0.5f * z * (1.0f - t * t) * du;
 }
-MT_FN float mt_relu(float z) { return z > 0.0f ? z : 0.0f; }
-MT_FN float mt_relu_grad(float z) { return z > 0.0f ? 1.0f : 0.0f; }
+MT_FN float mt_relu(float z) {
+    return z > 0.0f ? z : 0.0f;
+}
+MT_FN float mt_relu_grad(float z) {
+    return z > 0.0f ? 1.0f : 0.0f;
+}
 
 /* ---- RoPE (MODEL.md 2): inverse frequency of pair i for head_dim hd and effective theta ---- */
 /* theta_eff = rope_theta * ntk_alpha^(hd/(hd-2)) is computed once on the host in double. */
@@ -233,9 +241,9 @@ MT_FN void mt_requantize(MT_QMAP table, float m, float v, float m_absmax, float 
  * (table: the MT_QMAP_LEN maps), then mt_adamw_update in fp32. The new, not yet requantised
  * m and v are left in *m, *v; the caller requantises them (mt_requantize) with the block's new
  * absmax. */
-MT_FN void mt_adamw8bit_update(float* p, float* m, float* v, MT_QMAP table, int m_code,
-                               int v_code, float m_absmax, float v_absmax, float g, float lr,
-                               float b1, float b2, float eps, float wd, float bc1, float bc2) {
+MT_FN void mt_adamw8bit_update(float* p, float* m, float* v, MT_QMAP table, int m_code, int v_code,
+                               float m_absmax, float v_absmax, float g, float lr, float b1,
+                               float b2, float eps, float wd, float bc1, float bc2) {
     *m = table[m_code] * m_absmax;
     *v = table[MT_QMAP_UNSIGNED + v_code] * v_absmax;
     mt_adamw_update(p, m, v, g, lr, b1, b2, eps, wd, bc1, bc2);

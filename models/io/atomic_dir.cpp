@@ -27,7 +27,9 @@ std::string strip_trailing_slashes(std::string p) {
     return p;
 }
 
-bool process_alive(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+bool process_alive(long pid) {
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
 
 // The marker file this program puts into every temporary directory it creates, and its
 // exact contents: the cleaner removes only directories holding it, so that a user's
@@ -61,8 +63,8 @@ void replace_dir(const std::string& src, const std::string& dst) {
     MT_CHECK(errno == EINVAL || errno == ENOSYS, "cannot replace ", dst, " by ", src, ": ",
              std::strerror(errno));
     std::string old = dst + ".old-" + std::to_string(::getpid());
-    MT_CHECK(::rename(dst.c_str(), old.c_str()) == 0, "cannot move ", dst, " aside to ", old,
-             ": ", std::strerror(errno));
+    MT_CHECK(::rename(dst.c_str(), old.c_str()) == 0, "cannot move ", dst, " aside to ", old, ": ",
+             std::strerror(errno));
     MT_CHECK(::rename(src.c_str(), dst.c_str()) == 0, "cannot rename ", src, " to ", dst, ": ",
              std::strerror(errno), " (the previous directory is kept as ", old, ")");
     std::error_code ec;

@@ -10,7 +10,7 @@
 namespace moetrain::io {
 
 class AtomicDirWriter {
-public:
+  public:
     // Creates missing parent directories and the temporary directory with its marker file.
     explicit AtomicDirWriter(const std::string& final_dir);
     // Removes the temporary directory unless commit() succeeded.
@@ -26,7 +26,7 @@ public:
     // fsync the temporary directory, move it to the final name, fsync the parent.
     void commit();
 
-private:
+  private:
     std::string final_, tmp_, parent_;
     bool committed_ = false;
 };

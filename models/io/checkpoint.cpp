@@ -154,13 +154,13 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
         MT_CHECK(is_file(join_path(dir, name)), "checkpoint ", dir, ": missing ", name);
     info.config = stored_config(SafetensorsFile(join_path(dir, kModelFile)));
     const std::string state_path = join_path(dir, kStateFile);
-    info.state = io::parse_state(io::read_file(state_path, "checkpoint file", io::kMaxJsonFileBytes), state_path,
-                                 &info.optimizer);
-    const bool moments = info.optimizer == OptimizerState::adamw ||
-                         info.optimizer == OptimizerState::adamw8bit;
-    MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)),
-             "checkpoint ", dir, ": missing ", kOptimizerFile, " (state.json says ",
-             io::optimizer_state_name(info.optimizer), ")");
+    info.state =
+        io::parse_state(io::read_file(state_path, "checkpoint file", io::kMaxJsonFileBytes),
+                        state_path, &info.optimizer);
+    const bool moments =
+        info.optimizer == OptimizerState::adamw || info.optimizer == OptimizerState::adamw8bit;
+    MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)), "checkpoint ", dir, ": missing ",
+             kOptimizerFile, " (state.json says ", io::optimizer_state_name(info.optimizer), ")");
     // Structure first (a missing file is named as such), then every checksum.
     const io::IntegrityReport integrity = io::verify_checkpoint_integrity(dir);
     info.checksummed = integrity.checksummed;
@@ -189,8 +189,7 @@ void check_non_negative(const std::vector<float>& flat, const std::vector<ParamI
         for (int64_t i = 0; i < p.numel(); ++i)
             MT_CHECK(flat[static_cast<size_t>(p.offset + i)] >= 0.0f, "checkpoint file ", file,
                      ": tensor \"", prefix, p.name, "\" holds the negative second moment ",
-                     flat[static_cast<size_t>(p.offset + i)], " at element ", i,
-                     " (corrupt file)");
+                     flat[static_cast<size_t>(p.offset + i)], " at element ", i, " (corrupt file)");
 }
 }  // namespace
 
@@ -198,8 +197,8 @@ void load_weights(const std::string& dir, Model& model) {
     read_checkpoint_info(dir);  // state.json and the file set are part of a valid checkpoint
     SafetensorsFile f(join_path(dir, kModelFile));
     std::string diff = io::config_difference(stored_config(f), model.config());
-    MT_CHECK(diff.empty(), "checkpoint file ", f.path(), ": config does not match the model: ",
-             diff);
+    MT_CHECK(diff.empty(), "checkpoint file ", f.path(),
+             ": config does not match the model: ", diff);
     io::check_tensors(f, model.params(), {""});
     std::vector<float> w = io::read_flat_tensors(f, model.params(), "", model.num_params());
     check_finite(w, model.params(), f.path(), "");
@@ -237,9 +236,8 @@ void load_quantized(const std::string& path, Trainer& trainer) {
 void load_optimizer(const std::string& dir, Trainer& trainer) {
     CheckpointInfo info = read_checkpoint_info(dir);
     const std::string state_path = join_path(dir, kStateFile);
-    MT_CHECK(info.optimizer != OptimizerState::none, "checkpoint ", dir,
-             " holds weights only (", state_path,
-             ": \"optimizer_state\" = \"weights_only\"); it cannot be resumed");
+    MT_CHECK(info.optimizer != OptimizerState::none, "checkpoint ", dir, " holds weights only (",
+             state_path, ": \"optimizer_state\" = \"weights_only\"); it cannot be resumed");
     const OptimizerKind kind = trainer.options().optimizer;
     MT_CHECK(io::optimizer_state_of(kind) == info.optimizer, "checkpoint ", dir,
              " was trained with ", optimizer_name(info.state.options.optimizer),

@@ -49,9 +49,12 @@ std::string optimizer_state_name(OptimizerState s) {
 
 OptimizerState optimizer_state_of(OptimizerKind k) {
     switch (k) {
-        case OptimizerKind::adamw: return OptimizerState::adamw;
-        case OptimizerKind::sgd: return OptimizerState::sgd;
-        case OptimizerKind::adamw8bit: return OptimizerState::adamw8bit;
+        case OptimizerKind::adamw:
+            return OptimizerState::adamw;
+        case OptimizerKind::sgd:
+            return OptimizerState::sgd;
+        case OptimizerKind::adamw8bit:
+            return OptimizerState::adamw8bit;
     }
     fail("unknown OptimizerKind ", static_cast<int>(k));
 }
@@ -170,8 +173,8 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
 }
 
 std::string config_difference(const ModelConfig& stored, const ModelConfig& model) {
-    return first_difference(json::parse(config_to_json(stored)),
-                            json::parse(config_to_json(model)), "");
+    return first_difference(json::parse(config_to_json(stored)), json::parse(config_to_json(model)),
+                            "");
 }
 
 }  // namespace moetrain::io

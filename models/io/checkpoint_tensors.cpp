@@ -9,7 +9,9 @@
 
 namespace moetrain::io {
 
-std::vector<int64_t> dims_of(const Shape& s) { return {s.d.begin(), s.d.begin() + s.rank}; }
+std::vector<int64_t> dims_of(const Shape& s) {
+    return {s.d.begin(), s.d.begin() + s.rank};
+}
 
 namespace {
 
@@ -67,9 +69,8 @@ std::vector<float> read_flat_tensors(const SafetensorsFile& file,
     std::vector<float> flat(static_cast<size_t>(n_flat));
     for (const ParamInfo& p : params) {
         const SafetensorsEntry* e = file.find(prefix + p.name);
-        MT_CHECK(e && e->numel() == p.numel() && p.offset + p.numel() <= n_flat,
-                 "checkpoint file ", file.path(), ": tensor \"", prefix, p.name,
-                 "\" does not fit the model");
+        MT_CHECK(e && e->numel() == p.numel() && p.offset + p.numel() <= n_flat, "checkpoint file ",
+                 file.path(), ": tensor \"", prefix, p.name, "\" does not fit the model");
         file.read(*e, flat.data() + p.offset);
     }
     return flat;

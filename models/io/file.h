@@ -19,7 +19,7 @@ inline constexpr uint64_t kMaxJsonFileBytes = 64u << 20;
 // A new file (truncated if it exists) written sequentially; finish() fsyncs and closes it.
 // Destroying an unfinished handle closes it without syncing (the caller is failing anyway).
 class SyncedFile {
-public:
+  public:
     explicit SyncedFile(std::string path);
     ~SyncedFile();
     SyncedFile(const SyncedFile&) = delete;
@@ -30,7 +30,7 @@ public:
     // CRC32C of everything written so far.
     uint32_t crc() const { return crc_; }
 
-private:
+  private:
     std::string path_;
     int fd_ = -1;
     uint32_t crc_ = 0;

@@ -23,13 +23,15 @@ void check_nesting(const std::string& text, const std::string& where) {
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
         } else if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
-            MT_CHECK(++depth <= kMaxJsonDepth, where, ": JSON nested deeper than ",
-                     kMaxJsonDepth, " levels");
+            MT_CHECK(++depth <= kMaxJsonDepth, where, ": JSON nested deeper than ", kMaxJsonDepth,
+                     " levels");
         } else if (c == ']' || c == '}') {
             --depth;
         }
@@ -42,15 +44,19 @@ json parse_json_strict(const std::string& text, const std::string& where) {
     std::string duplicate;
     auto callback = [&](int, json::parse_event_t event, json& parsed) {
         switch (event) {
-            case json::parse_event_t::object_start: open_objects.emplace_back(); break;
-            case json::parse_event_t::object_end: open_objects.pop_back(); break;
+            case json::parse_event_t::object_start:
+                open_objects.emplace_back();
+                break;
+            case json::parse_event_t::object_end:
+                open_objects.pop_back();
+                break;
             case json::parse_event_t::key: {
                 const auto& key = parsed.get_ref<const std::string&>();
-                if (!open_objects.back().insert(key).second && duplicate.empty())
-                    duplicate = key;
+                if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
                 break;
             }
-            default: break;
+            default:
+                break;
         }
         return true;
     };
@@ -78,7 +84,8 @@ JsonFields::JsonFields(const json& obj, std::string where, std::string prefix,
                        std::vector<std::string> known)
     : obj_(obj), where_(std::move(where)), prefix_(std::move(prefix)) {
     if (!obj_.is_object()) {
-        if (prefix_.empty()) fail(where_, ": the top level must be a JSON object, got ", obj_.dump());
+        if (prefix_.empty())
+            fail(where_, ": the top level must be a JSON object, got ", obj_.dump());
         fail(where_, ": \"", prefix_.substr(0, prefix_.size() - 1),
              "\" must be a JSON object, got ", obj_.dump());
     }
@@ -125,8 +132,7 @@ int64_t JsonFields::integer(const std::string& key, int64_t def, int64_t lo, int
 
 uint64_t JsonFields::unsigned_integer(const std::string& key) const {
     const json& v = raw(key);
-    if (!v.is_number_unsigned())
-        fail_key(key, "must be a non-negative integer, got " + v.dump());
+    if (!v.is_number_unsigned()) fail_key(key, "must be a non-negative integer, got " + v.dump());
     return v.get<uint64_t>();
 }
 
@@ -171,8 +177,7 @@ const json& JsonFields::object(const std::string& key) const {
 size_t JsonFields::choice(const std::string& key, const std::vector<std::string>& allowed) const {
     std::string s = string(key);
     auto it = std::find(allowed.begin(), allowed.end(), s);
-    if (it == allowed.end())
-        fail_key(key, "= \"" + s + "\" is not one of " + join(allowed));
+    if (it == allowed.end()) fail_key(key, "= \"" + s + "\" is not one of " + join(allowed));
     return static_cast<size_t>(it - allowed.begin());
 }
 

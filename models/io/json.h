@@ -20,7 +20,7 @@ json parse_json_strict(const std::string& text, const std::string& where);
 // Typed access to the fields of one JSON object. `where` starts every message ("config",
 // "/run/step_000010/state.json"); `prefix` is the dotted path of this object ("moe." or "").
 class JsonFields {
-public:
+  public:
     // Throws unless `obj` is an object whose keys are all in `known`.
     JsonFields(const json& obj, std::string where, std::string prefix,
                std::vector<std::string> known);
@@ -49,7 +49,7 @@ public:
 
     const std::string& where() const { return where_; }
 
-private:
+  private:
     const json& obj_;
     std::string where_, prefix_;
 };

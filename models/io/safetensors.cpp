@@ -27,9 +27,11 @@ using io::json;
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // same limit as the reference implementation
 constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 60;
 
-const std::vector<std::pair<std::string, DType>> kDtypes = {
-    {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16},
-    {"I32", DType::i32}, {"U8", DType::u8}};
+const std::vector<std::pair<std::string, DType>> kDtypes = {{"F32", DType::f32},
+                                                            {"F16", DType::f16},
+                                                            {"BF16", DType::bf16},
+                                                            {"I32", DType::i32},
+                                                            {"U8", DType::u8}};
 
 std::string dtype_list() {
     std::vector<std::string> names;
@@ -68,8 +70,7 @@ uint64_t non_negative(const json& v, const std::string& where, const char* field
     return v.get<uint64_t>();
 }
 
-SafetensorsEntry parse_entry(const std::string& name, const json& value,
-                             const std::string& where) {
+SafetensorsEntry parse_entry(const std::string& name, const json& value, const std::string& where) {
     MT_CHECK(value.is_object(), where, ": entry must be a JSON object, got ", value.dump());
     io::JsonFields f(value, where, "", {"dtype", "shape", "data_offsets"});
     SafetensorsEntry e;
@@ -77,8 +78,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value,
     std::string dtype = f.string("dtype");
     auto it = std::find_if(kDtypes.begin(), kDtypes.end(),
                            [&](const auto& d) { return d.first == dtype; });
-    MT_CHECK(it != kDtypes.end(), where, ": unsupported dtype \"", dtype,
-             "\" (moetrain reads ", dtype_list(), ")");
+    MT_CHECK(it != kDtypes.end(), where, ": unsupported dtype \"", dtype, "\" (moetrain reads ",
+             dtype_list(), ")");
     e.dtype = it->second;
     const json& shape = f.raw("shape");
     MT_CHECK(shape.is_array(), where, ": \"shape\" must be an array, got ", shape.dump());
@@ -95,9 +96,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value,
     MT_CHECK(e.begin <= e.end, where, ": data_offsets [", e.begin, ", ", e.end,
              ") end before they begin");
     uint64_t bytes = tensor_bytes(e.dtype, e.shape, where);
-    MT_CHECK(e.end - e.begin == bytes, where, ": data_offsets [", e.begin, ", ", e.end,
-             ") hold ", e.end - e.begin, " bytes but shape ", e.shape_str(), " of ", dtype,
-             " needs ", bytes);
+    MT_CHECK(e.end - e.begin == bytes, where, ": data_offsets [", e.begin, ", ", e.end, ") hold ",
+             e.end - e.begin, " bytes but shape ", e.shape_str(), " of ", dtype, " needs ", bytes);
     return e;
 }
 
@@ -136,14 +136,16 @@ int64_t SafetensorsEntry::numel() const {
     return n;
 }
 
-std::string SafetensorsEntry::shape_str() const { return shape_to_string(shape); }
+std::string SafetensorsEntry::shape_str() const {
+    return shape_to_string(shape);
+}
 
 // ---- writer ------------------------------------------------------------------------------
 
-void SafetensorsWriter::add(const std::string& name, DType dtype,
-                            const std::vector<int64_t>& shape, const void* data) {
-    MT_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"",
-             name, "\"");
+void SafetensorsWriter::add(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                            const void* data) {
+    MT_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name,
+             "\"");
     for (const Item& it : items_)
         MT_CHECK(it.name != name, "safetensors: tensor \"", name, "\" added twice");
     uint64_t bytes = tensor_bytes(dtype, shape, "safetensors: tensor \"" + name + "\"");
@@ -228,8 +230,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         if (item.key() == "__metadata__") {
             MT_CHECK(item.value().is_object(), where, ": \"__metadata__\" must be an object");
             for (const auto& kv : item.value().items()) {
-                MT_CHECK(kv.value().is_string(), where, ": \"__metadata__\" value of \"",
-                         kv.key(), "\" must be a string, got ", kv.value().dump());
+                MT_CHECK(kv.value().is_string(), where, ": \"__metadata__\" value of \"", kv.key(),
+                         "\" must be a string, got ", kv.value().dump());
                 metadata_[kv.key()] = kv.value().get<std::string>();
             }
             continue;
@@ -249,8 +251,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                  ") overlap tensor \"", previous ? previous->name : "", "\"");
         MT_CHECK(e.begin == covered, at, ": ", e.begin - covered,
                  " data bytes before it belong to no tensor (holes are not allowed)");
-        MT_CHECK(e.end <= data_size, at, ": truncated data: needs bytes [", e.begin, ", ",
-                 e.end, ") of the data section but the file holds only ", data_size);
+        MT_CHECK(e.end <= data_size, at, ": truncated data: needs bytes [", e.begin, ", ", e.end,
+                 ") of the data section but the file holds only ", data_size);
         covered = e.end;
         previous = &e;
     }
@@ -263,8 +265,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
 
 const std::string& SafetensorsFile::metadata_at(const std::string& key) const {
     auto it = metadata_.find(key);
-    MT_CHECK(it != metadata_.end(), "safetensors file ", path_, ": metadata has no \"", key,
-             "\"");
+    MT_CHECK(it != metadata_.end(), "safetensors file ", path_, ": metadata has no \"", key, "\"");
     return it->second;
 }
 

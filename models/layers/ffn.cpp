@@ -22,11 +22,13 @@ Act act_of(FfnKind kind) {
     return kind == FfnKind::gelu ? Act::gelu : Act::relu;
 }
 
-bool grouped(const FfnRows& r) { return static_cast<bool>(r.counts); }
+bool grouped(const FfnRows& r) {
+    return static_cast<bool>(r.counts);
+}
 
 // y (=|+=) x @ W_g^T for the rows of each group g.
-void project_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
-                 const FfnRows& r, float beta) {
+void project_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, const FfnRows& r,
+                 float beta) {
     if (!grouped(r)) return linear_fwd(dev, y, x, w, r.rows, beta);
     MT_CHECK(!w.b, "MoE experts have no biases");
     GemmArgs g = linear_fwd_gemm(y, x, w, r.rows, beta);

@@ -7,9 +7,12 @@ namespace moetrain {
 
 std::string to_string(Recompute r) {
     switch (r) {
-        case Recompute::none: return "none";
-        case Recompute::block: return "block";
-        case Recompute::ffn: return "ffn";
+        case Recompute::none:
+            return "none";
+        case Recompute::block:
+            return "block";
+        case Recompute::ffn:
+            return "ffn";
     }
     return "?";
 }

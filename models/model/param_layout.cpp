@@ -150,8 +150,8 @@ ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, c
 ModelW with_compute_matrices(const ModelW& w, const Tensor& lo) {
     auto swap = [&](Tensor& t) {
         if (!t) return;
-        MT_CHECK(t.offset + t.numel() <= lo.numel(), "compute copy of ", t.numel(),
-                 " elements at ", t.offset, " exceeds the 16-bit buffer of ", lo.numel());
+        MT_CHECK(t.offset + t.numel() <= lo.numel(), "compute copy of ", t.numel(), " elements at ",
+                 t.offset, " exceeds the 16-bit buffer of ", lo.numel());
         Tensor r = lo;
         r.offset = lo.offset + t.offset;
         r.shape = t.shape;

@@ -100,8 +100,8 @@ uint64_t next_buffer_generation() {
 }
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training, int64_t logit_budget,
-                                          Recompute recompute, DType stored16) {
+                                          bool training, int64_t logit_budget, Recompute recompute,
+                                          DType stored16) {
     auto ws = std::make_unique<Workspace>();
     ws->generation = next_buffer_generation();
     ws->B = B;
@@ -132,8 +132,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
         for (int l = 0; l < c.n_layers; ++l) {
             LayerActs a = shared;
             if (recompute != Recompute::block) p.attention_part(a, B, T, norm2_gemm_only(c, l));
-            if (recompute == Recompute::none)
-                p.ffn_part(a, !c.is_moe_layer(l), c.is_moe_layer(l));
+            if (recompute == Recompute::none) p.ffn_part(a, !c.is_moe_layer(l), c.is_moe_layer(l));
             a.x_in = x;
             x = p.f32({N, D});
             ws->layers.push_back(a);

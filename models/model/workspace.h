@@ -36,14 +36,14 @@ struct FfnActs {
 };
 
 struct MoeActs {
-    Tensor logits, probs, lse;         // router [N, E], [N, E], [N] (softmax_topk)
-    Tensor topk_idx, topk_w;           // [N, k] i32, f32 (topk_w unused by hash routing)
-    Tensor counts;                     // [E] i32
-    Tensor row_token, slot_row;        // [N*k] i32 (Device::moe_sort)
-    Tensor xg, yrows;                  // expert input / output rows [N*k, D], sorted by expert
-                                       // (a 16-bit xg is gathered into yrows first)
-    FfnActs experts;                   // [N*k, F]
-    FfnActs shared;                    // [N, S*F]
+    Tensor logits, probs, lse;   // router [N, E], [N, E], [N] (softmax_topk)
+    Tensor topk_idx, topk_w;     // [N, k] i32, f32 (topk_w unused by hash routing)
+    Tensor counts;               // [E] i32
+    Tensor row_token, slot_row;  // [N*k] i32 (Device::moe_sort)
+    Tensor xg, yrows;            // expert input / output rows [N*k, D], sorted by expert
+                                 // (a 16-bit xg is gathered into yrows first)
+    FfnActs experts;             // [N*k, F]
+    FfnActs shared;              // [N, S*F]
 };
 
 struct LayerActs {
@@ -77,9 +77,9 @@ struct Workspace {
     int64_t N = 0;  // B*T rows
     bool training = false;
     Recompute recompute = Recompute::none;  // what the backward recomputes (training only)
-    DType stored16 = DType::f32;  // dtype of the GEMM-only activations (f32: all fp32)
+    DType stored16 = DType::f32;            // dtype of the GEMM-only activations (f32: all fp32)
     int64_t bytes = 0;                      // device bytes of every buffer planned below
-    Tensor ids, targets, pos_ids;  // i32 [N]
+    Tensor ids, targets, pos_ids;           // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
     NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
@@ -103,8 +103,8 @@ int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
 // `stored16`: the dtype training workspaces store the GEMM-only activations in (the compute
 // dtype of mixed precision, or f32); inference workspaces keep everything in f32.
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
-                                          bool training, int64_t logit_budget,
-                                          Recompute recompute, DType stored16);
+                                          bool training, int64_t logit_budget, Recompute recompute,
+                                          DType stored16);
 
 // ---- workspace_storage16.cpp ----
 // Whether layer l's FFN-norm output n2.y may be 16-bit: not when a softmax router reads it

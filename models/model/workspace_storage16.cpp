@@ -19,15 +19,15 @@ bool is_16bit(const Tensor& t) {
 
 void bind_norm(NormActs& a, const Tensor& transient) {
     if (!is_16bit(a.y)) return;
-    MT_CHECK(transient && transient.numel() >= a.y.numel(), "16-bit norm output ",
-             a.y.shape.str(), " has no f32 transient to be computed in");
+    MT_CHECK(transient && transient.numel() >= a.y.numel(), "16-bit norm output ", a.y.shape.str(),
+             " has no f32 transient to be computed in");
     a.y32 = transient;
 }
 
 void bind_ffn(FfnActs& a, const Tensor& transient) {
     if (!is_16bit(a.h)) return;
-    MT_CHECK(transient && transient.numel() >= a.h.numel(), "16-bit FFN hidden ",
-             a.h.shape.str(), " has no f32 transient to be computed in");
+    MT_CHECK(transient && transient.numel() >= a.h.numel(), "16-bit FFN hidden ", a.h.shape.str(),
+             " has no f32 transient to be computed in");
     a.h32 = transient;
 }
 

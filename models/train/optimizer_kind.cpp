@@ -6,9 +6,12 @@ namespace moetrain {
 
 const char* optimizer_name(OptimizerKind k) {
     switch (k) {
-        case OptimizerKind::adamw: return "adamw";
-        case OptimizerKind::sgd: return "sgd";
-        case OptimizerKind::adamw8bit: return "adamw8bit";
+        case OptimizerKind::adamw:
+            return "adamw";
+        case OptimizerKind::sgd:
+            return "sgd";
+        case OptimizerKind::adamw8bit:
+            return "adamw8bit";
     }
     fail("unknown OptimizerKind ", static_cast<int>(k));
 }

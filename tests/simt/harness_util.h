@@ -26,13 +26,18 @@ using FVec = std::vector<float>;
 // The two interleavings every kernel runs under (both shuffle thread and block order).
 constexpr uint64_t kSeeds[2] = {0x5eed1, 0x5eed2};
 
-inline FVec to_f32(const Vec& v) { return FVec(v.begin(), v.end()); }
-inline Vec to_f64(const FVec& v) { return Vec(v.begin(), v.end()); }
+inline FVec to_f32(const Vec& v) {
+    return FVec(v.begin(), v.end());
+}
+inline Vec to_f64(const FVec& v) {
+    return Vec(v.begin(), v.end());
+}
 
 // Bitwise equality of two results of the same op (NaN == NaN when the bits agree).
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // Runs op(seed) -> Result under both schedules; CHECKs the results are bit-identical (Result

@@ -77,10 +77,14 @@ char* stack_pool() {
     return pool;
 }
 
-Fiber& self() { return g_run->fibers[g_run->current]; }
+Fiber& self() {
+    return g_run->fibers[g_run->current];
+}
 
 // Switch from the running fiber back to the scheduler.
-void yield_to_scheduler() { swapcontext(&self().ctx, &g_run->sched); }
+void yield_to_scheduler() {
+    swapcontext(&self().ctx, &g_run->sched);
+}
 
 [[noreturn]] void fault(const std::string& msg) {
     Fiber& f = self();
@@ -117,7 +121,9 @@ std::string strip_template(const char* name) {
     return s;
 }
 
-std::string warp_name(int first) { return "warp " + std::to_string(first / 32); }
+std::string warp_name(int first) {
+    return "warp " + std::to_string(first / 32);
+}
 
 // Puts released fibers on the ready list (in a seed-dependent order).
 void make_ready(Run& run, std::vector<int> ids) {
@@ -144,7 +150,8 @@ void check_warp_arrival(Run& run, const Fiber& f) {
         }
         if (m.state != State::at_warp) return;  // not everyone has arrived yet
         if (m.op != f.op || m.mask != mask || m.width != f.width) {
-            run.fault = warp_name(first) + ": lanes of one mask are at different warp operations (divergent code)";
+            run.fault = warp_name(first) +
+                        ": lanes of one mask are at different warp operations (divergent code)";
             return;
         }
         lanes.push_back(first + l);
@@ -154,17 +161,27 @@ void check_warp_arrival(Run& run, const Fiber& f) {
         Fiber& m = run.fibers[t];
         int l = t - first, width = m.width, seg = l & ~(width - 1), src = l;
         switch (m.op) {
-            case WarpOp::shfl_idx: src = seg + (m.arg & (width - 1)); break;
-            case WarpOp::shfl_xor: src = ((l ^ m.arg) & ~(width - 1)) == seg ? (l ^ m.arg) : l; break;
-            case WarpOp::shfl_down: src = l - seg + m.arg < width ? l + m.arg : l; break;
-            case WarpOp::shfl_up: src = l - seg - m.arg >= 0 ? l - m.arg : l; break;
-            default: break;
+            case WarpOp::shfl_idx:
+                src = seg + (m.arg & (width - 1));
+                break;
+            case WarpOp::shfl_xor:
+                src = ((l ^ m.arg) & ~(width - 1)) == seg ? (l ^ m.arg) : l;
+                break;
+            case WarpOp::shfl_down:
+                src = l - seg + m.arg < width ? l + m.arg : l;
+                break;
+            case WarpOp::shfl_up:
+                src = l - seg - m.arg >= 0 ? l - m.arg : l;
+                break;
+            default:
+                break;
         }
         if (m.op == WarpOp::shfl_idx || m.op == WarpOp::shfl_xor || m.op == WarpOp::shfl_down ||
             m.op == WarpOp::shfl_up) {
             if (src >= size || !((mask >> src) & 1u)) {
-                run.fault = warp_name(first) + ": lane " + std::to_string(l) + " shuffles from lane " +
-                            std::to_string(src) + " which is not in the mask";
+                run.fault = warp_name(first) + ": lane " + std::to_string(l) +
+                            " shuffles from lane " + std::to_string(src) +
+                            " which is not in the mask";
                 return;
             }
             m.result = run.fibers[first + src].bits;
@@ -174,7 +191,9 @@ void check_warp_arrival(Run& run, const Fiber& f) {
             unsigned ballot = 0;
             for (int o : lanes)
                 if (run.fibers[o].bits) ballot |= 1u << (o - first);
-            m.result = m.op == WarpOp::ballot ? ballot : m.op == WarpOp::any ? (ballot != 0) : (ballot == mask);
+            m.result = m.op == WarpOp::ballot ? ballot
+                       : m.op == WarpOp::any  ? (ballot != 0)
+                                              : (ballot == mask);
         }
     }
     make_ready(run, lanes);
@@ -210,8 +229,8 @@ void check_exit(Run& run, const Fiber& f) {
     int size = std::min<int>(32, static_cast<int>(run.fibers.size()) - first);
     for (const Fiber& m : run.fibers) {
         if (m.state == State::at_barrier) {
-            run.fault = "a thread returned while others wait at __syncthreads (" + std::string(m.file) +
-                        ":" + std::to_string(m.line) + ")";
+            run.fault = "a thread returned while others wait at __syncthreads (" +
+                        std::string(m.file) + ":" + std::to_string(m.line) + ")";
             return;
         }
     }
@@ -236,8 +255,10 @@ std::string describe_states(const Run& run) {
 // Takes the next fiber to run off the ready list according to the policy.
 int next_ready(Run& run) {
     size_t i = 0;
-    if (run.policy == Policy::random) i = std::uniform_int_distribution<size_t>(0, run.ready.size() - 1)(*run.rng);
-    else if (run.policy == Policy::newest_first) i = run.ready.size() - 1;
+    if (run.policy == Policy::random)
+        i = std::uniform_int_distribution<size_t>(0, run.ready.size() - 1)(*run.rng);
+    else if (run.policy == Policy::newest_first)
+        i = run.ready.size() - 1;
     int t = run.ready[i];
     run.ready.erase(run.ready.begin() + static_cast<std::ptrdiff_t>(i));
     return t;
@@ -281,8 +302,10 @@ void run_block(Run& run, unsigned nthreads) {
         int t = next_ready(run);
         resume(run, t);
         Fiber& f = run.fibers[t];
-        if (f.state == State::at_warp) check_warp_arrival(run, f);
-        else if (f.state == State::at_barrier) check_barrier_arrival(run, f);
+        if (f.state == State::at_warp)
+            check_warp_arrival(run, f);
+        else if (f.state == State::at_barrier)
+            check_barrier_arrival(run, f);
         else if (f.state == State::done) {
             done++;
             check_exit(run, f);
@@ -293,9 +316,15 @@ void run_block(Run& run, unsigned nthreads) {
 
 }  // namespace
 
-unsigned char* dynamic_shared() { return g_dyn_smem; }
-void count_vector_access() { g_vector_accesses.fetch_add(1, std::memory_order_relaxed); }
-uint64_t vector_accesses() { return g_vector_accesses.load(std::memory_order_relaxed); }
+unsigned char* dynamic_shared() {
+    return g_dyn_smem;
+}
+void count_vector_access() {
+    g_vector_accesses.fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t vector_accesses() {
+    return g_vector_accesses.load(std::memory_order_relaxed);
+}
 void misaligned_vector_access(const void* p, size_t bytes) {
     char where[32];
     std::snprintf(where, sizeof where, "%p", p);
@@ -303,9 +332,15 @@ void misaligned_vector_access(const void* p, size_t bytes) {
                 " (address mod " + std::to_string(bytes) + " = " +
                 std::to_string(reinterpret_cast<uintptr_t>(p) % bytes) + ")");
 }
-void set_seed(uint64_t seed) { g_seed = seed; }
-uint64_t seed() { return g_seed; }
-const std::set<std::string>& launched_kernels() { return g_launched; }
+void set_seed(uint64_t seed) {
+    g_seed = seed;
+}
+uint64_t seed() {
+    return g_seed;
+}
+const std::set<std::string>& launched_kernels() {
+    return g_launched;
+}
 
 void block_barrier(const char* file, int line) {
     if (!g_run || g_run->current < 0) throw Error("__syncthreads outside a kernel");
@@ -325,7 +360,8 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int wid
     if (!((mask >> lane) & 1u)) fault("warp operation with a mask that excludes the calling lane");
     if (warp_size < 32 && (mask >> warp_size) != 0)
         fault("warp mask names lanes beyond the end of a partial warp");
-    if (width < 1 || width > 32 || (width & (width - 1)) != 0) fault("shuffle width not a power of 2 <= 32");
+    if (width < 1 || width > 32 || (width & (width - 1)) != 0)
+        fault("shuffle width not a power of 2 <= 32");
     f.op = op;
     f.mask = mask;
     f.bits = bits;
@@ -341,11 +377,15 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
     std::string kname = strip_template(name);
     uint64_t nthreads = uint64_t(block.x) * block.y * block.z;
     auto bad = [&](const std::string& why) { throw Error("launch of " + kname + ": " + why); };
-    if (nthreads == 0 || nthreads > kMaxThreads) bad("block of " + std::to_string(nthreads) + " threads (1..1024)");
-    if (block.x > 1024 || block.y > 1024 || block.z > 64) bad("block dimension over the CUDA limit");
+    if (nthreads == 0 || nthreads > kMaxThreads)
+        bad("block of " + std::to_string(nthreads) + " threads (1..1024)");
+    if (block.x > 1024 || block.y > 1024 || block.z > 64)
+        bad("block dimension over the CUDA limit");
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) bad("empty grid");
-    if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) bad("grid dimension over the CUDA limit");
-    if (shmem > kSimtMaxSharedBytes) bad("dynamic shared memory " + std::to_string(shmem) + " bytes > 48 KiB");
+    if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        bad("grid dimension over the CUDA limit");
+    if (shmem > kSimtMaxSharedBytes)
+        bad("dynamic shared memory " + std::to_string(shmem) + " bytes > 48 KiB");
     if (g_run) bad("nested launch");
     g_launched.insert(kname);
     g_launches++;
@@ -360,7 +400,9 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
     Run run;
     run.body = &body;
     run.rng = &rng;
-    run.policy = g_seed == 0 ? Policy::in_order : (g_seed & 1) ? Policy::random : Policy::newest_first;
+    run.policy = g_seed == 0    ? Policy::in_order
+                 : (g_seed & 1) ? Policy::random
+                                : Policy::newest_first;
     g_run = &run;
     gridDim = grid;
     blockDim = block;
@@ -388,7 +430,11 @@ void submit(std::function<void()> work) {
         work();
 }
 
-void set_capture_list(std::vector<std::function<void()>>* list) { g_capture = list; }
-std::vector<std::function<void()>>* capture_list() { return g_capture; }
+void set_capture_list(std::vector<std::function<void()>>* list) {
+    g_capture = list;
+}
+std::vector<std::function<void()>>* capture_list() {
+    return g_capture;
+}
 
 }  // namespace simt

@@ -15,8 +15,9 @@
 //    arrives, and the scheduler then picks the next ready thread by the seed: 0 = oldest first
 //    (blocks in order); odd = uniformly at random; even = newest first, so a released warp runs
 //    ahead of the rest of its block. Non-zero seeds also shuffle the block order. A missing
-//    barrier or an order-dependent race therefore gives a wrong or varying result. Misuse (divergent barriers, a shuffle
-//    naming a lane outside its mask, deadlock, too large a block) throws simt::Error.
+//    barrier or an order-dependent race therefore gives a wrong or varying result. Misuse
+//    (divergent barriers, a shuffle naming a lane outside its mask, deadlock, too large a block)
+//    throws simt::Error.
 // kernels_cuda/README.md lists exactly what kernel code may use; nothing else is provided.
 #pragma once
 
@@ -66,9 +67,15 @@ struct alignas(8) uint2 {
 struct alignas(16) uint4 {
     unsigned x, y, z, w;
 };
-inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline float4 make_float4(float x, float y, float z, float w) {
+    return {x, y, z, w};
+}
+inline uint2 make_uint2(unsigned x, unsigned y) {
+    return {x, y};
+}
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+    return {x, y, z, w};
+}
 extern thread_local uint3 threadIdx;
 extern thread_local uint3 blockIdx;
 extern thread_local dim3 blockDim;
@@ -79,7 +86,7 @@ constexpr size_t kSimtMaxSharedBytes = 48 * 1024;
 namespace simt {
 
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -188,18 +195,30 @@ inline unsigned simt_vote(simt::WarpOp op, unsigned mask, int pred) {
     SIMT_FENCE();
     return r;
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) { return simt_vote(simt::WarpOp::ballot, mask, pred); }
-inline int __any_sync(unsigned mask, int pred) { return static_cast<int>(simt_vote(simt::WarpOp::any, mask, pred)); }
-inline int __all_sync(unsigned mask, int pred) { return static_cast<int>(simt_vote(simt::WarpOp::all, mask, pred)); }
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+    return simt_vote(simt::WarpOp::ballot, mask, pred);
+}
+inline int __any_sync(unsigned mask, int pred) {
+    return static_cast<int>(simt_vote(simt::WarpOp::any, mask, pred));
+}
+inline int __all_sync(unsigned mask, int pred) {
+    return static_cast<int>(simt_vote(simt::WarpOp::all, mask, pred));
+}
 
 // ---- atomics (real atomics on the addressed object) ----
 template <typename T>
 T simt_atomic_add(T* p, T v) {
     return std::atomic_ref<T>(*p).fetch_add(v);
 }
-inline float atomicAdd(float* p, float v) { return simt_atomic_add(p, v); }
-inline int atomicAdd(int* p, int v) { return simt_atomic_add(p, v); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { return simt_atomic_add(p, v); }
+inline float atomicAdd(float* p, float v) {
+    return simt_atomic_add(p, v);
+}
+inline int atomicAdd(int* p, int v) {
+    return simt_atomic_add(p, v);
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    return simt_atomic_add(p, v);
+}
 inline int atomicMax(int* p, int v) {
     std::atomic_ref<int> a(*p);
     int old = a.load();
@@ -215,14 +234,32 @@ inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned desired) {
     std::atomic_ref<unsigned>(*p).compare_exchange_strong(expected, desired);
     return expected;
 }
-inline int atomicExch(int* p, int v) { return std::atomic_ref<int>(*p).exchange(v); }
+inline int atomicExch(int* p, int v) {
+    return std::atomic_ref<int>(*p).exchange(v);
+}
 
 // ---- intrinsics ----
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
-inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
-inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
-inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
-inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
-inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline int __popc(unsigned x) {
+    return __builtin_popcount(x);
+}
+inline int __ffs(int x) {
+    return __builtin_ffs(x);
+}
+inline int __clz(int x) {
+    return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x));
+}
+inline unsigned __float_as_uint(float f) {
+    return std::bit_cast<unsigned>(f);
+}
+inline float __uint_as_float(unsigned u) {
+    return std::bit_cast<float>(u);
+}
+inline int __float_as_int(float f) {
+    return std::bit_cast<int>(f);
+}
+inline float __int_as_float(int i) {
+    return std::bit_cast<float>(i);
+}
+inline float rsqrtf(float x) {
+    return 1.0f / std::sqrt(x);
+}

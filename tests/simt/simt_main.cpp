@@ -15,8 +15,10 @@ int main(int argc, char** argv) {
     if (context.shouldExit() || rc != 0 || argc > 1) return rc;
     auto missing = simt_test::untested_kernels(MOETRAIN_KERNELS_CUDA_DIR, simt::launched_kernels());
     if (!missing.empty()) {
-        std::fprintf(stderr, "SIMT coverage: %zu kernel(s) in kernels_cuda/ were never launched "
-                             "by a harness test:\n", missing.size());
+        std::fprintf(stderr,
+                     "SIMT coverage: %zu kernel(s) in kernels_cuda/ were never launched "
+                     "by a harness test:\n",
+                     missing.size());
         for (auto& m : missing) std::fprintf(stderr, "  %s\n", m.c_str());
         return 1;
     }

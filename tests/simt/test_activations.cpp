@@ -22,7 +22,8 @@ TEST_CASE("simt: activations act_fwd, act_bwd, swiglu") {
             auto got = two_schedules("act", [&] {
                 FVec fx = to_f32(x), fdy = to_f32(dy), y(n), dx(n);
                 mtk::act_fwd(nullptr, static_cast<mtk::ActKind>(a), y.data(), fx.data(), n);
-                mtk::act_bwd(nullptr, static_cast<mtk::ActKind>(a), dx.data(), fdy.data(), fx.data(), n);
+                mtk::act_bwd(nullptr, static_cast<mtk::ActKind>(a), dx.data(), fdy.data(),
+                             fx.data(), n);
                 return std::make_pair(y, dx);
             });
             Vec wy(n), wdx(n);
@@ -65,7 +66,8 @@ TEST_CASE("simt: activations softmax rows, in place") {
     }
 }
 
-TEST_CASE("simt: activations act_fwd, act_bwd, swiglu on aligned, offset and mismatched arguments") {
+TEST_CASE(
+    "simt: activations act_fwd, act_bwd, swiglu on aligned, offset and mismatched arguments") {
     for (int64_t n : vector_sizes()) {
         CAPTURE(n);
         Rng rng(static_cast<uint64_t>(n) + 15);
@@ -74,33 +76,48 @@ TEST_CASE("simt: activations act_fwd, act_bwd, swiglu on aligned, offset and mis
         for (Act a : {Act::gelu, Act::relu, Act::silu}) {
             CAPTURE(static_cast<int>(a));
             const auto kind = static_cast<mtk::ActKind>(a);
-            auto y = across_placements("act_fwd", [&](const Placement& p) {
-                Placed<float> out(FVec(n, 0.0f), p.offset(0)), in(to_f32(x), p.offset(1));
-                mtk::act_fwd(nullptr, kind, out.data(), in.data(), n);
-                return out.values();
-            }, groups);
-            auto dx = across_placements("act_bwd", [&](const Placement& p) {
-                Placed<float> out(FVec(n, 0.0f), p.offset(0)), d(to_f32(dy), p.offset(1)), in(to_f32(x), p.offset(2));
-                mtk::act_bwd(nullptr, kind, out.data(), d.data(), in.data(), n);
-                return out.values();
-            }, groups);
+            auto y = across_placements(
+                "act_fwd",
+                [&](const Placement& p) {
+                    Placed<float> out(FVec(n, 0.0f), p.offset(0)), in(to_f32(x), p.offset(1));
+                    mtk::act_fwd(nullptr, kind, out.data(), in.data(), n);
+                    return out.values();
+                },
+                groups);
+            auto dx = across_placements(
+                "act_bwd",
+                [&](const Placement& p) {
+                    Placed<float> out(FVec(n, 0.0f), p.offset(0)), d(to_f32(dy), p.offset(1)),
+                        in(to_f32(x), p.offset(2));
+                    mtk::act_bwd(nullptr, kind, out.data(), d.data(), in.data(), n);
+                    return out.values();
+                },
+                groups);
             Vec wy(n), wdx(n);
             ref::act_fwd(a, wy, x, n);
             ref::act_bwd(a, wdx, dy, x, n);
             check_close(y, wy, Tol{1e-5, 1e-6}, "act_fwd");
             check_close(dx, wdx, Tol{1e-5, 1e-6}, "act_bwd");
         }
-        auto h = across_placements("swiglu_fwd", [&](const Placement& p) {
-            Placed<float> out(FVec(n, 0.0f), p.offset(0)), g(to_f32(x), p.offset(1)), u(to_f32(up), p.offset(2));
-            mtk::swiglu_fwd(nullptr, out.data(), g.data(), u.data(), n);
-            return out.values();
-        }, groups);
-        auto grads = across_placements("swiglu_bwd", [&](const Placement& p) {
-            Placed<float> dg(FVec(n, 0.0f), p.offset(0)), du(FVec(n, 0.0f), p.offset(1)),
-                dh(to_f32(dy), p.offset(2)), g(to_f32(x), p.offset(3)), u(to_f32(up), p.offset(4));
-            mtk::swiglu_bwd(nullptr, dg.data(), du.data(), dh.data(), g.data(), u.data(), n);
-            return std::make_pair(dg.values(), du.values());
-        }, groups);
+        auto h = across_placements(
+            "swiglu_fwd",
+            [&](const Placement& p) {
+                Placed<float> out(FVec(n, 0.0f), p.offset(0)), g(to_f32(x), p.offset(1)),
+                    u(to_f32(up), p.offset(2));
+                mtk::swiglu_fwd(nullptr, out.data(), g.data(), u.data(), n);
+                return out.values();
+            },
+            groups);
+        auto grads = across_placements(
+            "swiglu_bwd",
+            [&](const Placement& p) {
+                Placed<float> dg(FVec(n, 0.0f), p.offset(0)), du(FVec(n, 0.0f), p.offset(1)),
+                    dh(to_f32(dy), p.offset(2)), g(to_f32(x), p.offset(3)),
+                    u(to_f32(up), p.offset(4));
+                mtk::swiglu_bwd(nullptr, dg.data(), du.data(), dh.data(), g.data(), u.data(), n);
+                return std::make_pair(dg.values(), du.values());
+            },
+            groups);
         Vec wh(n), wdg(n), wdu(n);
         ref::swiglu_fwd(wh, x, up, n);
         ref::swiglu_bwd(wdg, wdu, dy, x, up, n);

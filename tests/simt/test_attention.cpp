@@ -17,12 +17,12 @@ struct AttnCase {
     int64_t B, Tq, Tk, S, H, K, hd;
 };
 const AttnCase kCases[] = {
-    {1, 1, 1, 1, 1, 1, 1},     // the smallest
-    {2, 5, 5, 5, 4, 2, 7},     // GQA, odd hd
-    {1, 3, 9, 12, 2, 1, 40},   // MQA, KV cache with spare capacity, 2 values per lane
-    {1, 37, 37, 40, 2, 2, 64}, // keys straddle the 32-key tile
-    {1, 6, 20, 20, 3, 3, 100}, // 4 values per lane
-    {1, 18, 18, 19, 2, 1, 130},// 8 values per lane, 16-key tiles
+    {1, 1, 1, 1, 1, 1, 1},       // the smallest
+    {2, 5, 5, 5, 4, 2, 7},       // GQA, odd hd
+    {1, 3, 9, 12, 2, 1, 40},     // MQA, KV cache with spare capacity, 2 values per lane
+    {1, 37, 37, 40, 2, 2, 64},   // keys straddle the 32-key tile
+    {1, 6, 20, 20, 3, 3, 100},   // 4 values per lane
+    {1, 18, 18, 19, 2, 1, 130},  // 8 values per lane, 16-key tiles
 };
 }  // namespace
 
@@ -43,8 +43,10 @@ TEST_CASE("simt: attention forward and backward") {
         Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
         auto run_fwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
-                FVec o(nq, NAN), lse(c.B * c.H * c.Tq, NAN), fq = to_f32(q), fk = to_f32(k), fv = to_f32(v);
-                mtk::attention_fwd(nullptr, o.data(), lse.data(), fq.data(), fk.data(), fv.data(), shape, scale);
+                FVec o(nq, NAN), lse(c.B * c.H * c.Tq, NAN), fq = to_f32(q), fk = to_f32(k),
+                                                             fv = to_f32(v);
+                mtk::attention_fwd(nullptr, o.data(), lse.data(), fq.data(), fk.data(), fv.data(),
+                                   shape, scale);
                 return std::make_pair(o, lse);
             });
         };
@@ -56,10 +58,13 @@ TEST_CASE("simt: attention forward and backward") {
 
         auto run_bwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
-                FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN), fq = to_f32(q), fk = to_f32(k), fv = to_f32(v);
-                FVec fd = to_f32(dout), scratch(mtk::attn_bwd_scratch_bytes(c.B, c.H, c.Tq) / sizeof(float), NAN);
-                mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), fd.data(), fq.data(), fk.data(),
-                                   fv.data(), fwd.first.data(), fwd.second.data(), shape, scale, scratch.data());
+                FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN), fq = to_f32(q), fk = to_f32(k),
+                                                            fv = to_f32(v);
+                FVec fd = to_f32(dout),
+                     scratch(mtk::attn_bwd_scratch_bytes(c.B, c.H, c.Tq) / sizeof(float), NAN);
+                mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), fd.data(), fq.data(),
+                                   fk.data(), fv.data(), fwd.first.data(), fwd.second.data(), shape,
+                                   scale, scratch.data());
                 return std::make_tuple(dq, dk, dv);
             });
         };

@@ -17,17 +17,20 @@ TEST_CASE("simt: convert between f32, bf16 and f16") {
     Rng rng(3);
     Vec x = rng.normal(1023, 100.0);
     // Exact ties, huge, tiny and subnormal values.
-    Vec special = {0.0, -0.0, 1.0 + 1.0 / 256, 1.0 + 3.0 / 256, 65504.0, 70000.0, -1e30, 6e-8, 1e-40, 3.0e-5};
+    Vec special = {0.0,   -0.0, 1.0 + 1.0 / 256, 1.0 + 3.0 / 256, 65504.0, 70000.0,
+                   -1e30, 6e-8, 1e-40,           3.0e-5};
     for (double v : special) x.push_back(static_cast<float>(v));
     const int64_t n = static_cast<int64_t>(x.size());
-    for (auto [kind, dt] : {std::pair{mtk::FloatKind::bf16, DType::bf16}, {mtk::FloatKind::f16, DType::f16}}) {
+    for (auto [kind, dt] :
+         {std::pair{mtk::FloatKind::bf16, DType::bf16}, {mtk::FloatKind::f16, DType::f16}}) {
         CAPTURE(static_cast<int>(dt));
         auto got = two_schedules("convert", [&] {
             FVec fx = to_f32(x), back(n), f32copy(n);
             std::vector<uint16_t> h(n);
             mtk::convert(nullptr, h.data(), kind, fx.data(), mtk::FloatKind::f32, n);
             mtk::convert(nullptr, back.data(), mtk::FloatKind::f32, h.data(), kind, n);
-            mtk::convert(nullptr, f32copy.data(), mtk::FloatKind::f32, fx.data(), mtk::FloatKind::f32, n);
+            mtk::convert(nullptr, f32copy.data(), mtk::FloatKind::f32, fx.data(),
+                         mtk::FloatKind::f32, n);
             return std::make_pair(back, f32copy);
         });
         Vec want(n);
@@ -45,7 +48,8 @@ TEST_CASE("simt: convert between f32, bf16 and f16") {
     mtk::convert(nullptr, h.data(), mtk::FloatKind::f16, b.data(), mtk::FloatKind::bf16, n);
     mtk::convert(nullptr, back.data(), mtk::FloatKind::f32, h.data(), mtk::FloatKind::f16, n);
     for (int64_t i = 0; i < n; ++i)
-        REQUIRE(back[i] == static_cast<float>(ref::round_to(ref::round_to(x[i], DType::bf16), DType::f16)));
+        REQUIRE(back[i] ==
+                static_cast<float>(ref::round_to(ref::round_to(x[i], DType::bf16), DType::f16)));
 }
 
 TEST_CASE("simt: convert on aligned, offset and mismatched arguments") {
@@ -63,20 +67,26 @@ TEST_CASE("simt: convert on aligned, offset and mismatched arguments") {
         auto groups = [&](const Placement& p) { return groups_possible(p, n, 4); };
         // dst: argument 0, src: argument 1; every result is checked against the host rounding.
         auto to16 = [&](FloatKind kind, const auto& src, FloatKind src_kind) {
-            return across_placements("convert to 16-bit", [&](const Placement& p) {
-                Placed<uint16_t> out(std::vector<uint16_t>(n, 0), p.offset(0));
-                Placed<typename std::decay_t<decltype(src)>::value_type> in(src, p.offset(1));
-                mtk::convert(nullptr, out.data(), kind, in.data(), src_kind, n);
-                return out.values();
-            }, groups);
+            return across_placements(
+                "convert to 16-bit",
+                [&](const Placement& p) {
+                    Placed<uint16_t> out(std::vector<uint16_t>(n, 0), p.offset(0));
+                    Placed<typename std::decay_t<decltype(src)>::value_type> in(src, p.offset(1));
+                    mtk::convert(nullptr, out.data(), kind, in.data(), src_kind, n);
+                    return out.values();
+                },
+                groups);
         };
         auto to32 = [&](const auto& src, FloatKind src_kind) {
-            return across_placements("convert to f32", [&](const Placement& p) {
-                Placed<float> out(FVec(n, 0.0f), p.offset(0));
-                Placed<typename std::decay_t<decltype(src)>::value_type> in(src, p.offset(1));
-                mtk::convert(nullptr, out.data(), FloatKind::f32, in.data(), src_kind, n);
-                return out.values();
-            }, groups);
+            return across_placements(
+                "convert to f32",
+                [&](const Placement& p) {
+                    Placed<float> out(FVec(n, 0.0f), p.offset(0));
+                    Placed<typename std::decay_t<decltype(src)>::value_type> in(src, p.offset(1));
+                    mtk::convert(nullptr, out.data(), FloatKind::f32, in.data(), src_kind, n);
+                    return out.values();
+                },
+                groups);
         };
         CHECK(to16(FloatKind::bf16, fx, FloatKind::f32) == b);
         CHECK(to16(FloatKind::f16, fx, FloatKind::f32) == h);

@@ -27,7 +27,7 @@ namespace {
 
 // malloc-backed "device" with an optional capacity, counting calls.
 class FakeDevice final : public RawAllocator {
-public:
+  public:
     struct Log {
         size_t capacity = SIZE_MAX, used = 0;
         int allocs = 0, releases = 0;
@@ -50,7 +50,7 @@ public:
         std::free(p);
     }
 
-private:
+  private:
     Log& log_;
     std::map<void*, size_t> sizes_;
 };
@@ -107,7 +107,7 @@ TEST_CASE("cuda host: out of memory returns the cache, retries, then throws one 
     void* p1 = a.allocate(1 << 20);
     void* p2 = a.allocate(1 << 20);
     a.free(p1);
-    a.free(p2);  // 2 MiB cached in the 1 MiB class
+    a.free(p2);                       // 2 MiB cached in the 1 MiB class
     void* big = a.allocate(2 << 20);  // does not fit next to the cache: flush + retry succeeds
     CHECK(big != nullptr);
     CHECK(a.stats().cache_flushes == 1);
@@ -130,8 +130,10 @@ TEST_CASE("cuda host: CUDA and cuBLAS statuses map to one line naming the call")
     CHECK(format_status("cudaMalloc", "out of memory", "cudaErrorMemoryAllocation") ==
           "cudaMalloc: out of memory (cudaErrorMemoryAllocation)");
     CHECK(format_status("", nullptr, nullptr) == "unknown error (unknown status)");
-    CHECK(describe(cudaErrorInsufficientDriver).find("(cudaErrorInsufficientDriver)") != std::string::npos);
-    CHECK(describe(CUBLAS_STATUS_NOT_INITIALIZED).find("(CUBLAS_STATUS_NOT_INITIALIZED)") != std::string::npos);
+    CHECK(describe(cudaErrorInsufficientDriver).find("(cudaErrorInsufficientDriver)") !=
+          std::string::npos);
+    CHECK(describe(CUBLAS_STATUS_NOT_INITIALIZED).find("(CUBLAS_STATUS_NOT_INITIALIZED)") !=
+          std::string::npos);
     CHECK_THROWS_WITH_AS(check_cuda(cudaErrorMemoryAllocation, "cudaMalloc of 4096 bytes"),
                          doctest::Contains("CUDA cudaMalloc of 4096 bytes: "), moetrain::Error);
     CHECK_THROWS_WITH_AS(check_cublas(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmStridedBatchedEx"),
@@ -141,15 +143,18 @@ TEST_CASE("cuda host: CUDA and cuBLAS statuses map to one line naming the call")
 
 namespace {
 // cuBLAS's column-major strided-batched GEMM semantics, on the host.
-void column_major_gemm(const moetrain::cuda::ColumnMajorGemm& g, double alpha, const std::vector<double>& A,
-                       const std::vector<double>& B, double beta, std::vector<double>& C) {
+void column_major_gemm(const moetrain::cuda::ColumnMajorGemm& g, double alpha,
+                       const std::vector<double>& A, const std::vector<double>& B, double beta,
+                       std::vector<double>& C) {
     for (int bt = 0; bt < g.batch; ++bt)
         for (int i = 0; i < g.m; ++i)
             for (int j = 0; j < g.n; ++j) {
                 double acc = 0;
                 for (int p = 0; p < g.k; ++p) {
-                    double a = g.transa == CUBLAS_OP_N ? A[bt * g.stride_a + i + p * g.lda] : A[bt * g.stride_a + p + i * g.lda];
-                    double b = g.transb == CUBLAS_OP_N ? B[bt * g.stride_b + p + j * g.ldb] : B[bt * g.stride_b + j + p * g.ldb];
+                    double a = g.transa == CUBLAS_OP_N ? A[bt * g.stride_a + i + p * g.lda]
+                                                       : A[bt * g.stride_a + p + i * g.lda];
+                    double b = g.transb == CUBLAS_OP_N ? B[bt * g.stride_b + p + j * g.ldb]
+                                                       : B[bt * g.stride_b + j + p * g.ldb];
                     acc += a * b;
                 }
                 double& c = C[bt * g.stride_c + i + j * g.ldc];
@@ -180,7 +185,8 @@ TEST_CASE("cuda host: row-major GEMM maps onto cuBLAS column-major exactly") {
             for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>((i * 5) % 13) - 6;
             for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<double>(i % 9);
             std::vector<double> want = c, got = c;
-            moetrain::ref::Gemm rg{ta, tb, g.m, g.n, g.k, g.alpha, g.beta, g.lda, g.ldb, g.ldc,
+            moetrain::ref::Gemm rg{ta,      tb,         g.m,        g.n,       g.k,
+                                   g.alpha, g.beta,     g.lda,      g.ldb,     g.ldc,
                                    g.batch, g.stride_a, g.stride_b, g.stride_c};
             moetrain::ref::gemm(rg, a, b, want);
             auto cm = moetrain::cuda::to_column_major(g);
@@ -190,8 +196,8 @@ TEST_CASE("cuda host: row-major GEMM maps onto cuBLAS column-major exactly") {
     moetrain::GemmArgs huge;
     huge.m = int64_t(1) << 31;
     huge.n = huge.k = huge.lda = huge.ldb = huge.ldc = 1;
-    CHECK_THROWS_WITH_AS(moetrain::cuda::to_column_major(huge), doctest::Contains("does not fit cuBLAS"),
-                         moetrain::Error);
+    CHECK_THROWS_WITH_AS(moetrain::cuda::to_column_major(huge),
+                         doctest::Contains("does not fit cuBLAS"), moetrain::Error);
 }
 
 TEST_CASE("cuda host: the registry lists cuda with the runtime's reason when no GPU is usable") {

@@ -88,21 +88,28 @@ TEST_CASE("simt: elementwise add, axpby on aligned, offset and mismatched argume
         Rng rng(static_cast<uint64_t>(n) + 11);
         Vec a = rng.normal(n), b = rng.normal(n), y0 = rng.normal(n);
         auto groups = [&](const Placement& p) { return groups_possible(p, n, 4); };
-        auto sum = across_placements("add", [&](const Placement& p) {
-            Placed<float> out(to_f32(a), p.offset(0)), pb(to_f32(b), p.offset(1));
-            mtk::add(nullptr, out.data(), out.data(), pb.data(), n);  // out aliases a
-            return out.values();
-        }, groups);
+        auto sum = across_placements(
+            "add",
+            [&](const Placement& p) {
+                Placed<float> out(to_f32(a), p.offset(0)), pb(to_f32(b), p.offset(1));
+                mtk::add(nullptr, out.data(), out.data(), pb.data(), n);  // out aliases a
+                return out.values();
+            },
+            groups);
         Vec want(n);
         ref::add(want, a, b, n);
         check_close(sum, want, Tol{}, "add");
         for (float beta : {0.0f, -0.75f}) {
             CAPTURE(beta);
-            auto y = across_placements("axpby", [&](const Placement& p) {
-                Placed<float> py(beta == 0.0f ? FVec(n, NAN) : to_f32(y0), p.offset(0)), px(to_f32(a), p.offset(1));
-                mtk::axpby(nullptr, py.data(), 1.5f, px.data(), beta, n);
-                return py.values();
-            }, groups);
+            auto y = across_placements(
+                "axpby",
+                [&](const Placement& p) {
+                    Placed<float> py(beta == 0.0f ? FVec(n, NAN) : to_f32(y0), p.offset(0)),
+                        px(to_f32(a), p.offset(1));
+                    mtk::axpby(nullptr, py.data(), 1.5f, px.data(), beta, n);
+                    return py.values();
+                },
+                groups);
             Vec wy = beta == 0.0f ? Vec(n, 0.0) : y0;
             ref::axpby(wy, 1.5, a, beta, n);
             check_close(y, wy, Tol{}, "axpby");
@@ -111,18 +118,24 @@ TEST_CASE("simt: elementwise add, axpby on aligned, offset and mismatched argume
 }
 
 TEST_CASE("simt: elementwise add_bias on aligned, offset and mismatched arguments") {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 4}, {3, 7}, {17, 32}, {5, 256}, {2, 2}}) {
+    for (auto [rows, cols] :
+         {std::pair<int64_t, int64_t>{1, 4}, {3, 7}, {17, 32}, {5, 256}, {2, 2}}) {
         CAPTURE(rows);
         CAPTURE(cols);
         Rng rng(static_cast<uint64_t>(rows * 100 + cols));
         Vec y0 = rng.normal(rows * cols), bias = rng.normal(cols);
         // Groups only when every row and the bias start one: cols % 4 == 0, both aligned.
-        auto groups = [&](const Placement& p) { return cols % 4 == 0 && p.first % 4 == 0 && p.rest % 4 == 0; };
-        auto got = across_placements("add_bias", [&](const Placement& p) {
-            Placed<float> y(to_f32(y0), p.offset(0)), b(to_f32(bias), p.offset(1));
-            mtk::add_bias(nullptr, y.data(), b.data(), rows, cols);
-            return y.values();
-        }, groups);
+        auto groups = [&](const Placement& p) {
+            return cols % 4 == 0 && p.first % 4 == 0 && p.rest % 4 == 0;
+        };
+        auto got = across_placements(
+            "add_bias",
+            [&](const Placement& p) {
+                Placed<float> y(to_f32(y0), p.offset(0)), b(to_f32(bias), p.offset(1));
+                mtk::add_bias(nullptr, y.data(), b.data(), rows, cols);
+                return y.values();
+            },
+            groups);
         Vec want = y0;
         ref::add_bias(want, bias, rows, cols);
         check_close(got, want, Tol{}, "add_bias");
@@ -133,11 +146,14 @@ TEST_CASE("simt: elementwise fill at aligned and offset starts (16-byte stores)"
     auto check_fill = [](auto zero, int elem_bytes, uint32_t bits, int64_t n) {
         using T = decltype(zero);
         const int64_t width = 16 / elem_bytes;
-        auto got = across_placements("fill", [&](const Placement& p) {
-            Placed<T> out(std::vector<T>(n, T(7)), p.offset(0));
-            mtk::fill(nullptr, out.data(), elem_bytes, bits, n);
-            return out.values();
-        }, [&](const Placement& p) { return groups_possible(p, n, width, true); });
+        auto got = across_placements(
+            "fill",
+            [&](const Placement& p) {
+                Placed<T> out(std::vector<T>(n, T(7)), p.offset(0));
+                mtk::fill(nullptr, out.data(), elem_bytes, bits, n);
+                return out.values();
+            },
+            [&](const Placement& p) { return groups_possible(p, n, width, true); });
         for (int64_t i = 0; i < n; ++i) REQUIRE(got[i] == static_cast<T>(bits));
     };
     for (int64_t n : {int64_t(1), int64_t(5), int64_t(16), int64_t(37), int64_t(4099)}) {

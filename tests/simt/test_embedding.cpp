@@ -20,7 +20,8 @@ TEST_CASE("simt: embedding forward and backward") {
             auto got = two_schedules("embedding_fwd", [&] {
                 FVec out = to_f32(out0), ft = to_f32(table);
                 IVec err = {0, 0};
-                mtk::embedding_fwd(nullptr, out.data(), ft.data(), V, ids.data(), n, dim, acc, err.data());
+                mtk::embedding_fwd(nullptr, out.data(), ft.data(), V, ids.data(), n, dim, acc,
+                                   err.data());
                 CHECK(err[0] == 0);
                 return out;
             });

@@ -32,7 +32,7 @@ struct Case {
 // Capacities and sizes: TM = 1 (small capacities), TM = 8 and 64 (big tiles, remainders,
 // dummies), empty groups, everything in one group, unused capacity.
 const Case kCases[] = {
-    {9, {3, 0, 5, 1}}, {17, {0, 0, 17, 0}}, {11, {4, 2}}, {6, {0, 0, 0}},
+    {9, {3, 0, 5, 1}},     {17, {0, 0, 17, 0}},     {11, {4, 2}},  {6, {0, 0, 0}},
     {300, {0, 150, 7, 0}}, {301, {13, 0, 200, 29}}, {1000, {999}},
 };
 
@@ -62,7 +62,9 @@ struct Stored {
             h.push_back(t == DType::bf16 ? moetrain::f32_to_bf16(static_cast<float>(x))
                                          : moetrain::f32_to_f16(static_cast<float>(x)));
     }
-    const void* data() const { return dt == DType::f32 ? static_cast<const void*>(f.data()) : h.data(); }
+    const void* data() const {
+        return dt == DType::f32 ? static_cast<const void*>(f.data()) : h.data();
+    }
     int64_t esize() const { return dt == DType::f32 ? 4 : 2; }
 };
 
@@ -75,8 +77,8 @@ double load(const void* p, DType t, int64_t i) {
 // One batched call as gemm_batched describes it, row-major: C_e [rows, n] = alpha A_e [rows, k]
 // @ op(B_e) + beta C_e for e < count (operands read as `t`; beta 0 does not read C).
 void run_entries(const void* const* a, const void* const* b, float* const* c, int64_t count,
-                 int64_t rows, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, Trans tb,
-                 float alpha, float beta, DType t) {
+                 int64_t rows, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                 Trans tb, float alpha, float beta, DType t) {
     for (int64_t e = 0; e < count; ++e)
         for (int64_t r = 0; r < rows; ++r)
             for (int64_t col = 0; col < n; ++col) {
@@ -85,7 +87,8 @@ void run_entries(const void* const* a, const void* const* b, float* const* c, in
                     acc += load(a[e], t, r * lda + p) *
                            load(b[e], t, tb == Trans::N ? p * ldb + col : col * ldb + p);
                 float& cv = c[e][r * ldc + col];
-                cv = beta == 0.0f ? static_cast<float>(alpha * acc) : static_cast<float>(alpha * acc + beta * cv);
+                cv = beta == 0.0f ? static_cast<float>(alpha * acc)
+                                  : static_cast<float>(alpha * acc + beta * cv);
             }
 }
 
@@ -99,9 +102,11 @@ TEST_CASE("simt: grouped_gemm plan covers every row of every group exactly once"
             CAPTURE(dim_k);
             const gp::Plan p = gp::make_plan(dim_k, c.cap, groups, 3, 4, 4, 4, 0, 0);
             CHECK(p.tile >= 1);
-            CHECK(p.tile <= std::max<int64_t>(1, c.cap / ((dim_k ? gp::kSpreadK : gp::kSpreadM) * groups)));
+            CHECK(p.tile <=
+                  std::max<int64_t>(1, c.cap / ((dim_k ? gp::kSpreadK : gp::kSpreadM) * groups)));
             std::vector<gp::Span> spans(static_cast<size_t>(groups));
-            const gp::ScanResult sr = gp::scan_groups(c.sizes.data(), groups, c.cap, p.tile, dim_k, spans.data());
+            const gp::ScanResult sr =
+                gp::scan_groups(c.sizes.data(), groups, c.cap, p.tile, dim_k, spans.data());
             CHECK(sr.error == gp::kScanOk);
             std::vector<int> owner(static_cast<size_t>(c.cap), -1);
             int64_t wasted = 0;
@@ -122,18 +127,22 @@ TEST_CASE("simt: grouped_gemm plan covers every row of every group exactly once"
             if (!dim_k) {
                 CHECK(sr.tiles <= p.big);
                 for (int64_t e = 0; e < p.entries; ++e) {
-                    const int64_t height = e < p.big ? p.tile : int64_t{1} << ((e - p.big) / groups);
-                    const gp::Tile t = gp::entry_tile(spans.data(), groups, p.tile, p.big, sr.tiles, e);
+                    const int64_t height =
+                        e < p.big ? p.tile : int64_t{1} << ((e - p.big) / groups);
+                    const gp::Tile t =
+                        gp::entry_tile(spans.data(), groups, p.tile, p.big, sr.tiles, e);
                     if (t.group >= 0) CHECK(t.rows == height);  // dim m tiles are full
                     mark(t, height);
                 }
             } else {
                 CHECK(sr.tiles <= p.tiles);
-                for (int64_t t = 0; t < p.tiles; ++t) mark(gp::tile_of(spans.data(), groups, p.tile, sr.tiles, t), p.tile);
+                for (int64_t t = 0; t < p.tiles; ++t)
+                    mark(gp::tile_of(spans.data(), groups, p.tile, sr.tiles, t), p.tile);
             }
             int64_t row = 0;
             for (int64_t g = 0; g < groups; ++g)
-                for (int32_t r = 0; r < c.sizes[static_cast<size_t>(g)]; ++r) CHECK(owner[static_cast<size_t>(row++)] == g);
+                for (int32_t r = 0; r < c.sizes[static_cast<size_t>(g)]; ++r)
+                    CHECK(owner[static_cast<size_t>(row++)] == g);
             for (; row < c.cap; ++row) CHECK(owner[static_cast<size_t>(row)] == -1);
             // Wasted rows (dummies, padding) stay below 2 * groups * TM plus the unused capacity.
             const int64_t used = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t{0});
@@ -150,7 +159,8 @@ TEST_CASE("simt: grouped_gemm dim m pointer arrays against the reference") {
     };
     uint64_t seed = 1;
     for (const Case& c : kCases)
-        for (Types ty : {Types{DType::f32, DType::f32, DType::f32}, Types{DType::bf16, DType::bf16, DType::bf16}})
+        for (Types ty : {Types{DType::f32, DType::f32, DType::f32},
+                         Types{DType::bf16, DType::bf16, DType::bf16}})
             for (Trans tb : {Trans::N, Trans::T})
                 for (float beta : {0.0f, 1.0f}) {
                     CAPTURE(c.cap);
@@ -158,18 +168,24 @@ TEST_CASE("simt: grouped_gemm dim m pointer arrays against the reference") {
                     CAPTURE(beta);
                     const auto groups = static_cast<int64_t>(c.sizes.size());
                     const int64_t lda = k + pad, ldc = n + pad;
-                    const int64_t b_rows = tb == Trans::N ? k : n, ldb = (tb == Trans::N ? n : k) + pad;
+                    const int64_t b_rows = tb == Trans::N ? k : n,
+                                  ldb = (tb == Trans::N ? n : k) + pad;
                     const int64_t stride_b = b_rows * ldb + 1;
                     Rng rng(seed++);
-                    Vec a = rng.normal(c.cap * lda), b = rng.normal(groups * stride_b), c0 = rng.normal(c.cap * ldc);
-                    const int64_t used = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t{0});
+                    Vec a = rng.normal(c.cap * lda), b = rng.normal(groups * stride_b),
+                        c0 = rng.normal(c.cap * ldc);
+                    const int64_t used =
+                        std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t{0});
                     if (beta == 0.0f)  // not read
                         for (int64_t i = 0; i < used * ldc; ++i)
-                            if (i % ldc < n) c0[static_cast<size_t>(i)] = std::numeric_limits<double>::quiet_NaN();
+                            if (i % ldc < n)
+                                c0[static_cast<size_t>(i)] =
+                                    std::numeric_limits<double>::quiet_NaN();
                     const Stored sa(a, ty.a), sb(b, ty.b);
                     const float alpha = 0.75f;
                     auto got = two_schedules("grouped dim m", [&] {
-                        const gp::Plan p = gp::make_plan(false, c.cap, groups, c.cap, n, ldc, sa.esize(), 0, 0);
+                        const gp::Plan p =
+                            gp::make_plan(false, c.cap, groups, c.cap, n, ldc, sa.esize(), 0, 0);
                         FVec out = to_f32(c0), dummy(static_cast<size_t>((p.tile - 1) * ldc + n));
                         std::vector<gp::Span> spans(static_cast<size_t>(groups));
                         std::vector<const void*> va(static_cast<size_t>(p.entries)), vb(va.size());
@@ -178,24 +194,34 @@ TEST_CASE("simt: grouped_gemm dim m pointer arrays against the reference") {
                         const void** bp = vb.data();
                         float** cp = vc.data();
                         IVec err = {0, 0};
-                        const mtk::GroupedOperands o{sa.data(), lda * sa.esize(), sb.data(), stride_b * sb.esize(),
-                                                     out.data(), ldc, dummy.data()};
-                        mtk::grouped_pointers(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.big, p.entries, o,
-                                              spans.data(), ap, bp, cp, err.data());
+                        const mtk::GroupedOperands o{sa.data(),   lda * sa.esize(),
+                                                     sb.data(),   stride_b * sb.esize(),
+                                                     out.data(),  ldc,
+                                                     dummy.data()};
+                        mtk::grouped_pointers(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.big,
+                                              p.entries, o, spans.data(), ap, bp, cp, err.data());
                         for (int64_t cls = -1; cls < p.classes; ++cls) {
                             const int64_t e0 = cls < 0 ? 0 : p.big + cls * groups;
                             run_entries(ap + e0, bp + e0, cp + e0, cls < 0 ? p.big : groups,
-                                        cls < 0 ? p.tile : int64_t{1} << cls, n, k, lda, ldb, ldc, tb, alpha, beta,
-                                        ty.compute);
+                                        cls < 0 ? p.tile : int64_t{1} << cls, n, k, lda, ldb, ldc,
+                                        tb, alpha, beta, ty.compute);
                         }
                         return std::make_pair(out, err);
                     });
                     CHECK(got.second == IVec{0, 0});
                     Vec want = c0;
-                    const ref::Gemm g{.tb = tb, .m = c.cap, .n = n, .k = k, .alpha = alpha, .beta = beta,
-                                      .lda = lda, .ldb = ldb, .ldc = ldc, .stride_b = stride_b};
-                    ref::gemm_grouped(g, ref::rounded(a, ty.compute), ref::rounded(b, ty.compute), want, c.sizes,
-                                      GroupDim::m);
+                    const ref::Gemm g{.tb = tb,
+                                      .m = c.cap,
+                                      .n = n,
+                                      .k = k,
+                                      .alpha = alpha,
+                                      .beta = beta,
+                                      .lda = lda,
+                                      .ldb = ldb,
+                                      .ldc = ldc,
+                                      .stride_b = stride_b};
+                    ref::gemm_grouped(g, ref::rounded(a, ty.compute), ref::rounded(b, ty.compute),
+                                      want, c.sizes, GroupDim::m);
                     check_close(got.first, want, Tol{1e-5, 1e-5}, "grouped dim m");
                 }
 }
@@ -223,15 +249,16 @@ std::pair<FVec, IVec> run_dim_k(const DimK& d, const Case& c, const Stored& a, c
     std::vector<gp::Tile> table(static_cast<size_t>(p.tiles));
     IVec err = {0, 0};
     const auto kind = [](DType t) { return static_cast<mtk::FloatKind>(static_cast<int>(t)); };
-    if (d.beta != 1.0f) mtk::grouped_scale(nullptr, out.data(), groups, d.stride_c, d.m, d.n, d.ldc, d.beta);
-    mtk::grouped_tiles(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.tiles, spans.data(), table.data(),
-                       err.data());
+    if (d.beta != 1.0f)
+        mtk::grouped_scale(nullptr, out.data(), groups, d.stride_c, d.m, d.n, d.ldc, d.beta);
+    mtk::grouped_tiles(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.tiles, spans.data(),
+                       table.data(), err.data());
     for (int64_t r = 0; r < p.rounds; ++r) {
         const int64_t t0 = r * p.per_round, count = std::min(p.per_round, p.tiles - t0);
-        mtk::grouped_pad(nullptr, pa.data(), kind(d.compute), a.data(), kind(a.dt), d.lda, d.m, table.data() + t0,
-                         count, p.tile);
-        mtk::grouped_pad(nullptr, pb.data(), kind(d.compute), b.data(), kind(b.dt), d.ldb, d.n, table.data() + t0,
-                         count, p.tile);
+        mtk::grouped_pad(nullptr, pa.data(), kind(d.compute), a.data(), kind(a.dt), d.lda, d.m,
+                         table.data() + t0, count, p.tile);
+        mtk::grouped_pad(nullptr, pb.data(), kind(d.compute), b.data(), kind(b.dt), d.ldb, d.n,
+                         table.data() + t0, count, p.tile);
         for (int64_t q = 0; q < count; ++q)  // partial_q = alpha A'_q^T B'_q (row-major, compact)
             for (int64_t i = 0; i < d.m; ++i)
                 for (int64_t j = 0; j < d.n; ++j) {
@@ -239,17 +266,26 @@ std::pair<FVec, IVec> run_dim_k(const DimK& d, const Case& c, const Stored& a, c
                     for (int64_t t = 0; t < p.tile; ++t)
                         acc += load(pa.data(), d.compute, (q * p.tile + t) * d.m + i) *
                                load(pb.data(), d.compute, (q * p.tile + t) * d.n + j);
-                    partials[static_cast<size_t>((q * d.m + i) * d.n + j)] = static_cast<float>(d.alpha * acc);
+                    partials[static_cast<size_t>((q * d.m + i) * d.n + j)] =
+                        static_cast<float>(d.alpha * acc);
                 }
-        mtk::grouped_reduce(nullptr, out.data(), d.stride_c, d.ldc, partials.data(), table.data() + t0, count, d.m,
-                            d.n);
+        mtk::grouped_reduce(nullptr, out.data(), d.stride_c, d.ldc, partials.data(),
+                            table.data() + t0, count, d.m, d.n);
     }
     return {out, err};
 }
 
 ref::Gemm dim_k_gemm(const DimK& d, int64_t cap) {
-    return {.ta = Trans::T, .m = d.m, .n = d.n, .k = cap, .alpha = d.alpha, .beta = d.beta,
-            .lda = d.lda, .ldb = d.ldb, .ldc = d.ldc, .stride_c = d.stride_c};
+    return {.ta = Trans::T,
+            .m = d.m,
+            .n = d.n,
+            .k = cap,
+            .alpha = d.alpha,
+            .beta = d.beta,
+            .lda = d.lda,
+            .ldb = d.ldb,
+            .ldc = d.ldc,
+            .stride_c = d.stride_c};
 }
 
 }  // namespace
@@ -268,18 +304,21 @@ TEST_CASE("simt: grouped_gemm dim k padded tiles, rounds and reduce against the 
                     DimK d{4, 3, 4 + 1, 3 + 2, 3 + 1, 0, 0.5f, beta, compute};
                     d.stride_c = d.m * d.ldc + 3;
                     Rng rng(seed++);
-                    Vec a = rng.normal(c.cap * d.lda), b = rng.normal(c.cap * d.ldb), c0 = rng.normal(groups * d.stride_c);
+                    Vec a = rng.normal(c.cap * d.lda), b = rng.normal(c.cap * d.ldb),
+                        c0 = rng.normal(groups * d.stride_c);
                     if (beta == 0.0f)  // not read
                         for (int64_t g = 0; g < groups; ++g)
                             for (int64_t i = 0; i < d.m * d.ldc; ++i)
-                                if (i % d.ldc < d.n) c0[static_cast<size_t>(g * d.stride_c + i)] = NAN;
+                                if (i % d.ldc < d.n)
+                                    c0[static_cast<size_t>(g * d.stride_c + i)] = NAN;
                     // f32 compute: f32 operands; 16-bit: A f32 (converted by the pad), B 16-bit.
                     const Stored sa(a, DType::f32), sb(b, compute);
-                    auto got = two_schedules("grouped dim k", [&] { return run_dim_k(d, c, sa, sb, c0, per_round); });
+                    auto got = two_schedules(
+                        "grouped dim k", [&] { return run_dim_k(d, c, sa, sb, c0, per_round); });
                     CHECK(got.second == IVec{0, 0});
                     Vec want = c0;  // the padding and the gaps between the C_i keep their values
-                    ref::gemm_grouped(dim_k_gemm(d, c.cap), ref::rounded(a, compute), ref::rounded(b, compute), want,
-                                      c.sizes, GroupDim::k);
+                    ref::gemm_grouped(dim_k_gemm(d, c.cap), ref::rounded(a, compute),
+                                      ref::rounded(b, compute), want, c.sizes, GroupDim::k);
                     check_close(got.first, want, Tol{1e-5, 1e-5}, "grouped dim k");
                 }
 }
@@ -294,9 +333,11 @@ TEST_CASE("simt: grouped_gemm reports invalid group sizes and clamps the groups"
         CAPTURE(c.cap);
         const auto groups = static_cast<int64_t>(c.sizes.size());
         Rng rng(7);
-        Vec a = rng.normal(c.cap * d.lda), b = rng.normal(c.cap * d.ldb), c0 = rng.normal(groups * d.stride_c);
+        Vec a = rng.normal(c.cap * d.lda), b = rng.normal(c.cap * d.ldb),
+            c0 = rng.normal(groups * d.stride_c);
         const Stored sa(a, DType::f32), sb(b, DType::f32);
-        auto got = two_schedules("grouped dim k, invalid sizes", [&] { return run_dim_k(d, c, sa, sb, c0, 2); });
+        auto got = two_schedules("grouped dim k, invalid sizes",
+                                 [&] { return run_dim_k(d, c, sa, sb, c0, 2); });
         CHECK(got.second == IVec{code, value});
         Vec want = c0;
         ref::gemm_grouped(dim_k_gemm(d, c.cap), a, b, want, clamped(c.sizes, c.cap), GroupDim::k);
@@ -305,15 +346,16 @@ TEST_CASE("simt: grouped_gemm reports invalid group sizes and clamps the groups"
         // Dim m: every pointer stays inside A, B and C (or the dummy C).
         const int64_t n = 2, k = 2;
         const gp::Plan p = gp::make_plan(false, c.cap, groups, c.cap, n, n, 4, 0, 0);
-        FVec fa(static_cast<size_t>(c.cap * k)), fb(static_cast<size_t>(groups * k * n)), fc(static_cast<size_t>(c.cap * n)),
-            dummy(static_cast<size_t>(p.tile * n));
+        FVec fa(static_cast<size_t>(c.cap * k)), fb(static_cast<size_t>(groups * k * n)),
+            fc(static_cast<size_t>(c.cap * n)), dummy(static_cast<size_t>(p.tile * n));
         std::vector<gp::Span> spans(static_cast<size_t>(groups));
         std::vector<const void*> ap(static_cast<size_t>(p.entries)), bp(ap.size());
         std::vector<float*> cp(ap.size());
         IVec err = {0, 0};
-        const mtk::GroupedOperands o{fa.data(), k * 4, fb.data(), k * n * 4, fc.data(), n, dummy.data()};
-        mtk::grouped_pointers(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.big, p.entries, o, spans.data(),
-                              ap.data(), bp.data(), cp.data(), err.data());
+        const mtk::GroupedOperands o{fa.data(), k * 4, fb.data(),   k * n * 4,
+                                     fc.data(), n,     dummy.data()};
+        mtk::grouped_pointers(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.big, p.entries, o,
+                              spans.data(), ap.data(), bp.data(), cp.data(), err.data());
         CHECK(err == IVec{code, value});
         for (int64_t e = 0; e < p.entries; ++e) {
             const int64_t h = e < p.big ? p.tile : int64_t{1} << ((e - p.big) / groups);

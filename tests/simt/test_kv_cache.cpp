@@ -57,7 +57,8 @@ TEST_CASE("simt: kv_append at host and device positions, 4/2/1-byte elements") {
 TEST_CASE("simt: kv_append reports a device offset outside the cache and writes nothing") {
     const int64_t B = 2, T = 2, S = 5, row_len = 3;
     Rng rng(9);
-    const Vec cache = rng.grid(B * S * row_len, 0, 100, 1), rows = rng.grid(B * T * row_len, 0, 100, 1);
+    const Vec cache = rng.grid(B * S * row_len, 0, 100, 1),
+              rows = rng.grid(B * T * row_len, 0, 100, 1);
     for (int32_t offset : {int32_t{-2}, int32_t{3}}) {  // rows -1..0 and 4..5 of 0..4
         CAPTURE(offset);
         const int32_t pos_dev[1] = {offset};

@@ -19,14 +19,16 @@ TEST_CASE("simt: loss cross_entropy and its gradient") {
             auto got = two_schedules("cross_entropy", [&] {
                 FVec l = to_f32(logits), losses(N, NAN);
                 IVec err = {0, 0};
-                mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, scale, err.data());
+                mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, scale,
+                                   err.data());
                 CHECK(err[0] == 0);
                 return std::make_pair(losses, l);
             });
             Vec wl(N), wg(N * V);
             ref::cross_entropy(wl, wg, logits, targets, N, V, scale);
             check_close(got.first, wl, Tol{1e-5, 2e-5}, "losses");
-            check_close(got.second, scale == 0.0f ? logits : wg, Tol{1e-4, 1e-7}, "logits / gradient");
+            check_close(got.second, scale == 0.0f ? logits : wg, Tol{1e-4, 1e-7},
+                        "logits / gradient");
         }
     }
 }
@@ -34,7 +36,8 @@ TEST_CASE("simt: loss cross_entropy and its gradient") {
 TEST_CASE("simt: loss target outside the vocabulary is reported") {
     FVec logits(2 * 4, 0.5f), losses(2, 0.0f);
     IVec targets = {4, -1}, err = {0, 0};
-    mtk::cross_entropy(nullptr, losses.data(), logits.data(), targets.data(), 2, 4, 1.0f, err.data());
+    mtk::cross_entropy(nullptr, losses.data(), logits.data(), targets.data(), 2, 4, 1.0f,
+                       err.data());
     CHECK(err[0] == mtk::kErrTarget);
     CHECK(err[1] == 4);
     CHECK(std::isnan(losses[0]));

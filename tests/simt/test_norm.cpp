@@ -11,7 +11,8 @@ using namespace simt_test;
 namespace ref = moetrain::ref;
 
 namespace {
-const std::vector<std::pair<int64_t, int64_t>> kShapes = {{1, 1}, {3, 7}, {2, 33}, {130, 17}, {5, 257}, {2, 1023}};
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {{1, 1},    {3, 7},   {2, 33},
+                                                          {130, 17}, {5, 257}, {2, 1023}};
 const Tol kTol{2e-4, 2e-5};
 }  // namespace
 
@@ -24,7 +25,8 @@ TEST_CASE("simt: norm rmsnorm forward and backward") {
         Vec dx0 = rng.normal(rows * dim), dg0 = rng.normal(dim);
         auto fwd = two_schedules("rmsnorm_fwd", [&] {
             FVec y(rows * dim), rstd(rows), fx = to_f32(x), fg = to_f32(g);
-            mtk::rmsnorm_fwd(nullptr, y.data(), rstd.data(), fx.data(), fg.data(), rows, dim, 1e-5f);
+            mtk::rmsnorm_fwd(nullptr, y.data(), rstd.data(), fx.data(), fg.data(), rows, dim,
+                             1e-5f);
             return std::make_pair(y, rstd);
         });
         Vec wy(rows * dim), wr(rows);
@@ -34,7 +36,8 @@ TEST_CASE("simt: norm rmsnorm forward and backward") {
         for (bool acc : {false, true}) {
             CAPTURE(acc);
             auto bwd = two_schedules("rmsnorm_bwd", [&] {
-                FVec dx = to_f32(dx0), dg = to_f32(dg0), fdy = to_f32(dy), fx = to_f32(x), fg = to_f32(g);
+                FVec dx = to_f32(dx0), dg = to_f32(dg0), fdy = to_f32(dy), fx = to_f32(x),
+                     fg = to_f32(g);
                 FVec scratch(mtk::colsum_scratch_bytes(rows, dim) / sizeof(float), NAN);
                 mtk::rmsnorm_bwd(nullptr, dx.data(), dg.data(), fdy.data(), fx.data(), fg.data(),
                                  fwd.second.data(), rows, dim, acc, scratch.data());
@@ -55,14 +58,17 @@ TEST_CASE("simt: norm layernorm forward and backward") {
             CAPTURE(dim);
             CAPTURE(bias);
             Rng rng(static_cast<uint64_t>(rows * 37 + dim + bias));
-            Vec x = rng.normal(rows * dim, 2.0), g = rng.uniform(dim, 0.5, 1.5), b = rng.normal(dim);
-            Vec dy = rng.normal(rows * dim), dx0 = rng.normal(rows * dim), dg0 = rng.normal(dim), db0 = rng.normal(dim);
+            Vec x = rng.normal(rows * dim, 2.0), g = rng.uniform(dim, 0.5, 1.5),
+                b = rng.normal(dim);
+            Vec dy = rng.normal(rows * dim), dx0 = rng.normal(rows * dim), dg0 = rng.normal(dim),
+                db0 = rng.normal(dim);
             for (auto& v : x) v = static_cast<float>(v + 3.0);  // a mean far from 0
             Vec bvec = bias ? b : Vec{};
             auto fwd = two_schedules("layernorm_fwd", [&] {
-                FVec y(rows * dim), mean(rows), rstd(rows), fx = to_f32(x), fg = to_f32(g), fb = to_f32(b);
-                mtk::layernorm_fwd(nullptr, y.data(), mean.data(), rstd.data(), fx.data(), fg.data(),
-                                   bias ? fb.data() : nullptr, rows, dim, 1e-5f);
+                FVec y(rows * dim), mean(rows), rstd(rows), fx = to_f32(x), fg = to_f32(g),
+                                                            fb = to_f32(b);
+                mtk::layernorm_fwd(nullptr, y.data(), mean.data(), rstd.data(), fx.data(),
+                                   fg.data(), bias ? fb.data() : nullptr, rows, dim, 1e-5f);
                 return std::make_tuple(y, mean, rstd);
             });
             Vec wy(rows * dim), wm(rows), wr(rows);
@@ -96,7 +102,8 @@ TEST_CASE("simt: norm layernorm forward and backward") {
 // the other; a row gets groups when its start and the gain agree on the alignment (rows of
 // odd length shift it row by row) and it is long enough past its head.
 TEST_CASE("simt: norm output passes on aligned, offset and mismatched arguments") {
-    for (auto [rows, dim] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 64}, {5, 257}, {2, 1024}}) {
+    for (auto [rows, dim] :
+         {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 64}, {5, 257}, {2, 1024}}) {
         CAPTURE(rows);
         CAPTURE(dim);
         auto groups = [&](const Placement& p) {
@@ -110,36 +117,47 @@ TEST_CASE("simt: norm output passes on aligned, offset and mismatched arguments"
         Vec x = rng.normal(rows * dim, 2.0), g = rng.uniform(dim, 0.5, 1.5), b = rng.normal(dim);
         Vec dy = rng.normal(rows * dim), dx0 = rng.normal(rows * dim);
         for (auto& v : x) v = static_cast<float>(v + 1.0);
-        auto rms = across_placements("rmsnorm", [&](const Placement& p) {
-            Placed<float> y(FVec(rows * dim, 0.0f), p.first), fx(to_f32(x), p.first), fg(to_f32(g), p.rest);
-            Placed<float> dx(to_f32(dx0), p.first), fdy(to_f32(dy), p.first);
-            FVec rstd(rows), dg(dim, 0.0f), scratch(mtk::colsum_scratch_bytes(rows, dim) / sizeof(float), NAN);
-            mtk::rmsnorm_fwd(nullptr, y.data(), rstd.data(), fx.data(), fg.data(), rows, dim, 1e-5f);
-            mtk::rmsnorm_bwd(nullptr, dx.data(), dg.data(), fdy.data(), fx.data(), fg.data(), rstd.data(),
-                             rows, dim, true, scratch.data());
-            return std::make_tuple(y.values(), rstd, dx.values());
-        }, groups);
+        auto rms = across_placements(
+            "rmsnorm",
+            [&](const Placement& p) {
+                Placed<float> y(FVec(rows * dim, 0.0f), p.first), fx(to_f32(x), p.first),
+                    fg(to_f32(g), p.rest);
+                Placed<float> dx(to_f32(dx0), p.first), fdy(to_f32(dy), p.first);
+                FVec rstd(rows), dg(dim, 0.0f),
+                    scratch(mtk::colsum_scratch_bytes(rows, dim) / sizeof(float), NAN);
+                mtk::rmsnorm_fwd(nullptr, y.data(), rstd.data(), fx.data(), fg.data(), rows, dim,
+                                 1e-5f);
+                mtk::rmsnorm_bwd(nullptr, dx.data(), dg.data(), fdy.data(), fx.data(), fg.data(),
+                                 rstd.data(), rows, dim, true, scratch.data());
+                return std::make_tuple(y.values(), rstd, dx.values());
+            },
+            groups);
         Vec wy(rows * dim), wr(rows), wdx = dx0, wdg(dim, 0.0);
         ref::rmsnorm_fwd(wy, wr, x, g, rows, dim, 1e-5);
         ref::rmsnorm_bwd(wdx, wdg, dy, x, g, to_f64(std::get<1>(rms)), rows, dim, true);
         check_close(std::get<0>(rms), wy, kTol, "rmsnorm y");
         check_close(std::get<2>(rms), wdx, kTol, "rmsnorm dx");
 
-        auto ln = across_placements("layernorm", [&](const Placement& p) {
-            Placed<float> y(FVec(rows * dim, 0.0f), p.first), fx(to_f32(x), p.first);
-            Placed<float> fg(to_f32(g), p.rest), fb(to_f32(b), p.rest), dx(FVec(rows * dim, 0.0f), p.first),
-                fdy(to_f32(dy), p.first);
-            FVec mean(rows), rstd(rows), dg(dim, 0.0f), scratch(mtk::colsum_scratch_bytes(rows, dim) / sizeof(float), NAN);
-            mtk::layernorm_fwd(nullptr, y.data(), mean.data(), rstd.data(), fx.data(), fg.data(), fb.data(),
-                               rows, dim, 1e-5f);
-            mtk::layernorm_bwd(nullptr, dx.data(), dg.data(), nullptr, fdy.data(), fx.data(), fg.data(),
-                               mean.data(), rstd.data(), rows, dim, false, scratch.data());
-            return std::make_tuple(y.values(), mean, rstd, dx.values());
-        }, groups);
+        auto ln = across_placements(
+            "layernorm",
+            [&](const Placement& p) {
+                Placed<float> y(FVec(rows * dim, 0.0f), p.first), fx(to_f32(x), p.first);
+                Placed<float> fg(to_f32(g), p.rest), fb(to_f32(b), p.rest),
+                    dx(FVec(rows * dim, 0.0f), p.first), fdy(to_f32(dy), p.first);
+                FVec mean(rows), rstd(rows), dg(dim, 0.0f),
+                    scratch(mtk::colsum_scratch_bytes(rows, dim) / sizeof(float), NAN);
+                mtk::layernorm_fwd(nullptr, y.data(), mean.data(), rstd.data(), fx.data(),
+                                   fg.data(), fb.data(), rows, dim, 1e-5f);
+                mtk::layernorm_bwd(nullptr, dx.data(), dg.data(), nullptr, fdy.data(), fx.data(),
+                                   fg.data(), mean.data(), rstd.data(), rows, dim, false,
+                                   scratch.data());
+                return std::make_tuple(y.values(), mean, rstd, dx.values());
+            },
+            groups);
         Vec wly(rows * dim), wm(rows), wlr(rows), wldx(rows * dim), wldg(dim, 0.0), none;
         ref::layernorm_fwd(wly, wm, wlr, x, g, b, rows, dim, 1e-5);
-        ref::layernorm_bwd(wldx, wldg, none, dy, x, g, to_f64(std::get<1>(ln)), to_f64(std::get<2>(ln)), rows,
-                           dim, false);
+        ref::layernorm_bwd(wldx, wldg, none, dy, x, g, to_f64(std::get<1>(ln)),
+                           to_f64(std::get<2>(ln)), rows, dim, false);
         check_close(std::get<0>(ln), wly, kTol, "layernorm y");
         check_close(std::get<3>(ln), wldx, Tol{1e-3, 1e-4}, "layernorm dx");
     }

@@ -45,15 +45,18 @@ TEST_CASE("simt: optimizer adamw and sgd") {
         const mtk::AdamWParams& ka = c.ka;
         // (gnorm_sq, clip): clipping active, inactive (norm below clip), and off without a norm.
         for (auto [gsq, clip, with_norm] : {std::tuple<float, float, bool>{400.0f, 1.0f, true},
-                                            {0.25f, 1.0f, true}, {0.0f, 0.0f, false}}) {
+                                            {0.25f, 1.0f, true},
+                                            {0.0f, 0.0f, false}}) {
             CAPTURE(gsq);
             CAPTURE(clip);
             const float scale = 0.5f;
             auto got = two_schedules("adamw/sgd", [&] {
-                FVec p = to_f32(p0), fg = to_f32(g), m = to_f32(m0), v = to_f32(v0), ps = to_f32(p0);
+                FVec p = to_f32(p0), fg = to_f32(g), m = to_f32(m0), v = to_f32(v0),
+                     ps = to_f32(p0);
                 FVec norm = {gsq};
                 const float* pn = with_norm ? norm.data() : nullptr;
-                mtk::adamw(nullptr, p.data(), fg.data(), m.data(), v.data(), n, ka, pn, clip, scale);
+                mtk::adamw(nullptr, p.data(), fg.data(), m.data(), v.data(), n, ka, pn, clip,
+                           scale);
                 mtk::sgd(nullptr, ps.data(), fg.data(), n, 0.01f, pn, clip, scale);
                 return std::make_tuple(p, m, v, ps);
             });
@@ -72,7 +75,8 @@ TEST_CASE("simt: optimizer adamw8bit") {
     namespace t = moetrain::test;
     for (int64_t n : {int64_t(1), int64_t(300), int64_t(1027)}) {
         for (auto [clip, scale, with_norm] : {std::tuple<float, float, bool>{1.0f, 1.0f, true},
-                                              {1000.0f, 0.5f, true}, {0.0f, 1.0f, false}}) {
+                                              {1000.0f, 0.5f, true},
+                                              {0.0f, 1.0f, false}}) {
             CAPTURE(n);
             CAPTURE(clip);
             const t::Case c = t::random_case(n, clip, scale, static_cast<uint64_t>(n) + 3);
@@ -118,17 +122,24 @@ TEST_CASE("simt: optimizer adamw and sgd on aligned, offset and mismatched argum
         FVec norm = {gsq};
         auto groups = [&](const Placement& pl) { return groups_possible(pl, n, 4); };
         // p: argument 0; g, m, v: the others.
-        auto adamw = across_placements("adamw", [&](const Placement& pl) {
-            Placed<float> p(to_f32(p0), pl.offset(0)), fg(to_f32(g), pl.offset(1)),
-                m(to_f32(m0), pl.offset(2)), v(to_f32(v0), pl.offset(3));
-            mtk::adamw(nullptr, p.data(), fg.data(), m.data(), v.data(), n, ka, norm.data(), clip, scale);
-            return std::make_tuple(p.values(), m.values(), v.values());
-        }, groups);
-        auto sgd = across_placements("sgd", [&](const Placement& pl) {
-            Placed<float> p(to_f32(p0), pl.offset(0)), fg(to_f32(g), pl.offset(1));
-            mtk::sgd(nullptr, p.data(), fg.data(), n, 0.01f, norm.data(), clip, scale);
-            return p.values();
-        }, groups);
+        auto adamw = across_placements(
+            "adamw",
+            [&](const Placement& pl) {
+                Placed<float> p(to_f32(p0), pl.offset(0)), fg(to_f32(g), pl.offset(1)),
+                    m(to_f32(m0), pl.offset(2)), v(to_f32(v0), pl.offset(3));
+                mtk::adamw(nullptr, p.data(), fg.data(), m.data(), v.data(), n, ka, norm.data(),
+                           clip, scale);
+                return std::make_tuple(p.values(), m.values(), v.values());
+            },
+            groups);
+        auto sgd = across_placements(
+            "sgd",
+            [&](const Placement& pl) {
+                Placed<float> p(to_f32(p0), pl.offset(0)), fg(to_f32(g), pl.offset(1));
+                mtk::sgd(nullptr, p.data(), fg.data(), n, 0.01f, norm.data(), clip, scale);
+                return p.values();
+            },
+            groups);
         Vec wp = p0, wm = m0, wv = v0, wps = p0;
         ref::adamw(wp, g, wm, wv, n, a, gsq, clip, scale);
         ref::sgd(wps, g, n, 0.01, gsq, clip, scale);

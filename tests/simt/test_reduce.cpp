@@ -34,7 +34,8 @@ TEST_CASE("simt: reduce sum, sum_squares") {
 }
 
 TEST_CASE("simt: reduce bias_grad") {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {65, 33}, {130, 257}, {1, 300}}) {
+    for (auto [rows, cols] :
+         {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {65, 33}, {130, 257}, {1, 300}}) {
         CAPTURE(rows);
         CAPTURE(cols);
         Rng rng(static_cast<uint64_t>(rows * 7 + cols));

@@ -13,7 +13,8 @@ TEST_CASE("simt: rope forward, inverse, offset positions") {
     struct Case {
         int64_t B, T, nh, hd, pos0;
     };
-    for (Case c : {Case{1, 1, 1, 2, 0}, Case{2, 5, 3, 8, 0}, Case{1, 7, 2, 34, 11}, Case{2, 3, 1, 128, 1000}}) {
+    for (Case c : {Case{1, 1, 1, 2, 0}, Case{2, 5, 3, 8, 0}, Case{1, 7, 2, 34, 11},
+                   Case{2, 3, 1, 128, 1000}}) {
         CAPTURE(c.T);
         CAPTURE(c.hd);
         CAPTURE(c.pos0);

@@ -47,18 +47,19 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
             auto bwd = two_schedules("router_bwd", [&] {
                 FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
                 IVec err = {0, 0};
-                mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(), idx.data(),
-                                w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha, z_alpha, scale,
-                                err.data());
+                mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(),
+                                idx.data(), w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha,
+                                z_alpha, scale, err.data());
                 CHECK(err[0] == 0);
-                mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(), c.N,
-                                     c.E, c.k, aux_alpha, z_alpha);
+                mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(),
+                                     c.N, c.E, c.k, aux_alpha, z_alpha);
                 return std::make_pair(dl, out);
             });
             Vec wdl(c.N * c.E), wout = {0.5, 0.25};
             ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), idx, to_f64(w), counts, c.N, c.E,
                             c.k, norm, aux_alpha, z_alpha, scale);
-            ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, aux_alpha, z_alpha);
+            ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, aux_alpha,
+                                 z_alpha);
             check_close(bwd.first, wdl, Tol{1e-4, 1e-6}, "dlogits");
             check_close(bwd.second, wout, Tol{1e-5, 1e-7}, "aux, z");
         }

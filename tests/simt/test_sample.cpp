@@ -14,7 +14,8 @@ TEST_CASE("simt: sample greedy and stochastic") {
         int64_t top_k;
         float top_p;
     };
-    const Case cases[] = {{0, 0, 1}, {1, 0, 1}, {0.7f, 5, 1}, {1.3f, 0, 0.9f}, {1, 3, 0.5f}, {2, 1, 1}};
+    const Case cases[] = {{0, 0, 1},       {1, 0, 1},    {0.7f, 5, 1},
+                          {1.3f, 0, 0.9f}, {1, 3, 0.5f}, {2, 1, 1}};
     for (auto [B, V] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 300}, {2, 1100}}) {
         CAPTURE(B);
         CAPTURE(V);
@@ -24,7 +25,8 @@ TEST_CASE("simt: sample greedy and stochastic") {
             return two_schedules(what, [&] {
                 FVec l = to_f32(logits);
                 IVec ids(B, -1);
-                std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t), 7);
+                std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t),
+                                              7);
                 mtk::sample(nullptr, ids.data(), l.data(), B, V, sp, scratch.data());
                 return ids;
             });

@@ -14,9 +14,10 @@
 namespace {
 
 __global__ void index_kernel(int* out) {
-    int64_t flat = (static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-    out[flat * blockDim.x + threadIdx.x] =
-        static_cast<int>(blockIdx.x * 1000000 + blockIdx.y * 10000 + blockIdx.z * 1000 + threadIdx.x);
+    int64_t flat =
+        (static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    out[flat * blockDim.x + threadIdx.x] = static_cast<int>(
+        blockIdx.x * 1000000 + blockIdx.y * 10000 + blockIdx.z * 1000 + threadIdx.x);
 }
 
 // Reverses each block's slice through shared memory: needs the barrier.
@@ -134,7 +135,8 @@ TEST_CASE("simt: a missing barrier gives wrong or varying results") {
     for (uint64_t seed : {0ull, 1ull, 2ull}) {
         simt::set_seed(seed);
         std::vector<int> out(in.size(), -1);
-        MT_LAUNCH(racy_reverse_kernel, (mtk::Geom{2, 1, 1, 256, 0}), nullptr, in.data(), out.data());
+        MT_LAUNCH(racy_reverse_kernel, (mtk::Geom{2, 1, 1, 256, 0}), nullptr, in.data(),
+                  out.data());
         bool right = true;
         for (int b = 0; b < 2; ++b)
             for (int t = 0; t < 256; ++t) right = right && out[b * 256 + t] == b * 256 + 255 - t;
@@ -192,28 +194,37 @@ TEST_CASE("simt: block reductions and atomics") {
 
 TEST_CASE("simt: dynamic shared memory is poisoned before each block") {
     std::vector<float> out(2 * 64);
-    MT_LAUNCH(dyn_smem_kernel, (mtk::Geom{2, 1, 1, 64, 64 * sizeof(float)}), nullptr, out.data(), 1);
+    MT_LAUNCH(dyn_smem_kernel, (mtk::Geom{2, 1, 1, 64, 64 * sizeof(float)}), nullptr, out.data(),
+              1);
     for (float v : out) CHECK(v == 1.0f);
-    MT_LAUNCH(dyn_smem_kernel, (mtk::Geom{2, 1, 1, 64, 64 * sizeof(float)}), nullptr, out.data(), 0);
+    MT_LAUNCH(dyn_smem_kernel, (mtk::Geom{2, 1, 1, 64, 64 * sizeof(float)}), nullptr, out.data(),
+              0);
     for (float v : out) CHECK(std::isnan(v));
 }
 
 TEST_CASE("simt: misuse is reported") {
     std::vector<int> out(1024, 0);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(early_return_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
-                         doctest::Contains("returned"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(divergent_barrier_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
-                         doctest::Contains("different __syncthreads"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(lane_exit_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
-                         doctest::Contains("returned while its warp waits"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(outside_mask_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
-                         doctest::Contains("not in the mask"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 2048, 0}), nullptr, out.data()),
-                         doctest::Contains("1..1024"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 32, 64 * 1024}), nullptr, out.data()),
-                         doctest::Contains("48 KiB"), simt::Error);
-    CHECK_THROWS_WITH_AS(MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 70000, 1, 32, 0}), nullptr, out.data()),
-                         doctest::Contains("grid dimension"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(early_return_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
+        doctest::Contains("returned"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(divergent_barrier_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
+        doctest::Contains("different __syncthreads"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(lane_exit_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
+        doctest::Contains("returned while its warp waits"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(outside_mask_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
+        doctest::Contains("not in the mask"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 2048, 0}), nullptr, out.data()),
+        doctest::Contains("1..1024"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 32, 64 * 1024}), nullptr, out.data()),
+        doctest::Contains("48 KiB"), simt::Error);
+    CHECK_THROWS_WITH_AS(
+        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 70000, 1, 32, 0}), nullptr, out.data()),
+        doctest::Contains("grid dimension"), simt::Error);
     // After a fault the harness is usable again.
     std::vector<int> in(256, 3), res(256, 0);
     MT_LAUNCH(reverse_kernel, (mtk::Geom{1, 1, 1, 256, 0}), nullptr, in.data(), res.data());
@@ -234,11 +245,13 @@ TEST_CASE("simt: the kernel scan finds the kernels of kernels_cuda/") {
 TEST_CASE("simt: kernel sources use only what the harness provides") {
     // Everything kernels_cuda/ needs must compile under simt.h; these would compile there (or be
     // skipped by the preprocessor) yet mean something the harness does not model.
-    const char* forbidden[] = {"asm(", "asm volatile", "cub::", "thrust::", "cooperative_groups",
-                               "__ldg", "__threadfence", "extern __shared__", "__syncthreads_"};
+    const char* forbidden[] = {"asm(",          "asm volatile",       "cub::",
+                               "thrust::",      "cooperative_groups", "__ldg",
+                               "__threadfence", "extern __shared__",  "__syncthreads_"};
     std::vector<std::filesystem::path> files;
     for (auto& e : std::filesystem::directory_iterator(MOETRAIN_KERNELS_CUDA_DIR))
-        if (e.path().extension() == ".cuh" || e.path().extension() == ".cu" || e.path().extension() == ".h")
+        if (e.path().extension() == ".cuh" || e.path().extension() == ".cu" ||
+            e.path().extension() == ".h")
             files.push_back(e.path());
     CHECK(files.size() >= 20);
     std::string violations;
@@ -249,9 +262,11 @@ TEST_CASE("simt: kernel sources use only what the harness provides") {
             auto code = line.substr(0, line.find("//"));
             for (const char* bad : forbidden) {
                 // The one dynamic shared memory declaration lives in mt_dynamic_shared<T>().
-                bool allowed = std::string(bad) == "extern __shared__" && f.filename() == "common.cuh";
+                bool allowed =
+                    std::string(bad) == "extern __shared__" && f.filename() == "common.cuh";
                 if (!allowed && code.find(bad) != std::string::npos)
-                    violations += f.filename().string() + ":" + std::to_string(n) + " uses " + bad + "; ";
+                    violations +=
+                        f.filename().string() + ":" + std::to_string(n) + " uses " + bad + "; ";
             }
         }
     }

@@ -44,19 +44,21 @@ inline const std::vector<int64_t>& vector_sizes() {
 // around it; values() returns the elements and CHECKs that nothing outside them was written.
 template <typename T>
 class Placed {
-public:
+  public:
     Placed(const std::vector<T>& values, int64_t offset)
         : n_(static_cast<int64_t>(values.size())), buf_(values.size() + offset + 2 * kGuard) {
         std::memset(static_cast<void*>(buf_.data()), kGuardByte, buf_.size() * sizeof(T));
         int64_t start = 0;  // first element of buf_ on a 16-byte boundary
         while (reinterpret_cast<uintptr_t>(buf_.data() + start) % 16 != 0) ++start;
         begin_ = start + kGuard / 2 + offset;
-        if (n_ > 0) std::memcpy(static_cast<void*>(data()), values.data(), values.size() * sizeof(T));
+        if (n_ > 0)
+            std::memcpy(static_cast<void*>(data()), values.data(), values.size() * sizeof(T));
     }
     T* data() { return buf_.data() + begin_; }
     std::vector<T> values() const {
         const auto* bytes = reinterpret_cast<const unsigned char*>(buf_.data());
-        const size_t lo = static_cast<size_t>(begin_) * sizeof(T), hi = lo + static_cast<size_t>(n_) * sizeof(T);
+        const size_t lo = static_cast<size_t>(begin_) * sizeof(T),
+                     hi = lo + static_cast<size_t>(n_) * sizeof(T);
         bool intact = true;
         for (size_t b = 0; b < buf_.size() * sizeof(T); ++b)
             if ((b < lo || b >= hi) && bytes[b] != kGuardByte) intact = false;
@@ -64,7 +66,7 @@ public:
         return std::vector<T>(buf_.begin() + begin_, buf_.begin() + begin_ + n_);
     }
 
-private:
+  private:
     static constexpr int64_t kGuard = 32;  // elements, covers the 16-byte alignment search too
     static constexpr unsigned char kGuardByte = 0x5a;
     int64_t n_, begin_ = 0;
@@ -78,14 +80,17 @@ bool same_bits(const std::pair<A, B>& x, const std::pair<A, B>& y) {
 }
 template <typename... T>
 bool same_bits(const std::tuple<T...>& x, const std::tuple<T...>& y) {
-    return std::apply([&](const auto&... a) {
-        return std::apply([&](const auto&... b) { return (same_bits(a, b) && ...); }, y);
-    }, x);
+    return std::apply(
+        [&](const auto&... a) {
+            return std::apply([&](const auto&... b) { return (same_bits(a, b) && ...); }, y);
+        },
+        x);
 }
 
 // Whether a placement can use groups of `width` elements on a range of n elements whose
 // arguments all start at its offsets (one-argument ops: the first offset only).
-inline bool groups_possible(const Placement& p, int64_t n, int64_t width, bool one_argument = false) {
+inline bool groups_possible(const Placement& p, int64_t n, int64_t width,
+                            bool one_argument = false) {
     if (!one_argument && p.first % width != p.rest % width) return false;
     const int64_t head = (width - p.first % width) % width;
     return n - head >= width;
@@ -105,8 +110,10 @@ auto across_placements(const std::string& what, Op op, Vectors vectors) {
         INFO(what << ", " << p.name << " arguments");
         CHECK_MESSAGE(used == vectors(p), (used ? "vector accesses where none were possible"
                                                 : "no vector access where groups fit"));
-        if (!first) first = got;
-        else CHECK_MESSAGE(same_bits(got, *first), "the result differs from the aligned run's bits");
+        if (!first)
+            first = got;
+        else
+            CHECK_MESSAGE(same_bits(got, *first), "the result differs from the aligned run's bits");
     }
     return *first;
 }

@@ -27,16 +27,18 @@ MemoryNeed training_memory(const ModelConfig& c, int64_t params, int64_t B, int6
     const double norm_stats = c.norm == NormKind::layernorm ? 2.0 : 1.0;  // mean, rstd per row
     // The residual stream into the FFN, both norm outputs and their row statistics; q, o
     // [N, H h]; k, v [N, K h] (after RoPE); lse [N, H].
-    const double attention = N * (3.0 * D + 2.0 * norm_stats) + N * (2.0 * q + 2.0 * kv + c.n_heads);
+    const double attention =
+        N * (3.0 * D + 2.0 * norm_stats) + N * (2.0 * q + 2.0 * kv + c.n_heads);
     const double dense = ffn_saved(c, N, c.d_ff);
     double moe = 0;
     if (c.moe) {
         const MoeConfig& e = *c.moe;
         const double k = e.active_k(), E = e.n_experts;
-        if (e.router == RouterKind::softmax_topk) moe += N * (2.0 * E + 1.0 + k);  // logits, probs, lse, weights
-        moe += N * k * 3.0;                      // chosen experts, sorted token of each row, row of each slot
-        moe += 2.0 * N * k * D;                  // gathered expert inputs and outputs (combine weights' gradient)
-        moe += ffn_saved(c, N * k, c.d_ff);      // routed experts
+        if (e.router == RouterKind::softmax_topk)
+            moe += N * (2.0 * E + 1.0 + k);  // logits, probs, lse, weights
+        moe += N * k * 3.0;      // chosen experts, sorted token of each row, row of each slot
+        moe += 2.0 * N * k * D;  // gathered expert inputs and outputs (combine weights' gradient)
+        moe += ffn_saved(c, N * k, c.d_ff);  // routed experts
         moe += ffn_saved(c, N, static_cast<double>(e.n_shared_experts) * c.d_ff);
     }
     bool any_dense = false, any_moe = false;

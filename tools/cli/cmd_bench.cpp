@@ -71,26 +71,29 @@ void print_profile(const ProfilingDevice& prof, int steps) {
                     1000.0 * p.seconds / steps, p.seconds > 0 ? p.flops / p.seconds / 1e9 : 0.0,
                     p.seconds > 0 ? p.bytes / p.seconds / 1e9 : 0.0);
     }
-    std::printf("(ops timed one by one with a device sync after each; step times above include "
-                "that overhead)\n");
+    std::printf(
+        "(ops timed one by one with a device sync after each; step times above include "
+        "that overhead)\n");
 }
 
 void print_memory(const MemoryNeed& m, double rss_mb) {
     const double mb = 1024.0 * 1024.0;
-    std::printf("memory: analytic %.0f MB (weights %.0f, grads %.0f, AdamW moments %.0f, saved "
-                "activations %.0f), peak RSS %.0f MB = %.2fx analytic\n",
-                m.total() / mb, m.weights / mb, m.grads / mb, m.moments / mb, m.activations / mb,
-                rss_mb, rss_mb / (m.total() / mb));
+    std::printf(
+        "memory: analytic %.0f MB (weights %.0f, grads %.0f, AdamW moments %.0f, saved "
+        "activations %.0f), peak RSS %.0f MB = %.2fx analytic\n",
+        m.total() / mb, m.weights / mb, m.grads / mb, m.moments / mb, m.activations / mb, rss_mb,
+        rss_mb / (m.total() / mb));
 }
 
 // The activations a training step keeps in this recompute mode against keeping all of them.
 void print_activations(Recompute mode, const MemoryNeed& m, const MemoryNeed& all,
                        double workspace_bytes) {
     const double mb = 1024.0 * 1024.0;
-    std::printf("activations: recompute %s keeps %.1f MB (none: %.1f MB, %.2fx); planned "
-                "training workspace %.1f MB (activations + backward scratch)\n",
-                to_string(mode).c_str(), m.activations / mb, all.activations / mb,
-                m.activations / all.activations, workspace_bytes / mb);
+    std::printf(
+        "activations: recompute %s keeps %.1f MB (none: %.1f MB, %.2fx); planned "
+        "training workspace %.1f MB (activations + backward scratch)\n",
+        to_string(mode).c_str(), m.activations / mb, all.activations / mb,
+        m.activations / all.activations, workspace_bytes / mb);
 }
 
 void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
@@ -150,11 +153,11 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     po.recompute = mode;
     const MemoryPlan plan = plan_training_memory(cfg, po);
     const double mb = 1024.0 * 1024.0;
-    std::printf("plan (moetrain plan): %.0f MB (weights %.0f, master %.0f, grads %.0f, optimizer "
-                "%.0f, activations %.0f, workspace %.0f); peak RSS = %.2fx plan\n",
-                plan.total() / mb, plan.weights / mb, plan.master_weights / mb, plan.grads / mb,
-                plan.optimizer / mb, plan.activations / mb, plan.workspace / mb,
-                rss / (plan.total() / mb));
+    std::printf(
+        "plan (moetrain plan): %.0f MB (weights %.0f, master %.0f, grads %.0f, optimizer "
+        "%.0f, activations %.0f, workspace %.0f); peak RSS = %.2fx plan\n",
+        plan.total() / mb, plan.weights / mb, plan.master_weights / mb, plan.grads / mb,
+        plan.optimizer / mb, plan.activations / mb, plan.workspace / mb, rss / (plan.total() / mb));
     nlohmann::json j;
     j["precision"] = a.precision;
     j["optimizer"] = a.optimizer;
@@ -195,10 +198,11 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
 
     const ModelCost cost = model_cost(cfg);
     const double bytes = decode_weight_bytes(cfg, cost.active_matmul_params);
-    std::printf("bench: %s on %s, decode B=%d after a %d-token prompt, %d tokens; %.1f MB of "
-                "weights per decode step\n",
-                a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
-                device.name().c_str(), a.batch, a.seq, a.generate, bytes / 1e6);
+    std::printf(
+        "bench: %s on %s, decode B=%d after a %d-token prompt, %d tokens; %.1f MB of "
+        "weights per decode step\n",
+        a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
+        device.name().c_str(), a.batch, a.seq, a.generate, bytes / 1e6);
     std::vector<double> ms;
     int replayed = 0;  // timed decode steps that were CUDA graph replays
     for (int run = 0; run < a.warmup + 1; ++run) {  // warm-up runs plan buffers and kernels
@@ -219,9 +223,10 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     const double bound = a.bandwidth_gbs * 1e9 / bytes;  // batch-1 tokens/s at full bandwidth
     const double gflops = 2.0 * static_cast<double>(cost.active_matmul_params) * tps / 1e9;
     if (profiler) print_profile(*profiler, a.generate - 1);
-    std::printf("median %.2f ms per decode step, %.1f tokens/s; bandwidth bound %.1f tokens/s "
-                "(%.1f MB / %.0f GB/s) -> %.1f%% of it\n",
-                med, tps, bound, bytes / 1e6, a.bandwidth_gbs, 100.0 * tps / bound);
+    std::printf(
+        "median %.2f ms per decode step, %.1f tokens/s; bandwidth bound %.1f tokens/s "
+        "(%.1f MB / %.0f GB/s) -> %.1f%% of it\n",
+        med, tps, bound, bytes / 1e6, a.bandwidth_gbs, 100.0 * tps / bound);
     nlohmann::json j;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
@@ -263,12 +268,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
         ->check(positive());
-    cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()
-        ->check(positive());
+    cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(positive());
     cmd->add_option("--warmup", a->warmup, "untimed steps (generate: untimed runs) first")
         ->capture_default_str()
         ->check(non_negative());
-    cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")->capture_default_str()
+    cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")
+        ->capture_default_str()
         ->check(positive());
     cmd->add_option("--generate", a->generate,
                     "time KV-cache decoding of N tokens instead of training steps")

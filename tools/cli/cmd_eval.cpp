@@ -26,8 +26,8 @@ struct EvalArgs {
 };
 
 void run_eval(const EvalArgs& a) {
-    MT_CHECK(a.split == "train" || a.split == "val", "--split must be train or val, not '",
-             a.split, "'");
+    MT_CHECK(a.split == "train" || a.split == "val", "--split must be train or val, not '", a.split,
+             "'");
     std::string dir = resolve_checkpoint(a.checkpoint);
     CheckpointInfo info = read_checkpoint_info(dir);
     const ModelConfig& cfg = info.config;
@@ -57,8 +57,8 @@ void run_eval(const EvalArgs& a) {
     LossStats s = ev.run();
     std::printf("eval %s on %s split: %d batches of %dx%d, ce %.4f, loss %.4f\n", dir.c_str(),
                 a.split.c_str(), a.batches, a.batch, a.seq, s.ce, s.loss);
-    nlohmann::json j{{"ce", s.ce}, {"aux", s.aux}, {"z", s.z}, {"loss", s.loss},
-                     {"tokens", s.tokens}};
+    nlohmann::json j{
+        {"ce", s.ce}, {"aux", s.aux}, {"z", s.z}, {"loss", s.loss}, {"tokens", s.tokens}};
     std::printf("%s\n", j.dump().c_str());
 }
 
@@ -79,7 +79,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
         ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
-    cmd->add_option("--batches", a->batches, "number of batches")->capture_default_str()
+    cmd->add_option("--batches", a->batches, "number of batches")
+        ->capture_default_str()
         ->check(positive());
     a->dev.add_options(cmd);
     cmd->callback([a, cmd, &exit_code] {

@@ -45,9 +45,8 @@ void run_generate(const GenerateArgs& a) {
         o.optimizer = OptimizerKind::sgd;
         const MemoryPlan p = plan_training_memory(c, o);
         const double kv = 2.0 * c.n_layers * c.max_seq_len * c.n_kv_heads * c.head_dim * 4;
-        check_memory_fits(p.total() - p.grads - p.optimizer + kv,
-                          memory_available(a.dev.device, 0), "generating from this model",
-                          a.dev.device);
+        check_memory_fits(p.total() - p.grads - p.optimizer + kv, memory_available(a.dev.device, 0),
+                          "generating from this model", a.dev.device);
     }
     auto device = a.dev.open();
     Model model(*device, info.config);
@@ -83,9 +82,9 @@ void run_generate(const GenerateArgs& a) {
     std::vector<int32_t> context = prompt, out;
     for (uint64_t chunk = 0; static_cast<int64_t>(out.size()) < a.max_new; ++chunk) {
         GenerateOptions gc = g;
-        gc.max_new_tokens = static_cast<int>(std::min<int64_t>(
-            a.max_new - static_cast<int64_t>(out.size()),
-            window - static_cast<int64_t>(context.size())));
+        gc.max_new_tokens =
+            static_cast<int>(std::min<int64_t>(a.max_new - static_cast<int64_t>(out.size()),
+                                               window - static_cast<int64_t>(context.size())));
         gc.seed = chunk == 0 ? g.seed : g.seed ^ (0x9E3779B97F4A7C15ull * chunk);
         std::vector<int32_t> got = generate(model, context, gc, [&](int32_t id) {
             if (a.json) return true;
@@ -108,7 +107,8 @@ void run_generate(const GenerateArgs& a) {
         nlohmann::json j;
         j["tokens"] = out;
         j["text"] = tok->decode(out);
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        std::printf("%s\n",
+                    j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
 }
 
@@ -121,14 +121,16 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
         ->required();
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
-    cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()
-        ->check(positive());
-    cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str()
+    cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()->check(positive());
+    cmd->add_option("--temperature", a->temperature, "0 = greedy")
+        ->capture_default_str()
         ->check(non_negative());
     cmd->add_option("--top-k", a->top_k, "keep the k most probable tokens (0 = off)")
-        ->capture_default_str()->check(non_negative());
+        ->capture_default_str()
+        ->check(non_negative());
     cmd->add_option("--top-p", a->top_p, "nucleus sampling threshold (1 = off)")
-        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
     a->dev.add_options(cmd);
     cmd->add_flag("--json", a->json, "print only a JSON object with the sampled ids and text");

@@ -22,11 +22,9 @@ int run_gradcheck(const GradcheckArgs& a) {
     model.init_weights(a.opts.seed);
     GradcheckResult r = gradcheck(model, a.opts);
     for (const auto& e : r.tensors)
-        std::printf("%-44s rel err %.2e %s\n", e.name.c_str(), e.rel_error,
-                    e.pass ? "ok" : "FAIL");
+        std::printf("%-44s rel err %.2e %s\n", e.name.c_str(), e.rel_error, e.pass ? "ok" : "FAIL");
     std::printf("gradcheck %s: max rel err %.2e (tolerance %.1e) on %s\n",
-                r.pass ? "passed" : "FAILED", r.max_rel_error, r.tolerance,
-                device->name().c_str());
+                r.pass ? "passed" : "FAILED", r.max_rel_error, r.tolerance, device->name().c_str());
     return r.pass ? 0 : 1;
 }
 
@@ -37,9 +35,11 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("gradcheck", "finite-difference check of every gradient");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
-    cmd->add_option("--batch", a->opts.batch, "batch size")->capture_default_str()
+    cmd->add_option("--batch", a->opts.batch, "batch size")
+        ->capture_default_str()
         ->check(positive());
-    cmd->add_option("--seq", a->opts.seq_len, "sequence length")->capture_default_str()
+    cmd->add_option("--seq", a->opts.seq_len, "sequence length")
+        ->capture_default_str()
         ->check(positive());
     cmd->add_option("--seed", a->opts.seed, "init and data seed")->capture_default_str();
     cmd->callback([a, &exit_code] { exit_code = run_gradcheck(*a); });

@@ -78,12 +78,17 @@ void run_plan(const PlanArgs& a) {
     const bool fits = p.total() <= capacity;
     std::printf("%s: %.2f GB -> %s (%.0f%% of it)\n", where.c_str(), capacity / 1e9,
                 fits ? "fits" : "does NOT fit", 100.0 * p.total() / capacity);
-    std::printf("(moetrain's own buffers; the runtime's overhead, e.g. a CUDA context, comes on "
-                "top)\n");
-    nlohmann::json j{{"weights", p.weights},         {"master_weights", p.master_weights},
-                     {"grads", p.grads},             {"optimizer", p.optimizer},
-                     {"activations", p.activations}, {"workspace", p.workspace},
-                     {"total", p.total()},           {"capacity", capacity},
+    std::printf(
+        "(moetrain's own buffers; the runtime's overhead, e.g. a CUDA context, comes on "
+        "top)\n");
+    nlohmann::json j{{"weights", p.weights},
+                     {"master_weights", p.master_weights},
+                     {"grads", p.grads},
+                     {"optimizer", p.optimizer},
+                     {"activations", p.activations},
+                     {"workspace", p.workspace},
+                     {"total", p.total()},
+                     {"capacity", capacity},
                      {"fits", fits}};
     if (a.ranks > 1) {
         j["ranks"] = a.ranks;

@@ -59,10 +59,11 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     auto same = [&](const char* flag, auto& arg, auto saved) {
         using T = std::decay_t<decltype(arg)>;
         T want = static_cast<T>(saved);
-        if (!a.given(flag)) arg = want;
+        if (!a.given(flag))
+            arg = want;
         else if (arg != want)
-            std::cout << "resume: " << flag << " " << arg << " overrides the checkpoint's "
-                      << want << "\n";
+            std::cout << "resume: " << flag << " " << arg << " overrides the checkpoint's " << want
+                      << "\n";
     };
     const TrainOptions& o = s.options;
     same("--optimizer", a.optimizer, std::string(optimizer_name(o.optimizer)));
@@ -166,8 +167,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
             ModelConfig want = a.model.resolve();
             MT_CHECK(config_to_json(want) == config_to_json(cfg),
                      a.resume.empty() ? "--init-from" : "--resume", ": checkpoint ", ckpt_dir,
-                     " has a different model config than ", a.model.preset.empty() ? "--config" : "--preset",
-                     " (", describe_config_difference(cfg, want), ")");
+                     " has a different model config than ",
+                     a.model.preset.empty() ? "--config" : "--preset", " (",
+                     describe_config_difference(cfg, want), ")");
         }
     } else {
         cfg = a.model.resolve();
@@ -207,9 +209,8 @@ int run_train(TrainArgs& a, DistRun& dist) {
         static_cast<int64_t>(data.train->size()) + static_cast<int64_t>(data.val->size());
     if (!a.resume.empty() && ckpt->state.data_tokens > 0)
         MT_CHECK(ckpt->state.data_tokens == data_tokens, "--resume: --data ", a.data, " has ",
-                 data_tokens, " tokens but the checkpoint was trained on ",
-                 ckpt->state.data_tokens, " (", ckpt->state.data_path,
-                 "); its data position belongs to that file");
+                 data_tokens, " tokens but the checkpoint was trained on ", ckpt->state.data_tokens,
+                 " (", ckpt->state.data_path, "); its data position belongs to that file");
     // Every rank reads the global batches (ranks x --batch rows) and keeps its own rows.
     const int global_batch = a.batch * ranks;
     BatchLoader train_loader(data.train, global_batch, a.seq, "train");
@@ -224,8 +225,10 @@ int run_train(TrainArgs& a, DistRun& dist) {
     model.set_recompute(recompute);
     model.set_precision(parse_precision(a.precision));
     TrainOptions opts = train_options(a);
-    if (ckpt) load_weights(ckpt_dir, model);
-    else model.init_weights(a.seed);
+    if (ckpt)
+        load_weights(ckpt_dir, model);
+    else
+        model.init_weights(a.seed);
     Trainer trainer(model, opts, DistOptions{&dist.comm(), a.zero});
     if (!a.resume.empty()) {
         trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
@@ -304,8 +307,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     }
 
     std::unique_ptr<JsonLog> log;  // rank 0 writes the log
-    if (!a.log_json.empty() && dist.root())
-        log = std::make_unique<JsonLog>(a.log_json, start > 0);
+    if (!a.log_json.empty() && dist.root()) log = std::make_unique<JsonLog>(a.log_json, start > 0);
     // A log write that fails stops the run (docs/RELIABILITY.md): the step that was just
     // completed is saved first when there is a run directory (one process only: a save is a
     // collective of every rank, and only rank 0 writes the log).
@@ -349,7 +351,8 @@ int run_train(TrainArgs& a, DistRun& dist) {
         write_log(j);
         if (tb) tb->step_record(j);
         bool last = trainer.steps_done() == end;
-        if (!a.out.empty() && (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
+        if (!a.out.empty() &&
+            (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
         if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
             LossStats ev = evaluator.run();
@@ -373,18 +376,19 @@ int run_train(TrainArgs& a, DistRun& dist) {
             if (log) log->close();
             if (dist.root())
                 std::fprintf(stderr, "moetrain: stopped by %s after step %lld; %s\n",
-                         stop_signal_name(sig), static_cast<long long>(trainer.steps_done()),
-                         here.empty() ? "no --out, nothing saved"
-                                      : ("saved " + here + "; continue with --resume " + a.out)
-                                            .c_str());
+                             stop_signal_name(sig), static_cast<long long>(trainer.steps_done()),
+                             here.empty()
+                                 ? "no --out, nothing saved"
+                                 : ("saved " + here + "; continue with --resume " + a.out).c_str());
             return 128 + sig;
         }
     }
     progress.finish();
     if (trainer.skipped_steps() > 0)
-        std::printf("fp16: %lld steps skipped for overflowing gradients in this run so far; loss "
-                    "scale now %g\n",
-                    static_cast<long long>(trainer.skipped_steps()), trainer.loss_scale());
+        std::printf(
+            "fp16: %lld steps skipped for overflowing gradients in this run so far; loss "
+            "scale now %g\n",
+            static_cast<long long>(trainer.skipped_steps()), trainer.loss_scale());
     if (log) {
         std::string err = log->close();
         MT_CHECK(err.empty(), "--log-json ", a.log_json, ": close failed: ", err);
@@ -410,37 +414,60 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "read the train windows in a permutation seeded by SEED, new every epoch")
         ->check(non_negative());
     cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
-        ->required()->check(non_negative());
+        ->required()
+        ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B (--resume: the checkpoint's)")
         ->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (--resume: the checkpoint's)")
         ->check(positive());
-    cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")->capture_default_str()
+    cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")
+        ->capture_default_str()
         ->check(positive());
     cmd->add_option("--optimizer", a->optimizer,
                     "adamw | adamw8bit (8-bit block-quantised moments) | sgd")
         ->capture_default_str();
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(non_negative());
-    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")->check(non_negative());
-    cmd->add_option("--warmup", a->warmup, "warmup steps")->capture_default_str()->check(non_negative());
-    cmd->add_option("--wd", a->wd, "AdamW weight decay")->capture_default_str()->check(non_negative());
-    cmd->add_option("--b1", a->b1, "AdamW beta1")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--b2", a->b2, "AdamW beta2")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--lr", a->lr, "peak learning rate")
+        ->capture_default_str()
+        ->check(non_negative());
+    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")
+        ->check(non_negative());
+    cmd->add_option("--warmup", a->warmup, "warmup steps")
+        ->capture_default_str()
+        ->check(non_negative());
+    cmd->add_option("--wd", a->wd, "AdamW weight decay")
+        ->capture_default_str()
+        ->check(non_negative());
+    cmd->add_option("--b1", a->b1, "AdamW beta1")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--b2", a->b2, "AdamW beta2")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--eps", a->eps, "AdamW epsilon")->capture_default_str()->check(positive());
-    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")->capture_default_str()->check(non_negative());
+    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")
+        ->capture_default_str()
+        ->check(non_negative());
     cmd->add_option("--seed", a->seed, "init seed")->capture_default_str();
-    auto* init = cmd->add_option("--init-from", a->init_from, "start from a checkpoint's weights (fresh optimizer)");
-    auto* resume = cmd->add_option("--resume", a->resume, "continue a checkpoint exactly (weights, moments, step, data)");
+    auto* init = cmd->add_option("--init-from", a->init_from,
+                                 "start from a checkpoint's weights (fresh optimizer)");
+    auto* resume = cmd->add_option("--resume", a->resume,
+                                   "continue a checkpoint exactly (weights, moments, step, data)");
     init->excludes(resume);
     cmd->add_option("--out", a->out, "run directory for checkpoints RUNDIR/step_NNNNNN");
-    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")->check(non_negative());
-    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")->check(non_negative());
-    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")->capture_default_str()->check(positive());
+    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")
+        ->check(non_negative());
+    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")
+        ->check(non_negative());
+    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")
+        ->capture_default_str()
+        ->check(positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--tensorboard", a->tensorboard,
                     "write TensorBoard event files (the --log-json scalars) into DIR");
-    cmd->add_option("--stop-at", a->stop_at, "stop after this many steps, keeping the schedule of --steps")->check(non_negative());
+    cmd->add_option("--stop-at", a->stop_at,
+                    "stop after this many steps, keeping the schedule of --steps")
+        ->check(non_negative());
     cmd->add_option("--memory-limit", a->memory_limit_gb,
                     "GB this run may use (default: the device's memory); a larger plan fails "
                     "before step 1")

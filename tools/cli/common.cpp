@@ -15,8 +15,9 @@
 namespace moetrain::cli {
 
 void ModelChoice::add_options(CLI::App* cmd) {
-    auto* p = cmd->add_option("--preset", preset, "built-in model: tiny, dense-small, moe-mini, "
-                                                  "gpt2-124m, seed-moe");
+    auto* p = cmd->add_option("--preset", preset,
+                              "built-in model: tiny, dense-small, moe-mini, "
+                              "gpt2-124m, seed-moe");
     auto* c = cmd->add_option("--config", config_path, "model config JSON (MODEL.md section 1)");
     p->excludes(c);
 }
@@ -113,8 +114,12 @@ CLI::Validator number_check(bool strict) {
 }
 }  // namespace
 
-CLI::Validator positive() { return number_check(true); }
-CLI::Validator non_negative() { return number_check(false); }
+CLI::Validator positive() {
+    return number_check(true);
+}
+CLI::Validator non_negative() {
+    return number_check(false);
+}
 
 void add_precision_option(CLI::App* cmd, std::string& precision) {
     cmd->add_option("--precision", precision,
@@ -141,6 +146,8 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
-bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
+bool stdout_is_terminal() {
+    return isatty(STDOUT_FILENO) != 0;
+}
 
 }  // namespace moetrain::cli

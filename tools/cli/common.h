@@ -47,7 +47,7 @@ CLI::Validator non_negative();
 // --precision fp32|bf16|fp16 (Model::set_precision), default fp32.
 void add_precision_option(CLI::App* cmd, std::string& precision);
 
-double peak_rss_mb();                       // ru_maxrss of this process, MiB
+double peak_rss_mb();                         // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"
 bool stdout_is_terminal();
 

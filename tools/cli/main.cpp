@@ -28,8 +28,10 @@ std::string one_line(const char* what) {
     for (size_t i = 0; i < in.size();) {
         const auto c = static_cast<unsigned char>(in[i]);
         const size_t n = c >= 0x80 ? utf8_length(in, i) : 1;
-        if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
         else if (c < 0x20 || c == 0x7f || n == 0) {
             char hex[8];
             std::snprintf(hex, sizeof hex, "\\x%02X", c);
@@ -51,8 +53,9 @@ std::string one_line(const char* what) {
 }  // namespace
 
 static int run_cli(int argc, char** argv) {
-    CLI::App app{"moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
-                 "OpenCL or CUDA"};
+    CLI::App app{
+        "moetrain: train and run Mixture-of-Experts transformer language models on CPU, "
+        "OpenCL or CUDA"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "moetrain 0.1.0");
     int exit_code = 0;

@@ -96,8 +96,11 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
             int empty = static_cast<int>(std::count(l.counts.begin(), l.counts.end(), 0));
             double smin = total ? static_cast<double>(*mn) / total : 0;
             double smax = total ? static_cast<double>(*mx) / total : 0;
-            layers.push_back({{"layer", l.layer}, {"min_share", smin}, {"max_share", smax},
-                              {"empty", empty}, {"counts", l.counts}});
+            layers.push_back({{"layer", l.layer},
+                              {"min_share", smin},
+                              {"max_share", smax},
+                              {"empty", empty},
+                              {"counts", l.counts}});
             char buf[64];
             std::snprintf(buf, sizeof buf, " L%d %.3f/%.3f/%d", l.layer, smin, smax, empty);
             load_text += buf;
@@ -105,11 +108,12 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
         j["expert_load"] = layers;
     }
     if (!quiet_) {
-        std::printf("step %lld/%lld | loss %.4f | ce %.4f | aux %.4f | z %.5f | lr %.2e | "
-                    "gnorm %.3f | %.0f tok/s | %s elapsed | ETA %s\n",
-                    static_cast<long long>(s.step), static_cast<long long>(total_), s.loss.loss,
-                    s.loss.ce, s.loss.aux, s.loss.z, s.lr, s.grad_norm, tps,
-                    format_duration(elapsed).c_str(), format_duration(eta).c_str());
+        std::printf(
+            "step %lld/%lld | loss %.4f | ce %.4f | aux %.4f | z %.5f | lr %.2e | "
+            "gnorm %.3f | %.0f tok/s | %s elapsed | ETA %s\n",
+            static_cast<long long>(s.step), static_cast<long long>(total_), s.loss.loss, s.loss.ce,
+            s.loss.aux, s.loss.z, s.lr, s.grad_norm, tps, format_duration(elapsed).c_str(),
+            format_duration(eta).c_str());
         if (!load_text.empty())
             std::printf("  expert load min/max share/empty:%s\n", load_text.c_str());
     }
@@ -117,8 +121,7 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
 }
 
 void ProgressPrinter::finish() {
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     std::printf("done: step %lld, loss %.4f, %s\n", static_cast<long long>(last_step_), last_loss_,
                 format_duration(elapsed).c_str());
 }

@@ -15,11 +15,11 @@ namespace moetrain::cli {
 
 // Mean of per-batch means over the first `batches` windows of `tokens` (MODEL.md 5).
 class Evaluator {
-public:
+  public:
     Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches);
     LossStats run();
 
-private:
+  private:
     Model& model_;
     TokenStream tokens_;
     int batch_, seq_, batches_;
@@ -31,12 +31,12 @@ nlohmann::json evaluation_json(const LossStats& s, int64_t step, const std::stri
 // Prints one progress line per step (step/total, loss terms, lr, grad norm, tokens/s,
 // elapsed, ETA; expert load for MoE) and returns the same fields as a JSON object.
 class ProgressPrinter {
-public:
+  public:
     ProgressPrinter(int64_t total_steps, int64_t start_step, int64_t tokens_per_step, bool quiet);
     nlohmann::json step(const StepStats& s, const std::vector<ExpertLoad>& load);
     void finish();
 
-private:
+  private:
     int64_t total_, start_, tokens_per_step_;
     bool quiet_;
     std::chrono::steady_clock::time_point t0_, last_;

@@ -45,7 +45,9 @@ double load(const void* p, cudaDataType t, long long i) {
     const uint16_t h = static_cast<const uint16_t*>(p)[i];
     return t == CUDA_R_16BF ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
 }
-size_t elem_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+size_t elem_bytes(cudaDataType t) {
+    return t == CUDA_R_32F ? 4 : 2;
+}
 
 bool supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
     const bool known = a == CUDA_R_32F || a == CUDA_R_16BF || a == CUDA_R_16F;
@@ -61,8 +63,12 @@ void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, 
         for (int i = 0; i < m; ++i) {
             double acc = 0;
             for (int p = 0; p < k; ++p) {
-                double av = load(a, t, transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda : p + static_cast<long long>(i) * lda);
-                double bv = load(b, t, transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb : j + static_cast<long long>(p) * ldb);
+                double av = load(a, t,
+                                 transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda
+                                                       : p + static_cast<long long>(i) * lda);
+                double bv = load(b, t,
+                                 transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb
+                                                       : j + static_cast<long long>(p) * ldb);
                 acc += av * bv;
             }
             float& cv = c[i + static_cast<long long>(j) * ldc];
@@ -222,14 +228,11 @@ const char* cublasGetStatusName(cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE";
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t transa,
-                                          cublasOperation_t transb, int m, int n, int k,
-                                          const void* alpha, const void* A, cudaDataType Atype,
-                                          int lda, long long strideA, const void* B,
-                                          cudaDataType Btype, int ldb, long long strideB,
-                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
-                                          long long strideC, int batch,
-                                          cublasComputeType_t compute, cublasGemmAlgo_t) {
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA, const void* B,
+    cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C, cudaDataType Ctype,
+    int ldc, long long strideC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
     if (!supported(Atype, Btype, Ctype, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     simt::submit([=] {
@@ -245,12 +248,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t tran
 // The pointer arrays ("device" memory is host memory here) are read when the work runs, so a
 // replayed graph uses the pointers its planning kernels wrote in that replay.
 cublasStatus_t cublasGemmBatchedEx(cublasHandle_t, cublasOperation_t transa,
-                                   cublasOperation_t transb, int m, int n, int k,
-                                   const void* alpha, const void* const Aarray[],
-                                   cudaDataType Atype, int lda, const void* const Barray[],
-                                   cudaDataType Btype, int ldb, const void* beta,
-                                   void* const Carray[], cudaDataType Ctype, int ldc, int batch,
-                                   cublasComputeType_t compute, cublasGemmAlgo_t) {
+                                   cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                                   const void* const Aarray[], cudaDataType Atype, int lda,
+                                   const void* const Barray[], cudaDataType Btype, int ldb,
+                                   const void* beta, void* const Carray[], cudaDataType Ctype,
+                                   int ldc, int batch, cublasComputeType_t compute,
+                                   cublasGemmAlgo_t) {
     if (!supported(Atype, Btype, Ctype, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     simt::submit([=] {
