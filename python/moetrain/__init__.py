@@ -19,7 +19,7 @@ from typing import List
 from ._moetrain import (BatchLoader, Device, Error, Model, Trainer, decode_tokens, device_info,
                         encode_text, generate, generate_text, list_backends, load_tokens,
                         open_device, preset_config, preset_names, read_checkpoint_info,
-                        save_checkpoint, split_tokens, tokenizer_names)
+                        save_checkpoint, split_tokens, split_pattern_names)
 from ._types import ExpertLoad, LossStats, StepStats
 
 __version__ = "0.1.0"
@@ -29,7 +29,7 @@ __all__ = [
     "Trainer", "decode_tokens", "device_info", "encode_text", "evaluate", "generate",
     "generate_text", "list_backends", "load_tokens", "open_device", "preset_config",
     "preset_names", "read_checkpoint_info", "save_checkpoint", "split_tokens",
-    "tokenizer_names",
+    "split_pattern_names",
 ]
 
 

@@ -15,14 +15,21 @@ namespace {
 nb::object token_numpy(const std::vector<int32_t>& v) {
     return numpy_array(std::vector<int32_t>(v), {v.size()});
 }
+nb::object token_numpy(const TokenSource& s) {
+    const auto n = static_cast<size_t>(s.size());
+    std::vector<int32_t> v(n);
+    s.read(0, s.size(), v.data());
+    return numpy_array(std::move(v), {n});
+}
 TokenStream stream_of(const AnyArray& a, const char* what) {
     TokenArray t = token_array(a, what, 1);
-    return std::make_shared<const std::vector<int32_t>>(t.data, t.data + t.shape[0]);
+    return make_token_stream(std::vector<int32_t>(t.data, t.data + t.shape[0]));
 }
 }  // namespace
 
 void bind_data(nb::module_& m) {
-    m.def("tokenizer_names", &tokenizer_names, "Tokenizers the library knows ([\"bytes\"]).");
+    m.def("split_pattern_names", &split_pattern_names,
+          "Split patterns a tiktoken rank file can be used with (--tokenizer-pattern).");
     m.def(
         "load_tokens",
         [](const std::string& path, const std::string& tokenizer) {
