@@ -468,13 +468,17 @@ def second_sigint_exits_at_once_and_keeps_checkpoints():
 def sigkill_chaos_ends_bit_identical():
     d = work("sigkill_chaos")
     data = corpus(d)
-    # ~30 ms per step here, so that each life of the process (0.05-0.8 s) covers a few steps
+    # ~30 ms per step, so that each life of the process (0.05-0.8 s, scaled below) covers a few steps
     # and 20 kills land before step `total`: during start-up, steps and checkpoint writes.
     total = 400
     common = ["--device", "cpu", "--preset", "tiny", "--batch", 8, "--seq", 64, "--threads", 1,
               "--data", data, "--steps", total, "--lr", "3e-3", "--save-every", 3, "--quiet"]
     ref = f"{d}/ref"
+    t_ref = time.monotonic()
     run("train", *common, "--out", ref)
+    # Lives scale with the measured step time (faster machines or builds get shorter lives), so
+    # that 20 kills land before step `total` whatever the speed.
+    life_scale = min(1.0, max(0.1, (time.monotonic() - t_ref) / total / 0.030))
     run_dir = f"{d}/run"
     rng = random.Random(5)
     kills = progressed = 0
@@ -482,7 +486,7 @@ def sigkill_chaos_ends_bit_identical():
         resume = ["--resume", run_dir] if os.path.isdir(run_dir) and any(
             x.startswith("step_") and ".tmp-" not in x for x in os.listdir(run_dir)) else []
         proc = popen_train([*common, "--out", run_dir, *resume])
-        time.sleep(rng.uniform(0.05, 0.8))
+        time.sleep(rng.uniform(0.05, 0.8) * life_scale)
         if proc.poll() is not None:
             out, err = proc.communicate()
             assert proc.returncode == 0, err
