@@ -28,7 +28,9 @@ struct HfResult {
 };
 
 // Writes config.json, generation_config.json and the safetensors weights (fp32) of the
-// checkpoint directory `checkpoint_dir` into `out_dir`, atomically (a temporary sibling
+// checkpoint directory `checkpoint_dir` into `out_dir`, with the checkpoint's tokenizer copy as
+// tokenizer.json (and a tokenizer_config.json) when it is a Hugging Face tokenizer.json (other
+// tokenizers: a note), atomically (a temporary sibling
 // renamed into place). Throws a one-line moetrain::Error when the config has no exact
 // transformers counterpart.
 HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir,
@@ -36,7 +38,8 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
 
 // Reads config.json and model.safetensors (or the shards listed by
 // model.safetensors.index.json; F32, BF16 and F16 widened to fp32) from `hf_dir` and writes a
-// weights-only moetrain checkpoint to `checkpoint_dir` (atomically). Throws a one-line
+// weights-only moetrain checkpoint to `checkpoint_dir` (atomically), with `hf_dir`/tokenizer.json,
+// when present, as the checkpoint's tokenizer (it must load and fit vocab_size). Throws a one-line
 // moetrain::Error on an unknown architecture, a missing or unexpected tensor, a shape that
 // does not match the config, and anything else MODEL.md cannot represent.
 HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir);

@@ -30,7 +30,8 @@ void check_export_dir(const std::string& out_dir) {
     for (const auto& e : fs::directory_iterator(out_dir, ec)) {
         const std::string n = e.path().filename().string();
         const bool ours = n == "config.json" || n == "generation_config.json" ||
-                          n == "tokenizer.json" || n == "model.safetensors.index.json" ||
+                          n == "tokenizer.json" || n == "tokenizer_config.json" ||
+                          n == "model.safetensors.index.json" ||
                           (n.rfind("model", 0) == 0 && n.size() > 12 &&
                            n.compare(n.size() - 12, 12, ".safetensors") == 0);
         MT_CHECK(ours, "export: --out ", out_dir, " holds ", n,
@@ -122,6 +123,29 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
         index["weight_map"] = weight_map;
         io::write_file_synced(out.file("model.safetensors.index.json"), index.dump(2) + "\n");
         result.files.push_back("model.safetensors.index.json");
+    }
+    // The tokenizer travels along when transformers can read it: a Hugging Face tokenizer.json,
+    // byte for byte the checkpoint's copy (load_checkpoint_tokenizer checks its SHA-256), with a
+    // tokenizer_config.json that makes AutoTokenizer use it as is (PreTrainedTokenizerFast adds
+    // no BOS token of its own, as LlamaTokenizerFast would).
+    if (tokenizer_copy_name(info.state.tokenizer) == "tokenizer.json") {
+        const std::shared_ptr<const Tokenizer> tok = load_checkpoint_tokenizer(info);
+        MT_CHECK(tok->vocab_size() <= c.vocab_size, "export: the checkpoint's tokenizer has ",
+                 tok->vocab_size(), " tokens, more than the model's vocab_size ", c.vocab_size);
+        const std::string path = (fs::path(checkpoint_dir) / "tokenizer.json").string();
+        io::write_file_synced(out.file("tokenizer.json"), io::read_file(path, "checkpoint file"));
+        io::ordered_json tc;
+        tc["tokenizer_class"] = "PreTrainedTokenizerFast";
+        tc["model_max_length"] = c.max_seq_len;
+        io::write_file_synced(out.file("tokenizer_config.json"), tc.dump(2) + "\n");
+        result.files.push_back("tokenizer.json");
+        result.files.push_back("tokenizer_config.json");
+    } else {
+        result.notes.push_back(
+            "no tokenizer.json written: the checkpoint's tokenizer is " +
+            (info.state.tokenizer == "bytes"
+                 ? std::string("bytes (token id = byte value)")
+                 : info.state.tokenizer + ", not a Hugging Face tokenizer.json"));
     }
     io::write_file_synced(out.file("config.json"), io::hf_config_json(family, c));
     io::write_file_synced(out.file("generation_config.json"), io::hf_generation_config_json(c));

@@ -15,6 +15,7 @@
 #include "model/param_layout.h"
 #include "moetrain/error.h"
 #include "moetrain/hf.h"
+#include "moetrain/tokenizer.h"
 
 namespace fs = std::filesystem;
 
@@ -123,9 +124,22 @@ HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir)
     b.params = &params;
     b.weights = &flat;
     b.config_json = config_to_json(c);
+    // A tokenizer.json beside the weights becomes the checkpoint's tokenizer (stored as `train
+    // --tokenizer` stores it), once it loads and its ids fit the embedding.
     TrainState state;
+    const std::string tok_path = (fs::path(hf_dir) / "tokenizer.json").string();
+    if (fs::exists(tok_path, ec)) {
+        std::string bytes = io::read_file(tok_path, "tokenizer file");
+        const std::shared_ptr<const Tokenizer> tok = load_tokenizer_bytes(tok_path, bytes);
+        MT_CHECK(tok->vocab_size() <= c.vocab_size, "import: ", tok_path, " has ids up to ",
+                 tok->vocab_size() - 1, ", beyond config.json's vocab_size ", c.vocab_size);
+        state.tokenizer = tok_path;
+        state.tokenizer_sha256 = tokenizer_file_sha256(bytes);
+        state.tokenizer_file = std::move(bytes);
+    }
     io::write_checkpoint_dir(checkpoint_dir, b, state, OptimizerState::none);
     HfResult result{io::hf_architecture(hc.family), c, weights.files(), {}};
+    if (!state.tokenizer_file.empty()) result.files.push_back("tokenizer.json");
     if (c.moe)
         result.notes.push_back("moe.aux_loss_alpha = router_aux_loss_coef " +
                                std::to_string(c.moe->aux_loss_alpha) +

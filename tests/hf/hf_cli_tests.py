@@ -83,7 +83,19 @@ def export_keeps_foreign_out_dir():
     # An earlier export is replaced as a whole.
     os.remove(os.path.join(out, "notes.txt"))
     run("export", "--checkpoint", ck, "--format", "hf", "--out", out)
-    run("export", "--checkpoint", ck, "--format", "hf", "--out", out)
+    p = run("export", "--checkpoint", ck, "--format", "hf", "--out", out)
+    # A bytes checkpoint has no tokenizer.json to write: one note says so.
+    notes = [l for l in p.stdout.splitlines() if "tokenizer" in l]
+    assert len(notes) == 1 and notes[0].startswith("note: no tokenizer.json"), p.stdout
+    assert not os.path.exists(os.path.join(out, "tokenizer.json")), os.listdir(out)
+
+
+@test
+def import_refuses_bad_tokenizer():
+    d, out = exported("bad_tokenizer")
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        f.write('{"model": {"type": "WordPiece"}}')
+    refused_import(d, out, "tokenizer.json")
 
 
 # ---- import ----

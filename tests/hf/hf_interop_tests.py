@@ -13,8 +13,10 @@ perturbed, so a mapping mistake anywhere changes the logits):
   import_*: transformers (save_pretrained of a model built from a config) -> import ->
             moetrain: logits agree; bf16 / fp16 and sharded files are widened exactly.
 """
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -362,6 +364,74 @@ def import_qwen2_moe_gated_refused():
     assert p.returncode == 1 and len(err) == 1, p.stderr
     assert "shared_expert_gate" in err[0] and "gate" in err[0], err[0]
     assert not os.path.exists(os.path.join(d, "ck")), "a refused import left a checkpoint"
+
+
+@test
+def tokenizer_round_trip():
+    """A `moetrain tokenizer train` tokenizer.json travels checkpoint -> export (byte-identical,
+    HF tokenizers and AutoTokenizer give moetrain's ids) -> import (generate needs no
+    --tokenizer)."""
+    from tokenizers import Tokenizer
+    d = work("tokenizer_round_trip")
+    text = corpus(d)
+    tok = os.path.join(d, "tok.json")
+    run("tokenizer", "train", "--data", text, "--vocab-size", 280, "--special", "<|endoftext|>",
+        "--out", tok, "--threads", 1)
+    cfg_path = os.path.join(d, "config.moetrain.json")
+    with open(cfg_path, "w") as f:
+        json.dump(LLAMA, f)
+    run("train", "--config", cfg_path, "--data", text, "--tokenizer", tok, "--steps", 1,
+        "--batch", 1, "--seq", 8, "--threads", 1, "--out", os.path.join(d, "run"))
+    ck = os.path.join(d, "run", "step_000001")
+    out = os.path.join(d, "hf")
+    p = run("export", "--checkpoint", ck, "--format", "hf", "--out", out)
+    print(p.stdout.strip())
+    assert "tokenizer.json" in p.stdout and "note: no tokenizer" not in p.stdout, p.stdout
+    with open(tok, "rb") as a, open(os.path.join(out, "tokenizer.json"), "rb") as b:
+        assert a.read() == b.read(), "exported tokenizer.json differs from the trained one"
+
+    sample = os.path.join(d, "sample.txt")
+    with open(sample, "w") as f:
+        f.write("The king spoke of bread, war and 42 queens!<|endoftext|> Über-land\n")
+    ours = json.loads(run("tokenizer", "encode", "--tokenizer", tok, sample).stdout)
+    text_s = open(sample).read()
+    hf_ids = Tokenizer.from_file(os.path.join(out, "tokenizer.json")).encode(text_s).ids
+    auto = transformers.AutoTokenizer.from_pretrained(out)
+    auto_ids = auto(text_s, add_special_tokens=True)["input_ids"]
+    print(f"moetrain {ours}\ntokenizers {hf_ids}\nAutoTokenizer ({type(auto).__name__}) "
+          f"{auto_ids}")
+    assert len(ours) > 5 and ours == hf_ids == auto_ids, "token ids differ"
+    assert auto.decode(ours) == text_s, auto.decode(ours)
+
+    back = os.path.join(d, "back")
+    p = run("import", "--from", out, "--out", back)
+    print(p.stdout.strip())
+    with open(tok, "rb") as a, open(os.path.join(back, "tokenizer.json"), "rb") as b:
+        assert a.read() == b.read(), "imported tokenizer copy differs"
+    state = json.load(open(os.path.join(back, "state.json")))
+    assert state["data"]["tokenizer_sha256"] == hashlib.sha256(open(tok, "rb").read()).hexdigest()
+    g = run("generate", "--checkpoint", back, "--prompt", "The king", "--max-new", 8,
+            "--temperature", 0, "--json", "--threads", 1)
+    r = json.loads(g.stdout.strip().splitlines()[-1])
+    print(r)
+    g0 = run("generate", "--checkpoint", ck, "--prompt", "The king", "--max-new", 8,
+             "--temperature", 0, "--json", "--threads", 1)
+    r0 = json.loads(g0.stdout.strip().splitlines()[-1])
+    assert r["tokens"] == r0["tokens"] and len(r["tokens"]) == 8, (r, r0)
+
+    # Import refuses a tokenizer whose ids do not fit the embedding, leaving nothing behind.
+    small = os.path.join(d, "small")
+    shutil.copytree(out, small)
+    conf = json.load(open(os.path.join(small, "config.json")))
+    big = os.path.join(d, "big.json")
+    run("tokenizer", "train", "--data", text, "--vocab-size", conf["vocab_size"] + 20,
+        "--out", big, "--threads", 1)
+    shutil.copy(big, os.path.join(small, "tokenizer.json"))
+    p = run("import", "--from", small, "--out", os.path.join(d, "ck_big"), ok=False)
+    err = p.stderr.strip().splitlines()
+    print(p.stderr.strip())
+    assert p.returncode == 1 and len(err) == 1 and "vocab_size" in err[0], p.stderr
+    assert not os.path.exists(os.path.join(d, "ck_big")), "a refused import left a checkpoint"
 
 
 def load_references():
