@@ -1,11 +1,15 @@
 // Generation (docs/MODEL.md 7) with the KV cache and on-device sampling, from token ids or
-// from text (bytes tokenizer, as `moetrain generate`), with the GIL released.
+// from text (the checkpoint's tokenizer or a tokenizer spec, as `moetrain generate`), with the
+// GIL released.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "moetrain/data.h"
 #include "moetrain/generate.h"
+#include "moetrain/model.h"
+#include "moetrain/tokenizer.h"
 
 namespace moetrain::python {
 
@@ -52,20 +56,42 @@ void bind_generate(nb::module_& m) {
         "max_seq_len.");
     m.def(
         "generate_text",
-        [](Model& model, const std::string& prompt, int max_new_tokens, float temperature,
-           int64_t top_k, float top_p, uint64_t seed) {
-            std::vector<int32_t> ids = encode_text(prompt, "bytes");
-            if (ids.empty()) ids.push_back('\n');  // as `moetrain generate` with no prompt
-            std::string s = decode_tokens(
-                run(model, ids, options(max_new_tokens, temperature, top_k, top_p, seed)), "bytes");
+        [](nb::handle model_obj, const std::string& prompt, int max_new_tokens, float temperature,
+           int64_t top_k, float top_p, uint64_t seed, const std::optional<std::string>& spec) {
+            Model& model = nb::cast<Model&>(model_obj);
+            std::shared_ptr<const Tokenizer> tok;
+            if (spec) {
+                tok = load_tokenizer(*spec);
+                check_tokenizer(*tok, *spec, model.config());
+            } else {
+                tok = model_tokenizer(model_obj);
+                if (!tok) tok = make_bytes_tokenizer();
+            }
+            // As `moetrain generate`: an empty prompt starts from the end-of-text id, else
+            // from a newline.
+            std::vector<int32_t> ids = tok->encode(prompt);
+            if (ids.empty()) {
+                if (auto eot = tok->eot_id())
+                    ids.push_back(*eot);
+                else
+                    ids = tok->encode("\n");
+            }
+            std::vector<int32_t> out =
+                run(model, ids, options(max_new_tokens, temperature, top_k, top_p, seed));
+            std::string s = tok->decode(out);
             return nb::steal<nb::str>(
                 PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
         },
         nb::arg("model"), nb::arg("prompt"), nb::kw_only(), nb::arg("max_new_tokens"),
         nb::arg("temperature") = 1.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
-        nb::arg("seed") = 1337,
-        "The text generated after `prompt` (bytes tokenizer; an empty prompt starts from a "
-        "newline, as `moetrain generate`).");
+        nb::arg("seed") = 1337, nb::arg("tokenizer") = nb::none(),
+        nb::sig("def generate_text(model: Model, prompt: str, *, max_new_tokens: int, "
+                "temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, "
+                "seed: int = 1337, tokenizer: str | None = None) -> str"),
+        "The text generated after `prompt`, encoded and decoded with `tokenizer` (a spec: "
+        "bytes, a tokenizer.json, a .tiktoken or a .model file; default: the tokenizer of the "
+        "checkpoint the model was loaded from, else bytes). An empty prompt starts from the "
+        "end-of-text id or a newline, as `moetrain generate`.");
 }
 
 }  // namespace moetrain::python

@@ -11,6 +11,24 @@
 namespace moetrain::python {
 
 namespace {
+constexpr const char* kTokenizerAttr = "_checkpoint_tokenizer";
+using TokenizerPtr = std::shared_ptr<const Tokenizer>;
+}  // namespace
+
+void set_model_tokenizer(nb::handle model, TokenizerPtr tokenizer) {
+    nb::capsule cap(new TokenizerPtr(std::move(tokenizer)),
+                    [](void* p) noexcept { delete static_cast<TokenizerPtr*>(p); });
+    nb::setattr(model, kTokenizerAttr, cap);
+}
+
+TokenizerPtr model_tokenizer(nb::handle model) {
+    if (!nb::hasattr(model, kTokenizerAttr)) return nullptr;
+    nb::object cap = nb::getattr(model, kTokenizerAttr);
+    if (!nb::isinstance<nb::capsule>(cap)) return nullptr;
+    return *static_cast<TokenizerPtr*>(nb::borrow<nb::capsule>(cap).data());
+}
+
+namespace {
 nb::object json_loads(const std::string& s) {
     return nb::module_::import_("json").attr("loads")(s);
 }
@@ -59,7 +77,8 @@ void bind_model(nb::module_& m) {
         "A preset's full config as a dict (every key of docs/MODEL.md section 1).");
 
     auto keep_device = nb::keep_alive<0, 1>();  // the model refers to its device
-    nb::class_<Model>(m, "Model", "The docs/MODEL.md transformer on one device.")
+    nb::class_<Model>(m, "Model", nb::dynamic_attr(),
+                      "The docs/MODEL.md transformer on one device.")
         .def_static(
             "from_preset",
             [](Device& d, const std::string& name) {
@@ -86,9 +105,11 @@ void bind_model(nb::module_& m) {
             "A model of a JSON config file.")
         .def_static(
             "from_checkpoint",
-            [](Device& d, const std::string& path) {
+            [](Device& d, const std::string& path) -> nb::typed<nb::object, Model> {
                 std::string dir = resolve_checkpoint(path);
-                Model* model = model_from_config(d, read_checkpoint_info(dir).config);
+                const CheckpointInfo info = read_checkpoint_info(dir);
+                TokenizerPtr tok = load_checkpoint_tokenizer(info);
+                Model* model = model_from_config(d, info.config);
                 try {
                     nb::gil_scoped_release nogil;
                     load_weights(dir, *model);
@@ -96,11 +117,13 @@ void bind_model(nb::module_& m) {
                     delete model;
                     throw;
                 }
-                return model;
+                nb::object self = nb::cast(model, nb::rv_policy::take_ownership);
+                set_model_tokenizer(self, std::move(tok));
+                return self;
             },
             nb::arg("device"), nb::arg("path"), keep_device, nb::rv_policy::take_ownership,
             "A model with the config and weights of a checkpoint directory or a run directory "
-            "(its newest complete step).")
+            "(its newest complete step); generate_text uses the checkpoint's tokenizer.")
         .def_prop_ro(
             "config", [](const Model& mo) { return json_loads(config_to_json(mo.config())); },
             nb::sig("def config(self) -> dict[str, typing.Any]"))
@@ -111,14 +134,20 @@ void bind_model(nb::module_& m) {
              "Seeded init, identical on every backend (the CLI's --seed).")
         .def(
             "load",
-            [](Model& mo, const std::string& path) {
+            [](nb::handle self, const std::string& path) {
+                Model& mo = nb::cast<Model&>(self);
                 std::string dir = resolve_checkpoint(path);
-                nb::gil_scoped_release nogil;
-                load_weights(dir, mo);
+                TokenizerPtr tok = load_checkpoint_tokenizer(read_checkpoint_info(dir));
+                {
+                    nb::gil_scoped_release nogil;
+                    load_weights(dir, mo);
+                }
+                set_model_tokenizer(self, std::move(tok));
             },
-            nb::arg("path"),
+            nb::arg("path"), nb::sig("def load(self, path: str) -> None"),
             "Load the weights of a checkpoint (or of a run directory's newest step); the "
-            "stored config must equal this model's.")
+            "stored config must equal this model's. generate_text then uses the checkpoint's "
+            "tokenizer.")
         .def(
             "param_names",
             [](const Model& mo) {

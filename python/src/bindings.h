@@ -6,8 +6,13 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace moetrain {
+class Tokenizer;
+}
 
 namespace moetrain::python {
 
@@ -18,6 +23,11 @@ void bind_model(nb::module_& m);
 void bind_train(nb::module_& m);
 void bind_data(nb::module_& m);
 void bind_generate(nb::module_& m);
+
+// The tokenizer of the checkpoint a Python Model was loaded from (Model.from_checkpoint,
+// Model.load), kept on the Python object; nullptr when the model has none recorded.
+void set_model_tokenizer(nb::handle model, std::shared_ptr<const Tokenizer> tokenizer);
+std::shared_ptr<const Tokenizer> model_tokenizer(nb::handle model);
 
 // A NumPy array of token ids: C-contiguous int32 of the given rank (checked here, with a
 // one-line moetrain::Error naming `what` and what was passed instead).
