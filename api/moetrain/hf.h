@@ -42,6 +42,10 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
 // when present, as the checkpoint's tokenizer (it must load and fit vocab_size). Throws a one-line
 // moetrain::Error on an unknown architecture, a missing or unexpected tensor, a shape that
 // does not match the config, and anything else MODEL.md cannot represent.
-HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir);
+struct HfImportOptions {
+    bool tokenizer = true;  // false: leave hf_dir/tokenizer.json out (the checkpoint gets bytes)
+};
+HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir,
+                   const HfImportOptions& options = {});
 
 }  // namespace moetrain

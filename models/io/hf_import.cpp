@@ -61,7 +61,8 @@ void scatter(const io::HfTensor& t, const std::vector<float>& hf,
 
 }  // namespace
 
-HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir) {
+HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir,
+                   const HfImportOptions& options) {
     std::error_code ec;
     MT_CHECK(fs::is_directory(hf_dir, ec), "import: --from ", hf_dir, " is not a directory");
     MT_CHECK(!fs::exists(checkpoint_dir, ec) ||
@@ -128,11 +129,18 @@ HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir)
     // --tokenizer` stores it), once it loads and its ids fit the embedding.
     TrainState state;
     const std::string tok_path = (fs::path(hf_dir) / "tokenizer.json").string();
-    if (fs::exists(tok_path, ec)) {
+    const bool has_tokenizer = fs::exists(tok_path, ec);
+    if (has_tokenizer && options.tokenizer) {
         std::string bytes = io::read_file(tok_path, "tokenizer file");
-        const std::shared_ptr<const Tokenizer> tok = load_tokenizer_bytes(tok_path, bytes);
+        std::shared_ptr<const Tokenizer> tok;
+        try {
+            tok = load_tokenizer_bytes(tok_path, bytes);
+        } catch (const Error& e) {
+            fail("import: ", e.what(), " (--no-tokenizer imports the weights without it)");
+        }
         MT_CHECK(tok->vocab_size() <= c.vocab_size, "import: ", tok_path, " has ids up to ",
-                 tok->vocab_size() - 1, ", beyond config.json's vocab_size ", c.vocab_size);
+                 tok->vocab_size() - 1, ", beyond config.json's vocab_size ", c.vocab_size,
+                 " (--no-tokenizer imports the weights without it)");
         state.tokenizer = tok_path;
         state.tokenizer_sha256 = tokenizer_file_sha256(bytes);
         state.tokenizer_file = std::move(bytes);
@@ -140,6 +148,10 @@ HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir)
     io::write_checkpoint_dir(checkpoint_dir, b, state, OptimizerState::none);
     HfResult result{io::hf_architecture(hc.family), c, weights.files(), {}};
     if (!state.tokenizer_file.empty()) result.files.push_back("tokenizer.json");
+    if (has_tokenizer && !options.tokenizer)
+        result.notes.push_back(
+            "tokenizer.json left out (--no-tokenizer): the checkpoint "
+            "records the bytes tokenizer; pass --tokenizer to use it");
     if (c.moe)
         result.notes.push_back("moe.aux_loss_alpha = router_aux_loss_coef " +
                                std::to_string(c.moe->aux_loss_alpha) +

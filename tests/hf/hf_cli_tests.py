@@ -95,7 +95,12 @@ def import_refuses_bad_tokenizer():
     d, out = exported("bad_tokenizer")
     with open(os.path.join(out, "tokenizer.json"), "w") as f:
         f.write('{"model": {"type": "WordPiece"}}')
-    refused_import(d, out, "tokenizer.json")
+    refused_import(d, out, "tokenizer.json", "--no-tokenizer")
+    ck = os.path.join(d, "ck")
+    p = run("import", "--from", out, "--out", ck, "--no-tokenizer")
+    assert "note: tokenizer.json left out" in p.stdout, p.stdout
+    assert not os.path.exists(os.path.join(ck, "tokenizer.json")), os.listdir(ck)
+    run("generate", "--checkpoint", ck, "--prompt", "the", "--max-new", 2, "--threads", 1)
 
 
 # ---- import ----

@@ -11,10 +11,13 @@ namespace {
 
 struct ImportArgs {
     std::string from, out;
+    bool no_tokenizer = false;
 };
 
 void run_import(const ImportArgs& a) {
-    const HfResult r = import_hf(a.from, a.out);
+    HfImportOptions o;
+    o.tokenizer = !a.no_tokenizer;
+    const HfResult r = import_hf(a.from, a.out, o);
     std::printf("imported %s (%s, %s%d layers, d_model %d, vocab %d) to %s\n", a.from.c_str(),
                 r.architecture.c_str(),
                 r.config.moe
@@ -33,6 +36,8 @@ void add_import_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--from", a->from, "directory with config.json and safetensors weights")
         ->required();
     cmd->add_option("--out", a->out, "checkpoint directory to create")->required();
+    cmd->add_flag("--no-tokenizer", a->no_tokenizer,
+                  "leave DIR/tokenizer.json out (else it becomes the checkpoint's tokenizer)");
     cmd->callback([a, &exit_code] {
         run_import(*a);
         exit_code = 0;
