@@ -616,6 +616,42 @@ def log_write_faults_stop_with_one_line():
             assert names == [f"step_{steps:06d}"] and logged == list(range(1, steps + 1))
 
 
+@test
+def shard_write_faults_stop_with_one_line():
+    # `moetrain tokenize` writes each shard to a temporary sibling, fsyncs and renames it: a
+    # fault leaves the shards before it complete and nothing under the failed shard's name.
+    d = work("shard_write_faults")
+    data = corpus(d)
+    argv = ["tokenize", "--tokenizer", "bytes", "--eot", 0, "--data", data, "--shard-tokens",
+            5000, "--val-tokens", 2000, "--quiet"]
+    ref = f"{d}/ref"
+    run(*argv, "--out", ref)
+    want = tree_digest(ref)
+    assert len(want) == 5, sorted(want)  # 20001 tokens: 2000 val, 3 x 5000 and 3001 train
+    kept = ["data_train_000001.bin", "data_val_000000.bin"]
+    cases = [("write", "ENOSPC", "data_train_000002", kept),
+             ("write", "EIO", "data_train_000002", kept),
+             ("fsync", "ENOSPC", "data_train_000002", kept),
+             ("fsync", "EIO", "data_train_000002", kept),
+             ("close", "EIO", "data_train_000002", kept),
+             ("rename", "ENOSPC", "data_train_000002", kept),
+             ("rename", "EIO", "data_train_000002", kept),
+             ("write", "ENOSPC", "data_val_000000", [])]
+    for i, (op, err, shard, left) in enumerate(cases):
+        out = f"{d}/out{i}"  # the fault's path matches only the shard's files
+        expect_error([*argv, "--out", out], [STRERROR[err], f"{shard}.bin",
+                                             f"the {len(left)} shards before it are complete"],
+                     env=fault_env(op, err, shard))
+        got = tree_digest(out)
+        assert sorted(got) == left, f"{op} {err}: left in {out}: {sorted(got)}"
+        for n in left:  # what stays under a final name is the complete shard
+            assert got[n] == want[n], n
+        run(*argv, "--out", out)  # without the fault the same command completes the set
+        assert tree_digest(out) == want, f"{op} {err}: rerun differs"
+    print(f"{len(cases)} shard-write faults: one line each, no partial shard under a final "
+          "name, no temporary file left; a rerun writes the same shards")
+
+
 def mount_tmpfs_and_run(d, size, script):
     """Run `script` (sh) with a fresh tmpfs of `size` at d/disk: directly as root, else in a
     user + mount namespace. Returns the CompletedProcess; skips when neither can mount."""
