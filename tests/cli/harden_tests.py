@@ -351,6 +351,52 @@ def byte_flips_are_detected():
 
 
 @test
+def tokenizer_copy_flips_are_detected():
+    # The tokenizer copy next to state.json is not among the CRC32C checksums: its SHA-256 in
+    # state.json guards it, checked by verify as by loading.
+    d = work("tokenizer_copy_flips")
+    data = corpus(d)
+    tok = f"{d}/tok.json"
+    run("tokenizer", "train", "--data", data, "--vocab-size", 300, "--out", tok)
+    vocab = len(json.load(open(tok))["model"]["vocab"])
+    cfg = json.loads(run("config", "--preset", "tiny").stdout)
+    cfg["vocab_size"] = vocab
+    with open(f"{d}/model.json", "w") as f:
+        json.dump(cfg, f)
+    run("train", "--device", "cpu", "--config", f"{d}/model.json", "--batch", 2, "--seq", 16,
+        "--threads", 1, "--data", data, "--tokenizer", tok, "--steps", 2, "--out", f"{d}/run",
+        "--quiet")
+    ck = f"{d}/run/step_000002"
+    blob = open(f"{ck}/tokenizer.json", "rb").read()
+    assert blob == open(tok, "rb").read()
+    j = json.loads(run("verify", ck).stdout.strip().splitlines()[-1])
+    assert j["tokenizer"] == "tokenizer.json", j
+    rng = random.Random(23)
+    flip_dir = f"{d}/flipped"
+    flips = 30
+    for i in range(flips):
+        shutil.rmtree(flip_dir, ignore_errors=True)
+        shutil.copytree(ck, flip_dir)
+        b = bytearray(blob)
+        b[rng.randrange(len(b))] ^= rng.randrange(1, 256)
+        with open(f"{flip_dir}/tokenizer.json", "wb") as fh:
+            fh.write(b)
+        p = run("verify", flip_dir, ok=False)
+        err = p.stderr.strip().splitlines()
+        assert 0 < p.returncode < 128 and len(err) == 1, (i, p.returncode, p.stdout, p.stderr)
+        assert err[0].startswith("moetrain: error: ") and "tokenizer.json" in err[0] and \
+            "SHA-256" in err[0], err[0]
+        if i % 5 == 0:  # loading refuses it with the same line
+            q = run("eval", "--checkpoint", flip_dir, "--data", data, "--batch", 2, "--seq", 16,
+                    "--batches", 1, ok=False)
+            assert q.returncode == 1 and q.stderr.strip().splitlines() == err, (q.stderr, err)
+    # A missing copy is reported too.
+    os.remove(f"{flip_dir}/tokenizer.json")
+    p = expect_error(["verify", flip_dir], "tokenizer.json")
+    print(f"{flips} flips in the tokenizer copy: all detected by verify, and by eval")
+
+
+@test
 def checkpoints_without_checksums_load_with_a_warning():
     d = work("without_checksums")
     data, ck = small_checkpoint(d)
@@ -568,6 +614,42 @@ def log_write_faults_stop_with_one_line():
             assert names == ["step_000003"] and logged == [1, 2], (names, logged)
         else:  # the close at the end: every step logged and the final checkpoint saved
             assert names == [f"step_{steps:06d}"] and logged == list(range(1, steps + 1))
+
+
+@test
+def shard_write_faults_stop_with_one_line():
+    # `moetrain tokenize` writes each shard to a temporary sibling, fsyncs and renames it: a
+    # fault leaves the shards before it complete and nothing under the failed shard's name.
+    d = work("shard_write_faults")
+    data = corpus(d)
+    argv = ["tokenize", "--tokenizer", "bytes", "--eot", 0, "--data", data, "--shard-tokens",
+            5000, "--val-tokens", 2000, "--quiet"]
+    ref = f"{d}/ref"
+    run(*argv, "--out", ref)
+    want = tree_digest(ref)
+    assert len(want) == 5, sorted(want)  # 20001 tokens: 2000 val, 3 x 5000 and 3001 train
+    kept = ["data_train_000001.bin", "data_val_000000.bin"]
+    cases = [("write", "ENOSPC", "data_train_000002", kept),
+             ("write", "EIO", "data_train_000002", kept),
+             ("fsync", "ENOSPC", "data_train_000002", kept),
+             ("fsync", "EIO", "data_train_000002", kept),
+             ("close", "EIO", "data_train_000002", kept),
+             ("rename", "ENOSPC", "data_train_000002", kept),
+             ("rename", "EIO", "data_train_000002", kept),
+             ("write", "ENOSPC", "data_val_000000", [])]
+    for i, (op, err, shard, left) in enumerate(cases):
+        out = f"{d}/out{i}"  # the fault's path matches only the shard's files
+        expect_error([*argv, "--out", out], [STRERROR[err], f"{shard}.bin",
+                                             f"the {len(left)} shards before it are complete"],
+                     env=fault_env(op, err, shard))
+        got = tree_digest(out)
+        assert sorted(got) == left, f"{op} {err}: left in {out}: {sorted(got)}"
+        for n in left:  # what stays under a final name is the complete shard
+            assert got[n] == want[n], n
+        run(*argv, "--out", out)  # without the fault the same command completes the set
+        assert tree_digest(out) == want, f"{op} {err}: rerun differs"
+    print(f"{len(cases)} shard-write faults: one line each, no partial shard under a final "
+          "name, no temporary file left; a rerun writes the same shards")
 
 
 def mount_tmpfs_and_run(d, size, script):

@@ -94,10 +94,16 @@ class ShardSink {
         in_val_ = val_left_ > 0;
         char name[64];
         std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
-        cur_ = std::make_unique<ShardWriter>(a_.out + "/" + a_.prefix + name, token_bytes_);
+        cur_path_ = a_.out + "/" + a_.prefix + name;
+        cur_ = std::make_unique<ShardWriter>(cur_path_, token_bytes_);
     }
     void close() {
-        cur_->finish();
+        try {  // a failed write leaves no file under the shard's name (ShardWriter::finish)
+            cur_->finish();
+        } catch (const Error& e) {
+            fail(e.what(), "; tokenize stopped at ", cur_path_, " (the ", index_,
+                 " shards before it are complete; the rest of the corpus is missing)");
+        }
         cur_.reset();
         ++index_;
     }
@@ -107,6 +113,7 @@ class ShardSink {
     bool in_val_ = false;
     int index_ = 0;
     std::unique_ptr<ShardWriter> cur_;
+    std::string cur_path_;
 };
 
 void run_tokenize(const TokenizeArgs& a) {

@@ -1,7 +1,8 @@
 // `moetrain verify CKPT`: check a checkpoint without building a model: every file's and
-// every tensor's CRC32C, the safetensors structure of each file, state.json, and that the
-// stored config is valid. The last stdout line is JSON {"checkpoint","checksummed","files",
-// "bytes","tensors"}; damage ends in one error line naming the file (and the tensor).
+// every tensor's CRC32C, the safetensors structure of each file, state.json, that the stored
+// config is valid, and the tokenizer copy against state.json's SHA-256 (the check loading
+// does). The last stdout line is JSON {"checkpoint","checksummed","step","tensors","bytes",
+// "tokenizer"}; damage ends in one error line naming the file (and the tensor).
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,10 @@ void run_verify(const std::string& path) {
             ++tensors;
         }
     }
+    // The tokenizer copy is not among the CRC32C checksums: its SHA-256 in state.json is
+    // checked by the same code that loading uses (and the copy parsed).
+    const std::string tokenizer_copy = tokenizer_copy_name(info.state.tokenizer);
+    load_checkpoint_tokenizer(info);
     if (!info.checksummed)
         std::fprintf(stderr,
                      "moetrain: warning: %s has no checksums (written before moetrain "
@@ -47,7 +52,9 @@ void run_verify(const std::string& path) {
                      {"checksummed", info.checksummed},
                      {"step", info.state.step},
                      {"tensors", tensors},
-                     {"bytes", bytes}};
+                     {"bytes", bytes},
+                     {"tokenizer", tokenizer_copy.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(tokenizer_copy)}};
     std::printf("%s\n", j.dump().c_str());
 }
 
