@@ -11,13 +11,12 @@
 
 namespace moetrain::io {
 
-namespace {
 // Every JSON moetrain reads nests a few levels deep; the parser (and the destruction of its
 // result) recurse once per level, so deep nesting from a crafted file would overflow the
 // stack. Counted on the raw text, outside strings, before parsing.
 constexpr int kMaxJsonDepth = 64;
 
-void check_nesting(const std::string& text, const std::string& where) {
+void check_json_nesting(std::string_view text, const std::string& where) {
     int depth = 0;
     bool in_string = false;
     for (size_t i = 0; i < text.size(); ++i) {
@@ -37,7 +36,6 @@ void check_nesting(const std::string& text, const std::string& where) {
         }
     }
 }
-}  // namespace
 
 json parse_json_strict(const std::string& text, const std::string& where) {
     std::vector<std::set<std::string>> open_objects;
@@ -60,7 +58,7 @@ json parse_json_strict(const std::string& text, const std::string& where) {
         }
         return true;
     };
-    check_nesting(text, where);
+    check_json_nesting(text, where);
     json j;
     try {
         j = json::parse(text, callback);

@@ -7,12 +7,18 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moetrain::io {
 
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
+
+// Throws "<where>: JSON nested deeper than 64 levels" for text nested deeper than that
+// (brackets counted outside strings): nlohmann's parser recurses once per level. Called by
+// parse_json_strict, and by parsers of other JSON files before they hand them to nlohmann.
+void check_json_nesting(std::string_view text, const std::string& where);
 
 // Parse `text`; syntax errors and duplicate keys throw "<where>: ..." on one line.
 json parse_json_strict(const std::string& text, const std::string& where);

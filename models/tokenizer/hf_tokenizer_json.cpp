@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "io/json.h"
 #include "moetrain/error.h"
 #include "tokenizer/byte_level_bpe.h"
 
@@ -160,32 +161,10 @@ void read_added_tokens(const json* added, tok::ByteLevelBpe& t) {
     }
 }
 
-// Nesting depth of JSON text (brackets outside strings): nlohmann's parser recurses per level.
-size_t json_depth(std::string_view text) {
-    size_t depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
 }  // namespace
 
 std::shared_ptr<const Tokenizer> parse_hf_tokenizer_json(std::string_view text) {
-    MT_CHECK(json_depth(text) <= 64, kWhere, ": JSON nested deeper than 64 levels");
+    io::check_json_nesting(text, kWhere);
     json j;
     try {
         j = json::parse(text);
