@@ -79,9 +79,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
         ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
-    cmd->add_option("--batches", a->batches, "number of batches")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--batches", a->batches, "number of batches", positive());
     a->dev.add_options(cmd);
     cmd->callback([a, cmd, &exit_code] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;

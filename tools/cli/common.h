@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "moetrain/backend.h"
 #include "moetrain/config.h"
@@ -43,6 +44,22 @@ TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
 // Option validators with short messages ("must be > 0, not 0").
 CLI::Validator positive();
 CLI::Validator non_negative();
+
+// An option whose --help shows its default value, checked by `check`.
+template <class T>
+CLI::Option* add_defaulted(CLI::App* cmd, const std::string& name, T& value,
+                           const std::string& help, const CLI::Validator& check) {
+    return cmd->add_option(name, value, help)->capture_default_str()->check(check);
+}
+
+// The subcommand's action: `run` on the parsed options, then exit status 0 (errors throw).
+template <class F>
+void on_run(CLI::App* cmd, int& exit_code, F run) {
+    cmd->callback([run = std::move(run), &exit_code] {
+        run();
+        exit_code = 0;
+    });
+}
 
 // --precision fp32|bf16|fp16 (Model::set_precision), default fp32.
 void add_precision_option(CLI::App* cmd, std::string& precision);
