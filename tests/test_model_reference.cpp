@@ -88,10 +88,9 @@ constexpr int kB = 2, kT = 8;
 
 TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
     for (const auto& cs : cases()) {
-        for (auto& d : test::test_devices()) {
+        test::for_each_test_device([&](Device& dev) {
             CAPTURE(cs.name);
-            CAPTURE(d.id);
-            Model m(*d.dev, cs.cfg);
+            Model m(dev, cs.cfg);
             rm::randomize_weights(m, 7);
             const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 11, 5);
             const LossStats ours = m.forward_loss(b.x.data(), b.y.data(), kB, kT);
@@ -106,7 +105,7 @@ TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
             // forward_backward reports the same loss as forward_loss.
             const LossStats fb = m.forward_backward(b.x.data(), b.y.data(), kB, kT);
             CHECK(rel_err(fb.loss, ours.loss) < 1e-6);
-        }
+        });
     }
 }
 
@@ -115,10 +114,9 @@ TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
 // ~1e-9: the 1e-8 floor covers tensors whose true gradient is 0, e.g. wk.bias under softmax).
 TEST_CASE("model: analytic gradients of every tensor match float64 finite differences") {
     for (const auto& cs : cases()) {
-        for (auto& d : test::test_devices()) {
+        test::for_each_test_device([&](Device& dev) {
             CAPTURE(cs.name);
-            CAPTURE(d.id);
-            Model m(*d.dev, cs.cfg);
+            Model m(dev, cs.cfg);
             rm::randomize_weights(m, 3);
             const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 5, 7);
             m.zero_grads();
@@ -161,6 +159,6 @@ TEST_CASE("model: analytic gradients of every tensor match float64 finite differ
                 }
                 CHECK(worst <= 1.0);
             }
-        }
+        });
     }
 }

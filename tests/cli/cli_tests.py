@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from cli_testlib import (ARGS, TESTS, Skip, corpus, expect_error, last_json,  # noqa: E402,F401
-                         main, read_log, run, step_losses, test, work, write)
+                         main, read_json, read_log, run, step_losses, test, work, write)
 
 TINY = ["--device", "cpu", "--preset", "tiny", "--batch", "4", "--seq", "32", "--threads", "1"]
 

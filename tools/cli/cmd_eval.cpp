@@ -81,10 +81,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     add_defaulted(cmd, "--batches", a->batches, "number of batches", positive());
     a->dev.add_options(cmd);
-    cmd->callback([a, cmd, &exit_code] {
+    on_run(cmd, exit_code, [a, cmd] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_eval(*a);
-        exit_code = 0;
     });
 }
 

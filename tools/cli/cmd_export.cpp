@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/hf.h"
 

@@ -131,10 +131,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     a->dev.add_options(cmd);
     cmd->add_flag("--json", a->json, "print only a JSON object with the sampled ids and text");
     a->tokenizer.add_options(cmd);
-    cmd->callback([a, cmd, &exit_code] {
+    on_run(cmd, exit_code, [a, cmd] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_generate(*a);
-        exit_code = 0;
     });
 }
 
