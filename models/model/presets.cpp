@@ -58,7 +58,8 @@ const std::vector<std::pair<std::string, std::function<ModelConfig()>>>& presets
         {"dense-small", [] { return gpt_style(sized_config(8192, 512, 8, 8, 8, 2048, 1024)); }},
         {"moe-mini", [] { return with_moe(sized_config(8192, 512, 8, 8, 1, 1024, 1024), 16, 4); }},
         {"gpt2-124m", [] { return gpt_style(sized_config(50304, 768, 12, 12, 12, 3072, 1024)); }},
-        {"seed-moe", [] { return with_moe(sized_config(32000, 768, 30, 12, 1, 6144, 2048), 16, 4); }},
+        {"seed-moe",
+         [] { return with_moe(sized_config(32000, 768, 30, 12, 1, 6144, 2048), 16, 4); }},
     };
     return table;
 }
