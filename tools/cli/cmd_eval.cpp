@@ -68,8 +68,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<EvalArgs>();
     auto* cmd = app.add_subcommand("eval", "evaluate a checkpoint; last line is JSON");
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
+    add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")
         ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();

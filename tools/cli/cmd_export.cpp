@@ -33,8 +33,7 @@ void run_export(const ExportArgs& a) {
 void add_export_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<ExportArgs>();
     auto* cmd = app.add_subcommand("export", "write a checkpoint in another format");
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
+    add_checkpoint_option(cmd, a->checkpoint);
     add_defaulted(cmd, "--format", a->format, "hf: a transformers model directory",
                   CLI::IsMember({"hf"}));
     cmd->add_option("--out", a->out, "output directory (replaced atomically)")->required();

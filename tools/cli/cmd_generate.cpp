@@ -118,8 +118,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<GenerateArgs>();
     auto* cmd = app.add_subcommand("generate", "sample text from a checkpoint");
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
+    add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
     cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()->check(positive());
     add_defaulted(cmd, "--temperature", a->temperature, "0 = greedy", non_negative());

@@ -64,6 +64,9 @@ void on_run(CLI::App* cmd, int& exit_code, F run) {
 // --precision fp32|bf16|fp16 (Model::set_precision), default fp32.
 void add_precision_option(CLI::App* cmd, std::string& precision);
 
+// --checkpoint DIR (required): a checkpoint directory, or a run directory (its newest step).
+void add_checkpoint_option(CLI::App* cmd, std::string& path);
+
 double peak_rss_mb();                         // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"
 bool stdout_is_terminal();
