@@ -171,19 +171,13 @@ inline Tensor to_device(Device& dev, const std::vector<double>& host) {
 inline GemmArgs padded_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
                             float beta, int64_t pad, int64_t batch, int64_t gap_a = 0,
                             int64_t gap_b = 0, int64_t gap_c = 0) {
-    GemmArgs g;
-    g.ta = ta;
-    g.tb = tb;
-    g.m = m;
-    g.n = n;
-    g.k = k;
+    GemmArgs g = dense_gemm(ta, tb, m, n, k);
     g.alpha = alpha;
     g.beta = beta;
-    const int64_t a_rows = ta == Trans::N ? m : k, a_cols = ta == Trans::N ? k : m;
-    const int64_t b_rows = tb == Trans::N ? k : n, b_cols = tb == Trans::N ? n : k;
-    g.lda = a_cols + pad;
-    g.ldb = b_cols + pad;
-    g.ldc = n + pad;
+    g.lda += pad;
+    g.ldb += pad;
+    g.ldc += pad;
+    const int64_t a_rows = ta == Trans::N ? m : k, b_rows = tb == Trans::N ? k : n;
     g.batch = batch;
     g.stride_a = a_rows * g.lda + gap_a;
     g.stride_b = b_rows * g.ldb + gap_b;

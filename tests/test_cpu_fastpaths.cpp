@@ -24,21 +24,8 @@ void check_tall_gemm(Device& dev, const TallCase& c, uint64_t seed, bool nan_c) 
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.beta);
-    GemmArgs g;
-    g.ta = Trans::T;
-    g.tb = Trans::N;
-    g.m = c.m;
-    g.n = c.n;
-    g.k = c.k;
-    g.alpha = c.alpha;
-    g.beta = c.beta;
-    g.lda = c.m + c.pad;  // A stored [k, m]
-    g.ldb = c.n + c.pad;  // B stored [k, n]
-    g.ldc = c.n + c.pad;
-    g.batch = c.batch;
-    g.stride_a = c.k * g.lda;
-    g.stride_b = c.k * g.ldb;
-    g.stride_c = c.m * g.ldc;
+    // A stored [k, m], B stored [k, n]
+    GemmArgs g = padded_gemm(Trans::T, Trans::N, c.m, c.n, c.k, c.alpha, c.beta, c.pad, c.batch);
     const ref::Gemm dims = ref::gemm_dims(g);
     Rng rng(seed);
     auto a = rng.normal(dims.stride_a * c.batch), b = rng.normal(dims.stride_b * c.batch);

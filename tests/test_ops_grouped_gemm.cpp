@@ -39,12 +39,7 @@ struct Setup {
 // GemmArgs (tensors not set) of a grouped product with padded ld and gaps of 3 (B_i) / 2 (C_i)
 // elements between the groups' matrices.
 GemmArgs grouped_args(const Setup& s, const Sizes& z) {
-    GemmArgs g;
-    g.ta = s.dim == GroupDim::m ? Trans::N : Trans::T;
-    g.tb = s.tb;
-    g.m = z.m;
-    g.n = z.n;
-    g.k = z.k;
+    GemmArgs g = dense_gemm(s.dim == GroupDim::m ? Trans::N : Trans::T, s.tb, z.m, z.n, z.k);
     g.alpha = s.alpha;
     g.beta = s.beta;
     if (s.dim == GroupDim::m) {

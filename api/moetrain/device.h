@@ -55,6 +55,26 @@ struct GemmArgs {
     DType compute = DType::f32;
 };
 
+// GemmArgs for op(A) [m,k] @ op(B) [k,n] -> C [m,n] with every operand stored densely (each
+// leading dimension is the operand's stored row length); alpha 1, beta 0, compute f32, one
+// product. The tensors may be left empty and set later.
+inline GemmArgs dense_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, Tensor a = {},
+                           Tensor b = {}, Tensor c = {}) {
+    GemmArgs g;
+    g.ta = ta;
+    g.tb = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a;
+    g.lda = ta == Trans::N ? k : m;
+    g.b = b;
+    g.ldb = tb == Trans::N ? n : k;
+    g.c = c;
+    g.ldc = n;
+    return g;
+}
+
 // Attention sizes. q/o: [B,Tq,H,hd]; k/v: [B,S,K,hd] (S = capacity >= Tk, batch stride S*K*hd);
 // lse: [B,H,Tq]. Query t sits at absolute position t + (Tk - Tq) and attends keys u <= it.
 // Query head j uses kv head j / (H/K).

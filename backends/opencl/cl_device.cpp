@@ -17,6 +17,10 @@ size_t pow2_floor(size_t n) {
     return p;
 }
 
+// Byte offset of `t`'s first element in its buffer `p` (the buffer commands count bytes).
+size_t byte_offset(const DevPtr& p, const Tensor& t) {
+    return static_cast<size_t>(p.off) * dtype_size(t.dtype);
+}
 }  // namespace
 
 ClDevice::ClDevice(cl_platform_id platform, cl_device_id dev, std::string name)
@@ -105,19 +109,17 @@ DevPtr ClDevice::scratch(int slot, size_t bytes) {
 
 void ClDevice::upload_impl(const Tensor& dst, const void* src) {
     if (dst.bytes() == 0) return;
-    DevPtr d = arg(dst);
-    size_t es = dtype_size(dst.dtype);
-    cl_check(clEnqueueWriteBuffer(queue_, d.mem, CL_TRUE, static_cast<size_t>(d.off) * es,
-                                  dst.bytes(), src, 0, nullptr, nullptr),
+    const DevPtr d = arg(dst);
+    cl_check(clEnqueueWriteBuffer(queue_, d.mem, CL_TRUE, byte_offset(d, dst), dst.bytes(), src, 0,
+                                  nullptr, nullptr),
              "uploading to the device");
 }
 
 void ClDevice::download_impl(void* dst, const Tensor& src) {
     if (src.bytes() == 0) return;
-    DevPtr s = arg(src);
-    size_t es = dtype_size(src.dtype);
-    cl_check(clEnqueueReadBuffer(queue_, s.mem, CL_TRUE, static_cast<size_t>(s.off) * es,
-                                 src.bytes(), dst, 0, nullptr, nullptr),
+    const DevPtr s = arg(src);
+    cl_check(clEnqueueReadBuffer(queue_, s.mem, CL_TRUE, byte_offset(s, src), src.bytes(), dst, 0,
+                                 nullptr, nullptr),
              "downloading from the device");
     check_device_error();
 }
@@ -128,7 +130,7 @@ void ClDevice::copy_impl(const Tensor& dst, const Tensor& src) {
     DevPtr d = arg(dst);
     DevPtr s = arg(src);
     size_t es = dtype_size(dst.dtype), bytes = static_cast<size_t>(n) * es;
-    size_t doff = static_cast<size_t>(d.off) * es, soff = static_cast<size_t>(s.off) * es;
+    const size_t doff = byte_offset(d, dst), soff = byte_offset(s, src);
     if (d.mem == s.mem && doff == soff) return;
     if (d.mem == s.mem && doff < soff + bytes && soff < doff + bytes) {
         // Overlapping ranges of one buffer (OpenCL forbids that copy): go through scratch.
@@ -172,7 +174,7 @@ void ClDevice::fill_impl(const Tensor& dst, float value) {
             pattern[0] = static_cast<unsigned char>(value);
             break;
     }
-    cl_check(clEnqueueFillBuffer(queue_, d.mem, pattern, es, static_cast<size_t>(d.off) * es,
+    cl_check(clEnqueueFillBuffer(queue_, d.mem, pattern, es, byte_offset(d, dst),
                                  static_cast<size_t>(n) * es, 0, nullptr, nullptr),
              "filling a tensor");
 }

@@ -9,54 +9,26 @@ namespace moetrain {
 
 GemmArgs linear_fwd_gemm(const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
                          float beta) {
-    GemmArgs g;
-    g.ta = Trans::N;
-    g.tb = Trans::T;
-    g.m = rows;
-    g.n = w.out;
-    g.k = w.in;
-    g.a = x;
-    g.lda = w.in;
-    g.b = w.w;
-    g.ldb = w.in;
+    GemmArgs g = dense_gemm(Trans::N, Trans::T, rows, w.out, w.in, x, w.w, y);
     g.beta = beta;
-    g.c = y;
-    g.ldc = w.out;
     g.compute = w.w.dtype;
     return g;
 }
 
 GemmArgs linear_dx_gemm(const Tensor& dx, const Tensor& dy, const LinearW& w, int64_t rows,
                         bool accumulate_dx) {
-    GemmArgs g;  // dx [rows, in] = dy [rows, out] @ W [out, in]
-    g.m = rows;
-    g.n = w.in;
-    g.k = w.out;
-    g.a = dy;
-    g.lda = w.out;
-    g.b = w.w;
-    g.ldb = w.in;
+    // dx [rows, in] = dy [rows, out] @ W [out, in]
+    GemmArgs g = dense_gemm(Trans::N, Trans::N, rows, w.in, w.out, dy, w.w, dx);
     g.beta = accumulate_dx ? 1.0f : 0.0f;
-    g.c = dx;
-    g.ldc = w.in;
     g.compute = w.w.dtype;
     return g;
 }
 
 GemmArgs linear_dw_gemm(const LinearW& gw, const Tensor& dy, const Tensor& x, const LinearW& w,
                         int64_t rows) {
-    GemmArgs g;  // dW [out, in] += dy^T [out, rows] @ x [rows, in]
-    g.ta = Trans::T;
-    g.m = w.out;
-    g.n = w.in;
-    g.k = rows;
-    g.a = dy;
-    g.lda = w.out;
-    g.b = x;
-    g.ldb = w.in;
+    // dW [out, in] += dy^T [out, rows] @ x [rows, in]
+    GemmArgs g = dense_gemm(Trans::T, Trans::N, w.out, w.in, rows, dy, x, gw.w);
     g.beta = 1.0f;
-    g.c = gw.w;
-    g.ldc = w.in;
     g.compute = w.w.dtype;
     return g;
 }

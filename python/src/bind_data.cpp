@@ -25,20 +25,27 @@ TokenStream stream_of(const AnyArray& a, const char* what) {
     TokenArray t = token_array(a, what, 1);
     return make_token_stream(std::vector<int32_t>(t.data, t.data + t.shape[0]));
 }
+// Binds `name(<input>: str, tokenizer: str = 'bytes')`: the int32 array of the ids
+// `tokenize(input, tokenizer)` makes.
+void def_tokenize(nb::module_& m, const char* name,
+                  std::vector<int32_t> (*tokenize)(const std::string&, const std::string&),
+                  nb::arg input, const nb::sig& sig, const char* doc) {
+    m.def(
+        name,
+        [tokenize](const std::string& in, const std::string& tokenizer) {
+            return token_numpy(tokenize(in, tokenizer));
+        },
+        input, nb::arg("tokenizer") = "bytes", sig, doc);
+}
 }  // namespace
 
 void bind_data(nb::module_& m) {
     m.def("split_pattern_names", &split_pattern_names,
           "Split patterns a tiktoken rank file can be used with (--tokenizer-pattern).");
-    m.def(
-        "load_tokens",
-        [](const std::string& path, const std::string& tokenizer) {
-            return token_numpy(load_tokens(path, tokenizer));
-        },
-        nb::arg("path"), nb::arg("tokenizer") = "bytes",
-        nb::sig("def load_tokens(path: str, tokenizer: str = 'bytes') -> "
-                "numpy.typing.NDArray[numpy.int32]"),
-        "Tokenise a whole text file into an int32 array.");
+    def_tokenize(m, "load_tokens", &load_tokens, nb::arg("path"),
+                 nb::sig("def load_tokens(path: str, tokenizer: str = 'bytes') -> "
+                         "numpy.typing.NDArray[numpy.int32]"),
+                 "Tokenise a whole text file into an int32 array.");
     m.def(
         "split_tokens",
         [](const AnyArray& tokens) {
@@ -51,15 +58,10 @@ void bind_data(nb::module_& m) {
                 "tuple[numpy.typing.NDArray[numpy.int32], "
                 "numpy.typing.NDArray[numpy.int32]]"),
         "The train (first floor(0.9 n) tokens) and validation split, as `moetrain train` makes.");
-    m.def(
-        "encode_text",
-        [](const std::string& text, const std::string& tokenizer) {
-            return token_numpy(encode_text(text, tokenizer));
-        },
-        nb::arg("text"), nb::arg("tokenizer") = "bytes",
-        nb::sig("def encode_text(text: str, tokenizer: str = 'bytes') -> "
-                "numpy.typing.NDArray[numpy.int32]"),
-        "Token ids of a text.");
+    def_tokenize(m, "encode_text", &encode_text, nb::arg("text"),
+                 nb::sig("def encode_text(text: str, tokenizer: str = 'bytes') -> "
+                         "numpy.typing.NDArray[numpy.int32]"),
+                 "Token ids of a text.");
     m.def(
         "decode_tokens",
         [](const AnyArray& ids, const std::string& tokenizer) {

@@ -66,6 +66,13 @@ Batch batch_of(const AnyArray& x, const AnyArray* y) {
 Model* model_from_config(Device& d, const ModelConfig& c) {
     return new Model(d, c);
 }
+
+// A Model factory (device, name) -> the model of config_of(name), a preset or a JSON file.
+auto model_of(ModelConfig (*config_of)(const std::string&)) {
+    return [config_of](Device& d, const std::string& name) {
+        return model_from_config(d, config_of(name));
+    };
+}
 }  // namespace
 
 void bind_model(nb::module_& m) {
@@ -80,11 +87,8 @@ void bind_model(nb::module_& m) {
     nb::class_<Model>(m, "Model", nb::dynamic_attr(),
                       "The docs/MODEL.md transformer on one device.")
         .def_static(
-            "from_preset",
-            [](Device& d, const std::string& name) {
-                return model_from_config(d, preset_config(name));
-            },
-            nb::arg("device"), nb::arg("preset"), keep_device, nb::rv_policy::take_ownership,
+            "from_preset", model_of(&preset_config), nb::arg("device"), nb::arg("preset"),
+            keep_device, nb::rv_policy::take_ownership,
             "A model of a built-in preset (weights uninitialised: call init_weights or load).")
         .def_static(
             "from_config",
@@ -96,13 +100,8 @@ void bind_model(nb::module_& m) {
             nb::arg("device"), nb::arg("config"), keep_device, nb::rv_policy::take_ownership,
             "A model of a config dict with the keys of docs/MODEL.md section 1 (errors name the "
             "key).")
-        .def_static(
-            "from_json",
-            [](Device& d, const std::string& path) {
-                return model_from_config(d, load_config_file(path));
-            },
-            nb::arg("device"), nb::arg("path"), keep_device, nb::rv_policy::take_ownership,
-            "A model of a JSON config file.")
+        .def_static("from_json", model_of(&load_config_file), nb::arg("device"), nb::arg("path"),
+                    keep_device, nb::rv_policy::take_ownership, "A model of a JSON config file.")
         .def_static(
             "from_checkpoint",
             [](Device& d, const std::string& path) -> nb::typed<nb::object, Model> {

@@ -257,8 +257,8 @@ void run_bench(const BenchArgs& a) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<BenchArgs>();
-    auto* cmd = app.add_subcommand("bench", "time training steps (or decoding); last line is JSON");
+    const auto [a, cmd] = add_command<BenchArgs>(
+        app, "bench", "time training steps (or decoding); last line is JSON");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
     add_precision_option(cmd, a->precision);

@@ -65,8 +65,8 @@ void run_eval(const EvalArgs& a) {
 }  // namespace
 
 void add_eval_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<EvalArgs>();
-    auto* cmd = app.add_subcommand("eval", "evaluate a checkpoint; last line is JSON");
+    const auto [a, cmd] =
+        add_command<EvalArgs>(app, "eval", "evaluate a checkpoint; last line is JSON");
     add_precision_option(cmd, a->precision);
     add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")

@@ -31,8 +31,8 @@ void run_export(const ExportArgs& a) {
 }  // namespace
 
 void add_export_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<ExportArgs>();
-    auto* cmd = app.add_subcommand("export", "write a checkpoint in another format");
+    const auto [a, cmd] =
+        add_command<ExportArgs>(app, "export", "write a checkpoint in another format");
     add_checkpoint_option(cmd, a->checkpoint);
     add_defaulted(cmd, "--format", a->format, "hf: a transformers model directory",
                   CLI::IsMember({"hf"}));

@@ -115,8 +115,8 @@ void run_generate(const GenerateArgs& a) {
 }  // namespace
 
 void add_generate_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<GenerateArgs>();
-    auto* cmd = app.add_subcommand("generate", "sample text from a checkpoint");
+    const auto [a, cmd] =
+        add_command<GenerateArgs>(app, "generate", "sample text from a checkpoint");
     add_precision_option(cmd, a->precision);
     add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");

@@ -31,8 +31,8 @@ int run_gradcheck(const GradcheckArgs& a) {
 }  // namespace
 
 void add_gradcheck_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<GradcheckArgs>();
-    auto* cmd = app.add_subcommand("gradcheck", "finite-difference check of every gradient");
+    const auto [a, cmd] =
+        add_command<GradcheckArgs>(app, "gradcheck", "finite-difference check of every gradient");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
     add_defaulted(cmd, "--batch", a->opts.batch, "batch size", positive());

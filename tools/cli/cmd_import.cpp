@@ -31,9 +31,8 @@ void run_import(const ImportArgs& a) {
 }  // namespace
 
 void add_import_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<ImportArgs>();
-    auto* cmd =
-        app.add_subcommand("import", "make a checkpoint from a transformers model directory");
+    const auto [a, cmd] = add_command<ImportArgs>(
+        app, "import", "make a checkpoint from a transformers model directory");
     cmd->add_option("--from", a->from, "directory with config.json and safetensors weights")
         ->required();
     cmd->add_option("--out", a->out, "checkpoint directory to create")->required();

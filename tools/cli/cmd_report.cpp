@@ -239,8 +239,8 @@ void run_report(const ReportArgs& a) {
 }  // namespace
 
 void add_report_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<ReportArgs>();
-    auto* cmd = app.add_subcommand("report", "write an HTML report with plots of a training run");
+    const auto [a, cmd] =
+        add_command<ReportArgs>(app, "report", "write an HTML report with plots of a training run");
     cmd->add_option("RUNDIR", a->run_dir, "run directory (train --out), holding log.jsonl")
         ->required();
     cmd->add_option("--out", a->out, "HTML file to write")->required();

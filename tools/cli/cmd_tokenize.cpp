@@ -182,8 +182,8 @@ void run_tokenize(const TokenizeArgs& a) {
 }  // namespace
 
 void add_tokenize_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<TokenizeArgs>();
-    auto* cmd = app.add_subcommand("tokenize", "tokenise text / JSONL files into token shards");
+    const auto [a, cmd] =
+        add_command<TokenizeArgs>(app, "tokenize", "tokenise text / JSONL files into token shards");
     a->tokenizer.add_options(cmd);
     cmd->add_option("--data", a->data, "text or .jsonl files, directories or globs")->required();
     cmd->add_option("--out", a->out, "output directory")->required();

@@ -399,8 +399,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
-    auto a = std::make_shared<TrainArgs>();
-    auto* cmd = app.add_subcommand("train", "train a model on a text file");
+    const auto [a, cmd] = add_command<TrainArgs>(app, "train", "train a model on a text file");
     a->dev.add_options(cmd);
     a->model.add_options(cmd);
     cmd->add_option("--data", a->data,

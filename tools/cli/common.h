@@ -52,6 +52,14 @@ CLI::Option* add_defaulted(CLI::App* cmd, const std::string& name, T& value,
     return cmd->add_option(name, value, help)->capture_default_str()->check(check);
 }
 
+// A subcommand of `app` and the arguments object its options fill; the object is shared so that
+// the subcommand's callback can keep it alive.
+template <class Args>
+std::pair<std::shared_ptr<Args>, CLI::App*> add_command(CLI::App& app, const std::string& name,
+                                                        const std::string& help) {
+    return {std::make_shared<Args>(), app.add_subcommand(name, help)};
+}
+
 // The subcommand's action: `run` on the parsed options, then exit status 0 (errors throw).
 template <class F>
 void on_run(CLI::App* cmd, int& exit_code, F run) {
