@@ -60,19 +60,17 @@ struct GemmArgs {
 // product. The tensors may be left empty and set later.
 inline GemmArgs dense_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, Tensor a = {},
                            Tensor b = {}, Tensor c = {}) {
-    GemmArgs g;
-    g.ta = ta;
-    g.tb = tb;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.a = a;
-    g.lda = ta == Trans::N ? k : m;
-    g.b = b;
-    g.ldb = tb == Trans::N ? n : k;
-    g.c = c;
-    g.ldc = n;
-    return g;
+    return GemmArgs{.ta = ta,
+                    .tb = tb,
+                    .m = m,
+                    .n = n,
+                    .k = k,
+                    .a = a,
+                    .lda = ta == Trans::N ? k : m,
+                    .b = b,
+                    .ldb = tb == Trans::N ? n : k,
+                    .c = c,
+                    .ldc = n};
 }
 
 // Attention sizes. q/o: [B,Tq,H,hd]; k/v: [B,S,K,hd] (S = capacity >= Tk, batch stride S*K*hd);
