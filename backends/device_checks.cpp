@@ -93,8 +93,11 @@ class OpArgs {
         MT_CHECK(E >= 1, op_, ": n_experts must be >= 1");
         MT_CHECK(k >= 1 && k <= E, op_, ": top_k ", k, " outside 1..n_experts (", E, ")");
     }
-    // Rows of length dim > 0 (normalisation, embedding).
-    void row_length(int64_t dim) const { MT_CHECK(dim > 0, op_, ": dim must be positive"); }
+    // n rows of length dim > 0 (normalisation, embedding): the sizes, then dim itself.
+    void rows(int64_t n, int64_t dim) const {
+        sizes({n, dim});
+        MT_CHECK(dim > 0, op_, ": dim must be positive");
+    }
 
   private:
     const Device* owner_;
@@ -202,8 +205,7 @@ void Device::check_bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows
 void Device::check_embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
                                  int64_t n, int64_t dim, bool) const {
     const OpArgs c(tensor_owner(), "embedding_fwd");
-    c.sizes({n, dim});
-    c.row_length(dim);
+    c.rows(n, dim);
     c.f32(out, n * dim, "out");
     c.f32(table, dim, "table");
     MT_CHECK(table.numel() % dim == 0, "embedding_fwd: table of ", table.numel(),
@@ -214,8 +216,7 @@ void Device::check_embedding_fwd(const Tensor& out, const Tensor& table, const T
 void Device::check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                                  int64_t n, int64_t dim) const {
     const OpArgs c(tensor_owner(), "embedding_bwd");
-    c.sizes({n, dim});
-    c.row_length(dim);
+    c.rows(n, dim);
     c.f32(dtable, dim, "dtable");
     c.f32(dout, n * dim, "dout");
     c.i32(ids, n, "ids");
@@ -226,8 +227,7 @@ void Device::check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const
 void Device::check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
                                const Tensor& g, int64_t rows, int64_t dim, float) const {
     const OpArgs c(tensor_owner(), "rmsnorm_fwd");
-    c.sizes({rows, dim});
-    c.row_length(dim);
+    c.rows(rows, dim);
     c.f32({{y, rows * dim, "y"}, {rstd, rows, "rstd"}, {x, rows * dim, "x"}, {g, dim, "g"}});
 }
 
@@ -235,8 +235,7 @@ void Device::check_rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor&
                                const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
                                int64_t dim, bool) const {
     const OpArgs c(tensor_owner(), "rmsnorm_bwd");
-    c.sizes({rows, dim});
-    c.row_length(dim);
+    c.rows(rows, dim);
     c.f32({{dx, rows * dim, "dx"},
            {dg, dim, "dg"},
            {dy, rows * dim, "dy"},
@@ -249,8 +248,7 @@ void Device::check_layernorm_fwd(const Tensor& y, const Tensor& mean, const Tens
                                  const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
                                  int64_t dim, float) const {
     const OpArgs c(tensor_owner(), "layernorm_fwd");
-    c.sizes({rows, dim});
-    c.row_length(dim);
+    c.rows(rows, dim);
     c.f32({{y, rows * dim, "y"},
            {mean, rows, "mean"},
            {rstd, rows, "rstd"},
@@ -264,8 +262,7 @@ void Device::check_layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tenso
                                  const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
                                  bool) const {
     const OpArgs c(tensor_owner(), "layernorm_bwd");
-    c.sizes({rows, dim});
-    c.row_length(dim);
+    c.rows(rows, dim);
     c.f32(dx, rows * dim, "dx");
     c.f32(dg, dim, "dg");
     c.f32_opt(db, dim, "db");
