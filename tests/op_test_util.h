@@ -19,10 +19,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moetrain/backend.h"
@@ -97,6 +99,19 @@ void for_each_test_device(F&& body) {
         CAPTURE(d.id);
         body(*d.dev);
     }
+}
+
+// Runs body(device, rows, cols) on every test device for each [rows, cols] shape, the device's
+// id and the shape captured for failures.
+template <class F>
+void for_each_shape(std::initializer_list<std::pair<int64_t, int64_t>> shapes, F&& body) {
+    for_each_test_device([&](Device& dev) {
+        for (auto [rows, cols] : shapes) {
+            CAPTURE(rows);
+            CAPTURE(cols);
+            body(dev, rows, cols);
+        }
+    });
 }
 
 // Whether the device captures Device::run_recorded into graphs (cuda, and cudasim, the CUDA

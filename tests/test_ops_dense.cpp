@@ -93,23 +93,18 @@ TEST_CASE("ops: add axpby") {
 }
 
 TEST_CASE("ops: add_bias bias_grad") {
-    for_each_test_device([&](Device& dev) {
-        for (auto [rows, cols] :
-             {std::pair<int64_t, int64_t>{1, 1}, {7, 65}, {129, 3}, {300, 257}}) {
-            CAPTURE(rows);
-            CAPTURE(cols);
-            Rng rng(static_cast<uint64_t>(rows * 1000 + cols));
-            auto y = rng.normal(rows * cols), bias = rng.normal(cols), db = rng.normal(cols);
-            Tensor ty = to_device(dev, y), tb = to_device(dev, bias), tdb = to_device(dev, db);
-            dev.add_bias(ty, tb, rows, cols);
-            dev.bias_grad(tdb, ty, rows, cols);  // accumulates onto db
-            auto wy = y, wdb = db;
-            ref::add_bias(wy, bias, rows, cols);
-            ref::bias_grad(wdb, wy, rows, cols);
-            check_close(from_device(dev, ty), wy, Tol{}, "add_bias");
-            check_close(from_device(dev, tdb), wdb,
-                        Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))}, "bias_grad");
-        }
+    for_each_shape({{1, 1}, {7, 65}, {129, 3}, {300, 257}}, [&](Device& dev, auto rows, auto cols) {
+        Rng rng(static_cast<uint64_t>(rows * 1000 + cols));
+        auto y = rng.normal(rows * cols), bias = rng.normal(cols), db = rng.normal(cols);
+        Tensor ty = to_device(dev, y), tb = to_device(dev, bias), tdb = to_device(dev, db);
+        dev.add_bias(ty, tb, rows, cols);
+        dev.bias_grad(tdb, ty, rows, cols);  // accumulates onto db
+        auto wy = y, wdb = db;
+        ref::add_bias(wy, bias, rows, cols);
+        ref::bias_grad(wdb, wy, rows, cols);
+        check_close(from_device(dev, ty), wy, Tol{}, "add_bias");
+        check_close(from_device(dev, tdb), wdb,
+                    Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))}, "bias_grad");
     });
 }
 
