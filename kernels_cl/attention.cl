@@ -20,9 +20,11 @@ inline void mt_load_row(float* dst, __global const float* src, int hd) {
     for (int d = 0; d < hd; ++d) dst[d] = src[d];
 }
 
-/* Tk plus the device length; -1 when that leaves [Tq, S] (reported once, by work-item 0). */
-inline long mt_attn_tk(long Tk, long Tq, long S, __global const int* tk, long tk_off, int has_tk,
-                       __global int* err, long err_off) {
+/* Tk plus the device length for a work-item of a range of `items`; -1 when the item is past the
+ * range or the length leaves [Tq, S] (reported once, by work-item 0). */
+inline long mt_attn_item_tk(long items, long Tk, long Tq, long S, __global const int* tk,
+                            long tk_off, int has_tk, __global int* err, long err_off) {
+    if ((long)get_global_id(0) >= items) return -1;
     long extra = mt_dev_value(tk, tk_off, has_tk), r = Tk + extra;
     if (r >= Tq && r <= S) return r;
     if (get_global_id(0) == 0) mt_report(err + err_off, 12, (int)extra);
@@ -31,10 +33,11 @@ inline long mt_attn_tk(long Tk, long Tq, long S, __global const int* tk, long tk
 
 /* Query row id = (b * H + h) * Tq + t -> t, h, b, the last visible key and the q/o row. */
 typedef struct {
-    long t, h, b, last, row;
+    long id, t, h, b, last, row;
 } mt_query;
 inline mt_query mt_query_of(long id, long Tq, long Tk, long H, int hd) {
     mt_query r;
+    r.id = id;
     r.t = id % Tq;
     long bh = id / Tq;
     r.h = bh % H;
@@ -44,23 +47,26 @@ inline mt_query mt_query_of(long id, long Tq, long Tk, long H, int hd) {
     return r;
 }
 
+/* Offset in k / v of key row 0 of query row Q's kv head (k/v [B,S,K,hd], head h reads h/(H/K)). */
+inline long mt_kv_base(mt_query Q, long S, long H, long K, int hd) {
+    return (Q.b * S * K + Q.h / (H / K)) * hd;
+}
+
 __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* lse, long lse_off,
                                __global const float* q, long q_off, __global const float* k,
                                long k_off, __global const float* v, long v_off, long B, long Tq,
                                long Tk, long S, long H, long K, int hd, float scale,
                                __global const int* tk, long tk_off, int has_tk, __global int* err,
                                long err_off) {
-    long id = get_global_id(0);
-    if (id >= B * H * Tq) return;
-    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    Tk = mt_attn_item_tk(B * H * Tq, Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
     if (Tk < 0) return;
-    mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
-    long kvh = Q.h / (H / K), last = Q.last, qrow = Q.row;
+    mt_query Q = mt_query_of(get_global_id(0), Tq, Tk, H, hd);
+    long last = Q.last, qrow = Q.row;
     float qv[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD], s[MT_ATTN_BLOCK];
     mt_load_row(qv, q + q_off + qrow, hd);
     for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
-    __global const float* kb = k + k_off + (Q.b * S * K + kvh) * hd;
-    __global const float* vb = v + v_off + (Q.b * S * K + kvh) * hd;
+    __global const float* kb = k + k_off + mt_kv_base(Q, S, H, K, hd);
+    __global const float* vb = v + v_off + mt_kv_base(Q, S, H, K, hd);
     float m = -INFINITY, l = 0.0f;
     for (long u0 = 0; u0 <= last; u0 += MT_ATTN_BLOCK) {
         int nb = (int)min((long)MT_ATTN_BLOCK, last + 1 - u0);
@@ -83,7 +89,7 @@ __kernel void mt_attention_fwd(__global float* o, long o_off, __global float* ls
     }
     float inv = 1.0f / l;
     for (int d = 0; d < hd; ++d) o[o_off + qrow + d] = acc[d] * inv;
-    lse[lse_off + id] = m + mt_logf(l);
+    lse[lse_off + Q.id] = m + mt_logf(l);
 }
 
 /* delta[b,h,t] = dout . o for every query row (the softmax backward's row term). */
@@ -108,20 +114,18 @@ __kernel void mt_attention_bwd_dq(__global float* dq, long dq_off, __global cons
                                   long Tk, long S, long H, long K, int hd, float scale,
                                   __global const int* tk, long tk_off, int has_tk,
                                   __global int* err, long err_off) {
-    long id = get_global_id(0);
-    if (id >= B * H * Tq) return;
-    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    Tk = mt_attn_item_tk(B * H * Tq, Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
     if (Tk < 0) return;
-    mt_query Q = mt_query_of(id, Tq, Tk, H, hd);
-    long kvh = Q.h / (H / K), last = Q.last, row = Q.row;
+    mt_query Q = mt_query_of(get_global_id(0), Tq, Tk, H, hd);
+    long row = Q.row;
+    float L = lse[lse_off + Q.id], D = delta[delta_off + Q.id];
     float qv[MT_ATTN_MAX_HD], dov[MT_ATTN_MAX_HD], acc[MT_ATTN_MAX_HD];
     mt_load_row(qv, q + q_off + row, hd);
     mt_load_row(dov, dout + dout_off + row, hd);
     for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
-    float L = lse[lse_off + id], D = delta[delta_off + id];
-    __global const float* kb = k + k_off + (Q.b * S * K + kvh) * hd;
-    __global const float* vb = v + v_off + (Q.b * S * K + kvh) * hd;
-    for (long u = 0; u <= last; ++u) {
+    __global const float* kb = k + k_off + mt_kv_base(Q, S, H, K, hd);
+    __global const float* vb = v + v_off + mt_kv_base(Q, S, H, K, hd);
+    for (long u = 0; u <= Q.last; ++u) {
         __global const float* kr = kb + u * K * hd;
         float p = mt_expf(mt_dot_gp(kr, qv, hd) * scale - L);
         float ds = p * (mt_dot_gp(vb + u * K * hd, dov, hd) - D);
@@ -142,8 +146,7 @@ __kernel void mt_attention_bwd_dkdv(__global float* dk, long dk_off, __global fl
                                     __global const int* tk, long tk_off, int has_tk,
                                     __global int* err, long err_off) {
     long id = get_global_id(0);
-    if (id >= B * K * S) return;
-    Tk = mt_attn_tk(Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
+    Tk = mt_attn_item_tk(B * K * S, Tk, Tq, S, tk, tk_off, has_tk, err, err_off);
     if (Tk < 0) return;
     long u = id % S, bk = id / S, kvh = bk % K, b = bk / K;
     long row = ((b * S + u) * K + kvh) * hd;
