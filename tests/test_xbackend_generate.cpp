@@ -146,8 +146,6 @@ Replay replay(Model& ref, Model& other, const std::vector<std::vector<int32_t>>&
 }
 
 void check_generation(const NamedConfig& nc, const DevicePair& pr) {
-    CAPTURE(nc.name);
-    CAPTURE(pr.label());
     const ModelConfig& c = nc.cfg;
     const auto stream = token_stream(c.vocab_size, 4096, 77);
     ModelPair mp(pr, c);
@@ -186,5 +184,5 @@ void check_generation(const NamedConfig& nc, const DevicePair& pr) {
 
 TEST_CASE("xbackend: greedy and seeded top-k/top-p generation give the same tokens as cpu") {
     for (const NamedConfig& nc : {config_dense(), config_moe_softmax()})
-        for (const DevicePair& pr : device_pairs("generation")) check_generation(nc, pr);
+        for_each_pair(nc, "generation", [&](const DevicePair& pr) { check_generation(nc, pr); });
 }

@@ -83,8 +83,6 @@ Worst check_gradients(const Model& got, const Model& want) {
 }
 
 void check_forward_and_gradients(const NamedConfig& nc, const DevicePair& pr) {
-    CAPTURE(nc.name);
-    CAPTURE(pr.label());
     const ModelConfig& c = nc.cfg;
     ModelPair mp(pr, c);
     Model &ref = mp.ref, &other = mp.other;
@@ -124,11 +122,8 @@ void check_forward_and_gradients(const NamedConfig& nc, const DevicePair& pr) {
 }
 
 void check_training_curve(const NamedConfig& nc, const DevicePair& pr) {
-    CAPTURE(nc.name);
-    CAPTURE(pr.label());
-    const ModelConfig& c = nc.cfg;
-    const auto stream = token_stream(c.vocab_size, 4096, 5);
-    ModelPair mp(pr, c);
+    const auto stream = token_stream(nc.cfg.vocab_size, 4096, 5);
+    ModelPair mp(pr, nc.cfg);
     Model &ref = mp.ref, &other = mp.other;
     ref.init_weights(11);
     other.init_weights(11);
@@ -144,10 +139,10 @@ void check_training_curve(const NamedConfig& nc, const DevicePair& pr) {
 }
 
 void check_config(const NamedConfig& nc) {
-    for (const DevicePair& pr : device_pairs("model " + nc.name)) {
+    for_each_pair(nc, "model " + nc.name, [&](const DevicePair& pr) {
         check_forward_and_gradients(nc, pr);
         check_training_curve(nc, pr);
-    }
+    });
 }
 
 }  // namespace

@@ -66,6 +66,17 @@ struct NamedConfig {
     ModelConfig cfg;
 };
 
+// Runs check(pair) for every pair of device_pairs(what), the config's name and the pair
+// captured for failures.
+template <class F>
+void for_each_pair(const NamedConfig& nc, const std::string& what, F&& check) {
+    for (const DevicePair& pr : device_pairs(what)) {
+        CAPTURE(nc.name);
+        CAPTURE(pr.label());
+        check(pr);
+    }
+}
+
 // V 64, D 32, 2 layers, 4 heads of 8, F 48, max_seq_len 32: rmsnorm, rope, swiglu, untied.
 inline ModelConfig base_config() {
     return sized_config(64, 32, 2, 4, 4, 48, 32);
