@@ -180,20 +180,7 @@ void ClDevice::fill_impl(const Tensor& dst, float value) {
 }
 
 void ClDevice::convert_impl(const Tensor& dst, const Tensor& src) {
-    auto code = [](DType t) -> cl_int {
-        switch (t) {
-            case DType::f32:
-                return 0;
-            case DType::bf16:
-                return 1;
-            case DType::f16:
-                return 2;
-            default:
-                fail("convert: only f32, bf16 and f16 tensors can be converted, got ",
-                     dtype_name(t));
-        }
-    };
-    cl_int to = code(dst.dtype), from = code(src.dtype);
+    const cl_int to = float_code(dst.dtype), from = float_code(src.dtype);
     int64_t n = dst.numel();
     if (n == 0) return;
     if (to == from) return copy(dst, src);

@@ -35,6 +35,16 @@ struct DevPtr {
     cl_mem mem;
     cl_long off;
 };
+
+// The code convert.cl gives a floating dtype: 0 f32, 1 bf16, 2 f16, which are DType's own values.
+inline cl_int float_code(DType t) {
+    static_assert(static_cast<int>(DType::f32) == 0 && static_cast<int>(DType::bf16) == 1 &&
+                  static_cast<int>(DType::f16) == 2);
+    if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
+        fail("convert: only f32, bf16 and f16 tensors can be converted, got ", dtype_name(t));
+    return static_cast<cl_int>(t);
+}
+
 // A device-side value argument (device.h: i32 [1] or empty) as three kernel parameters,
 // `__global const int* p, long p_off, int has_p` (read with mt_dev_value, common.clh).
 struct DevValue {

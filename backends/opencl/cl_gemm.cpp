@@ -53,7 +53,7 @@ Operand round_operand(ClDevice& dev, int slot, const Tensor& t, const Operand& i
                       int64_t cols, int64_t batch, DType compute) {
     const int64_t count = in.stride == 0 ? 1 : batch, packed_rows = count * rows;
     DevPtr dst = dev.scratch(slot, static_cast<size_t>(packed_rows * cols) * sizeof(float));
-    const cl_int kind = compute == DType::bf16 ? 1 : 2;
+    const cl_int kind = float_code(compute);
     const char* kernel = t.dtype == DType::f32 ? "mt_gemm_round_f32" : "mt_gemm_widen_f32";
     dev.launch("convert", kernel, items2(cols, packed_rows), dst, in.p, cl_long{rows},
                cl_long{cols}, cl_long{in.ld}, cl_long{in.stride}, kind);
