@@ -34,11 +34,11 @@ struct TrainState {
     int64_t loss_scale_clean = 0;     // clean fp16 steps since the scale last changed
     int64_t skipped_steps = 0;        // fp16 steps skipped for overflowing gradients
     std::string tokenizer = "bytes";  // the spec training was given (informational for files)
-    std::string tokenizer_pattern;    // --tokenizer-pattern of a tiktoken file
-    std::string tokenizer_sha256;     // SHA-256 of the tokenizer file ("" for bytes)
+    std::string tokenizer_pattern{};  // --tokenizer-pattern of a tiktoken file
+    std::string tokenizer_sha256{};   // SHA-256 of the tokenizer file ("" for bytes)
     // The tokenizer file's bytes, saved next to state.json as tokenizer_copy_name(tokenizer);
     // not part of state.json, and empty when read back (load_checkpoint_tokenizer reads it).
-    std::string tokenizer_file;
+    std::string tokenizer_file{};
     int64_t shuffle_seed = -1;  // --shuffle SEED of the train loader (-1: consecutive windows)
     std::string data_path;      // informational
     int64_t data_tokens = 0;    // tokens in the whole data file (resume checks the same data)

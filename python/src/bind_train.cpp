@@ -107,16 +107,15 @@ void bind_train(nb::module_& m) {
         [](const std::string& dir, const Model& model, const Trainer* trainer, uint64_t seed,
            int batch, int seq, int64_t train_pos, const std::string& tokenizer,
            const std::string& data_path, int64_t data_tokens) {
-            TrainState s;
-            s.seed = seed;
-            s.batch = batch;
-            s.seq = seq;
-            s.train_pos = train_pos;
-            s.tokenizer = tokenizer;
-            s.data_path = data_path;
-            s.data_tokens = data_tokens;
-            s.precision = precision_name(model.precision());
-            if (trainer) s.options = trainer->options();
+            const TrainState s{.train_pos = train_pos,
+                               .seed = seed,
+                               .options = trainer ? trainer->options() : TrainOptions{},
+                               .batch = batch,
+                               .seq = seq,
+                               .precision = precision_name(model.precision()),
+                               .tokenizer = tokenizer,
+                               .data_path = data_path,
+                               .data_tokens = data_tokens};
             nb::gil_scoped_release nogil;
             save_checkpoint(dir, model, trainer, s);
         },
