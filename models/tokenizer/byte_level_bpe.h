@@ -30,6 +30,11 @@ class ByteLevelBpe final : public Tokenizer {
     std::optional<int32_t> eot_id() const override {
         return eot >= 0 ? std::optional<int32_t>(eot) : std::nullopt;
     }
+    // A prefix space would be added to each piece, and a special token holding a newline could
+    // span a cut.
+    bool encodes_line_cuts_apart() const override {
+        return !add_prefix_space && !specials.any_contains('\n');
+    }
     using Tokenizer::encode;
 
     void set_id_bytes(int32_t id, std::string bytes);

@@ -337,6 +337,68 @@ def bpe_model_end_to_end():
     print("generate:", repr(streamed))
 
 
+def cut_stress_text():
+    """Text with many line cuts, and newlines next to everything a cut must not split: white
+    space runs, punctuation runs with their newline tails, '/' after a newline (o200k's
+    [\r\n/]* tail), contractions, digits and special tokens at line starts and ends."""
+    rng = random.Random(5)
+    edges = ["word.\n/path", "a  \nb", "x\t\nY", ".\n\nX", "end!\n's", "1\n2\n3", "q\r\nR",
+             "<|endoftext|>\nAfter", "Before\n<|endoftext|>", "e\u0301\nz", "\u4e2d\nA", "ok\n\u00e9",
+             "done;\n'll", "done;\n9", "tab\t\n\tz", "b \nc", "!!\n\n\nQ", "x\n \ny"]
+    lines = base_corpus().split("\n")[:3000]
+    out = []
+    for line in lines:
+        out.append(line)
+        if rng.random() < 0.3:
+            out.append(rng.choice(edges) + fuzz_text(rng.randrange(10 ** 6), rng.randrange(40)))
+    return "\n".join(out)
+
+
+@test
+def tokenize_in_parallel_pieces_matches_serial():
+    """`tokenize` cuts a text file into pieces at line cuts (many here: 300-byte pieces) and
+    encodes them on several threads; the shards are byte-identical to encoding the file whole
+    on one thread, for every split pattern, and for tokenizers that must not be cut (prefix
+    space, SentencePiece). `tokenizer bench` hashes the same ids as the reference library."""
+    import hashlib
+    from tokenizers import Tokenizer
+    d = work("tokenize_parallel")
+    text = os.path.join(d, "corpus.txt")
+    with open(text, "w", encoding="utf-8", newline="") as f:
+        f.write(cut_stress_text())
+    base = train_hf(d)
+    specs = [base, "bytes"]
+    specs += [hf_variant(d, base, n, split_sequence(r)) for n, r in SPLIT_REGEX.items()]
+
+    def prefix(j):
+        j["pre_tokenizer"]["add_prefix_space"] = True
+    specs.append(hf_variant(d, base, "prefix_space", prefix))
+    tk_path, _ = tiktoken_ranks(d)
+    for name in ["cl100k", "o200k"]:
+        specs.append((tk_path, name))
+    for spec in specs:
+        spec, pattern = spec if isinstance(spec, tuple) else (spec, None)
+        extra = ["--tokenizer-pattern", pattern] if pattern else []
+        shards = []
+        for threads, piece in [(1, 10 ** 9), (3, 300)]:
+            out = os.path.join(d, f"out_{os.path.basename(spec)}_{pattern}_{threads}")
+            run_bytes("tokenize", "--tokenizer", spec, *extra, "--eot", 0, "--data", text,
+                      "--out", out, "--threads", threads, "--piece-bytes", piece,
+                      "--shard-tokens", 20000, "--quiet")
+            shards.append({n: open(os.path.join(out, n), "rb").read()
+                           for n in sorted(os.listdir(out))})
+        assert shards[0] == shards[1], f"{spec} {pattern}: parallel pieces changed the shards"
+    ref = Tokenizer.from_file(base).encode(open(text, encoding="utf-8", newline="").read(),
+                                           add_special_tokens=False).ids
+    bench = json.loads(run_bytes("tokenizer", "bench", "--tokenizer", base, text, "--threads", 2,
+                                 "--piece-bytes", 300))
+    assert bench["pieces"] > 100, bench
+    want = hashlib.sha256(b"".join(i.to_bytes(4, "little") for i in ref)).hexdigest()
+    assert bench["ids_sha256"] == want and bench["tokens"] == len(ref), bench
+    print(f"tokenize: {len(specs)} tokenizers, shards identical for 1 thread whole and "
+          f"3 threads in {bench['pieces']} pieces; bench ids = HF ids")
+
+
 @test
 def tokenizer_train_loads_in_hf_and_is_deterministic():
     d = work("tokenizer_train")

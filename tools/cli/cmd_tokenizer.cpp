@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd_tokenizer_bench.h"
 #include "commands.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
@@ -128,6 +129,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     add_encode(cmd);
     add_decode(cmd);
     add_train(cmd);
+    add_tokenizer_bench(cmd);
     cmd->final_callback([&exit_code] { exit_code = 0; });
 }
 
