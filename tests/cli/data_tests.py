@@ -134,6 +134,26 @@ def train_from_llmc_style_shards_resumes_exactly():
     assert a == b, "shuffled resume is not exact"
     state = json.load(open(os.path.join(root, "spart", "step_000040", "state.json")))
     assert state["data"]["shuffle"] == 7 and state["data"]["train_pos"] == 40, state["data"]
+    # --val-tokens splits train-only shards; the checkpoint keeps it, so a resume without it
+    # reads the same train split (30 steps wrap the 1600-token split after 25; the default 10%
+    # split would wrap later) and a different one is refused.
+    tr = os.path.join(root, "train_only")
+    os.makedirs(tr)
+    for i in range(1, 8):
+        name = f"fineweb_train_{i:06d}.bin"
+        shutil.copy(os.path.join(d, name), os.path.join(tr, name))
+    vt = ["--data", tr, "--steps", 30, "--val-tokens", 500]
+    run("train", *base, *vt, "--out", os.path.join(root, "vfull"))
+    run("train", *base, *vt, "--stop-at", 20, "--out", os.path.join(root, "vpart"))
+    expect_error(["train", "--resume", os.path.join(root, "vpart"), "--steps", 30,
+                  "--val-tokens", 400], "--val-tokens 400 differs from the checkpoint's 500")
+    run("train", "--device", "cpu", "--threads", "1", "--resume", os.path.join(root, "vpart"),
+        "--steps", 30, "--out", os.path.join(root, "vpart"))
+    a = open(os.path.join(root, "vfull", "step_000030", "model.safetensors"), "rb").read()
+    b = open(os.path.join(root, "vpart", "step_000030", "model.safetensors"), "rb").read()
+    assert a == b, "resume with the saved --val-tokens split is not exact"
+    state = json.load(open(os.path.join(root, "vpart", "step_000030", "state.json")))
+    assert state["data"]["val_tokens"] == 500, state["data"]
     ev = run("eval", "--device", "cpu", "--threads", 1, "--checkpoint", full, "--data", d, "--batch", 4, "--seq", 16,
              "--batches", 2)
     assert json.loads(ev.stdout.strip().splitlines()[-1])["loss"] > 0

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -102,7 +103,11 @@ void add_train(CLI::App* parent) {
             std::fflush(stdout);
         };
         std::string json = train_byte_level_bpe(files, o);
-        // Written under a temporary name and renamed: never a partial file under --out.
+        // Written under a temporary name and renamed: never a partial file under --out, whose
+        // directory is made when missing (as `tokenize --out` is).
+        const std::filesystem::path parent = std::filesystem::path(a->out).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
         const std::string tmp = a->out + ".tmp-" + std::to_string(::getpid());
         {
             std::ofstream f(tmp, std::ios::binary);

@@ -86,6 +86,12 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
                                 : "--shuffle " + std::to_string(s.shuffle_seed),
              "; its data position belongs to that order");
     a.shuffle = s.shuffle_seed;
+    MT_CHECK(
+        !a.given("--val-tokens") || a.val_tokens == s.val_tokens, "--resume: --val-tokens ",
+        a.val_tokens, " differs from the checkpoint's ",
+        s.val_tokens < 0 ? std::string("default (the last 10%)") : std::to_string(s.val_tokens),
+        "; its data position belongs to that train split");
+    a.val_tokens = s.val_tokens;
     same("--seed", a.seed, s.seed);
 }
 
@@ -255,6 +261,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     state.seq = a.seq;
     tok.record(state);
     state.shuffle_seed = a.shuffle;
+    state.val_tokens = a.val_tokens;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
