@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "tokenizer/nfc.h"
+
 namespace moetrain::tok {
 
 uint64_t ByteLevelBpe::next_instance() {
@@ -57,6 +59,11 @@ void ByteLevelBpe::pick_eot() {
 }
 
 void ByteLevelBpe::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    thread_local std::string normalized;
+    if (nfc) {
+        nfc_normalize(text, normalized);
+        text = normalized;
+    }
     thread_local std::string prefixed;
     if (add_prefix_space && !text.empty() && text[0] != ' ') {
         prefixed.assign(" ");

@@ -17,6 +17,7 @@ class ByteLevelBpe final : public Tokenizer {
     std::string kind_name;
     SplitPattern pattern = SplitPattern::gpt2;
     bool add_prefix_space = false;  // HF ByteLevel option: a space before text not starting so
+    bool nfc = false;               // HF "NFC" normalizer: ordinary text is put in NFC first
     BpeRanks ranks;
     SpecialTokens specials;
     std::vector<std::string> id_bytes;  // bytes each id decodes to, special ids included

@@ -58,6 +58,7 @@ STRESS = [
     "emoji 👋🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 😀😀😀 and ✨sparkles✨",
     "CJK 日本語の文章です。中文句子，还有标点！한국어 문장입니다.",
     "accents café naïve résumé e\u0301 a\u0308 Ωμέγα Привет мир ĲǅǈǋDž Ǆungla",
+    "not NFC: A\u030a \u1100\u1161\u11a8 \uf900 \u2126 e\u0327\u0301 \u0958 >\u0338 x\u0301\u0327",
     "camelCase HTTPServer XMLHttpRequest iPhone McDonald's O'Neil ALLCAPS'S",
     "punct ... !!! ??? --- === /// \\\\ (paren) [bracket] {brace} <tag/> a/b/c //\n//\r\n",
     "x" * 3000 + " " + "ab" * 1500 + " " + "9" * 1000,
@@ -207,6 +208,17 @@ def hf_variants_identical():
     def ignore_merges(j):
         j["model"]["ignore_merges"] = True
     check_hf(d, hf_variant(d, base, "ignore_merges", ignore_merges))
+
+    # Qwen2's NFC normalizer (the stress text has decomposed accents, Hangul, CJK
+    # compatibility characters), alone and in a Sequence.
+    def nfc(j):
+        j["normalizer"] = {"type": "NFC"}
+    check_hf(d, hf_variant(d, base, "nfc", nfc))
+
+    def nfc_sequence(j):
+        j["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}]}
+        split_sequence(SPLIT_REGEX["qwen2"])(j)
+    check_hf(d, hf_variant(d, base, "nfc_sequence", nfc_sequence))
 
     # The newer ["a", "b"] merge format (tokenizers >= 0.20 writes it; 0.19 cannot read it):
     # the same ids as the "a b" strings of the same merges.
@@ -443,6 +455,12 @@ def tokenizer_bad_files():
         split_sequence(r"\w+|\s+")(j)
     expect_error(["tokenizer", "info", "--tokenizer", hf_variant(d, base, "regex", unknown_regex)],
                  "unsupported split regex")
+
+    def lowercase(j):
+        j["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"},
+                                                               {"type": "Lowercase"}]}
+    expect_error(["tokenizer", "info", "--tokenizer", hf_variant(d, base, "lower", lowercase)],
+                 "normalizer type \"Lowercase\" is not supported")
 
     def drop_byte(j):
         del j["model"]["vocab"]["A"]
