@@ -371,7 +371,8 @@ def tokenize_in_parallel_pieces_matches_serial():
     """`tokenize` cuts a text file into pieces at line cuts (many here: 300-byte pieces) and
     encodes them on several threads; the shards are byte-identical to encoding the file whole
     on one thread, for every split pattern, and for tokenizers that must not be cut (prefix
-    space, SentencePiece). `tokenizer bench` hashes the same ids as the reference library."""
+    space, SentencePiece); a JSONL file cut between its lines too, whose bad line is still named.
+    `tokenizer bench` hashes the same ids as the reference library."""
     import hashlib
     from tokenizers import Tokenizer
     d = work("tokenize_parallel")
@@ -400,6 +401,25 @@ def tokenize_in_parallel_pieces_matches_serial():
             shards.append({n: open(os.path.join(out, n), "rb").read()
                            for n in sorted(os.listdir(out))})
         assert shards[0] == shards[1], f"{spec} {pattern}: parallel pieces changed the shards"
+    # JSONL: pieces of whole lines (documents), errors still name the file's line.
+    jsonl = os.path.join(d, "docs.jsonl")
+    lines = cut_stress_text().split("\n")
+    with open(jsonl, "w", encoding="utf-8") as f:
+        for i in range(0, len(lines), 7):
+            f.write(json.dumps({"text": "\n".join(lines[i:i + 7])}) + "\n")
+    shards = []
+    for threads, piece in [(1, 10 ** 9), (3, 300)]:
+        out = os.path.join(d, f"jsonl_{threads}")
+        run_bytes("tokenize", "--tokenizer", base, "--data", jsonl, "--out", out, "--threads",
+                  threads, "--piece-bytes", piece, "--quiet")
+        shards.append({n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)})
+    assert shards[0] == shards[1], "JSONL: parallel pieces changed the shards"
+    with open(jsonl, "a") as f:
+        f.write("not json\n")
+    n_lines = len(open(jsonl).read().splitlines())
+    expect_error(["tokenize", "--tokenizer", base, "--data", jsonl, "--out",
+                  os.path.join(d, "jsonl_bad"), "--threads", 3, "--piece-bytes", 300],
+                 f"docs.jsonl line {n_lines}: not a JSON object")
     ref = Tokenizer.from_file(base).encode(open(text, encoding="utf-8", newline="").read(),
                                            add_special_tokens=False).ids
     bench = json.loads(run_bytes("tokenizer", "bench", "--tokenizer", base, text, "--threads", 2,
