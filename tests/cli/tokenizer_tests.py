@@ -389,6 +389,10 @@ def tokenize_in_parallel_pieces_matches_serial():
     tk_path, _ = tiktoken_ranks(d)
     for name in ["cl100k", "o200k"]:
         specs.append((tk_path, name))
+    import sentencepiece as spm
+    spm.SentencePieceTrainer.train(input=text, model_prefix=os.path.join(d, "sp"), vocab_size=500,
+                                   model_type="bpe", byte_fallback=True, minloglevel=2)
+    specs.append(os.path.join(d, "sp.model"))
     for spec in specs:
         spec, pattern = spec if isinstance(spec, tuple) else (spec, None)
         extra = ["--tokenizer-pattern", pattern] if pattern else []
