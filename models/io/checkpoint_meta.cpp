@@ -59,8 +59,21 @@ OptimizerState optimizer_state_of(OptimizerKind k) {
     fail("unknown OptimizerKind ", static_cast<int>(k));
 }
 
+ordered_json train_options_json(const TrainOptions& o) {
+    return {{"optimizer", kOptimizers.at(static_cast<size_t>(o.optimizer))},
+            {"lr", o.lr},
+            {"min_lr", o.min_lr < 0 ? o.lr / 10 : o.min_lr},
+            {"warmup", o.warmup},
+            {"total_steps", o.total_steps},
+            {"wd", o.wd},
+            {"b1", o.b1},
+            {"b2", o.b2},
+            {"eps", o.eps},
+            {"clip", o.clip},
+            {"accum", o.accum}};
+}
+
 std::string state_to_json(const TrainState& s, OptimizerState opt) {
-    const TrainOptions& o = s.options;
     ordered_json j;
     j["format"] = kCheckpointFormat;
     j["step"] = s.step;
@@ -79,19 +92,9 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
     if (!s.tokenizer_pattern.empty()) j["data"]["tokenizer_pattern"] = s.tokenizer_pattern;
     if (s.shuffle_seed >= 0) j["data"]["shuffle"] = s.shuffle_seed;
     if (s.val_tokens >= 0) j["data"]["val_tokens"] = s.val_tokens;
-    j["train"] = {{"optimizer", kOptimizers.at(static_cast<size_t>(o.optimizer))},
-                  {"lr", o.lr},
-                  {"min_lr", o.min_lr < 0 ? o.lr / 10 : o.min_lr},
-                  {"warmup", o.warmup},
-                  {"total_steps", o.total_steps},
-                  {"wd", o.wd},
-                  {"b1", o.b1},
-                  {"b2", o.b2},
-                  {"eps", o.eps},
-                  {"clip", o.clip},
-                  {"accum", o.accum},
-                  {"batch", s.batch},
-                  {"seq", s.seq}};
+    j["train"] = train_options_json(s.options);
+    j["train"]["batch"] = s.batch;
+    j["train"]["seq"] = s.seq;
     return j.dump(2) + "\n";
 }
 

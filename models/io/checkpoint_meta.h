@@ -2,6 +2,7 @@
 // comparison of a stored config with a model's, naming the first differing key.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "moetrain/checkpoint.h"
@@ -17,6 +18,10 @@ inline constexpr const char* kStateFile = "state.json";
 std::string optimizer_state_name(OptimizerState s);
 // What a trainer with optimizer k saves.
 OptimizerState optimizer_state_of(OptimizerKind k);
+
+// The optimizer and lr schedule settings of `o` as state.json's "train" object holds them
+// (min_lr resolved: lr / 10 when < 0); the multi-rank launch also compares them between ranks.
+nlohmann::ordered_json train_options_json(const TrainOptions& o);
 
 std::string state_to_json(const TrainState& s, OptimizerState opt);
 // Parse state.json text; errors read "<where>: ...".

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "common.h"
 #include "dist_run.h"
+#include "io/checkpoint_meta.h"
 #include "json_log.h"
 #include "moetrain/memory_plan.h"
 #include "run_guards.h"
@@ -117,17 +118,7 @@ TrainOptions train_options(const TrainArgs& a) {
 
 // The settings every rank of a launch must share (docs/DISTRIBUTED.md).
 std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
-    nlohmann::json j = {{"optimizer", optimizer_name(o.optimizer)},
-                        {"lr", o.lr},
-                        {"min_lr", o.min_lr},
-                        {"warmup", o.warmup},
-                        {"steps", o.total_steps},
-                        {"wd", o.wd},
-                        {"b1", o.b1},
-                        {"b2", o.b2},
-                        {"eps", o.eps},
-                        {"clip", o.clip},
-                        {"accum", o.accum},
+    nlohmann::json j = {{"train", io::train_options_json(o)},
                         {"batch", a.batch},
                         {"seq", a.seq},
                         {"seed", a.seed},
