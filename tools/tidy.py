@@ -43,9 +43,9 @@ EXTRA_ARGS = ["-Wno-unknown-warning-option"]  # the databases hold GCC's warning
 
 def without_openmp(args):
     """The command with OpenMP off: clang (19 included) refuses OpenMP regions that use a
-    structured binding of the enclosing function, which GCC compiles and the cpu backend does. The pragmas are
-    then ignored and the loops are checked as serial code (omp.h is clang's own, from
-    libomp-19-dev: GCC's does not parse with clang)."""
+    structured binding of the enclosing function, which GCC compiles and the cpu backend does.
+    The pragmas are then ignored and the loops are checked as serial code (omp.h is clang's
+    own, from libomp-19-dev: GCC's does not parse with clang)."""
     out = [a for a in args if a != "-fopenmp" and not a.startswith("-fopenmp=")]
     return out + ["-Wno-unknown-pragmas"] if len(out) != len(args) else out
 
