@@ -76,7 +76,8 @@ def load_sources(root, dbs):
                 continue
             sources[rel] = (e["directory"], without_openmp(entry_args(e)))
     for rel, cmd in EXTRA.items():
-        sources.setdefault(rel, (root, [a.format(root=root) for a in cmd]))
+        args = [a.format(root=root) for a in cmd] + ["-c", os.path.join(root, rel)]
+        sources.setdefault(rel, (root, args))
     return sources
 
 
