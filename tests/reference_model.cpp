@@ -208,7 +208,7 @@ Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
             }
             continue;
         }
-        const MoeConfig& m = c.moe.value();
+        const MoeConfig& m = *c.moe;
         const int E = m.n_experts;
         const size_t F = c.d_ff;
         const bool softmax = m.router == RouterKind::softmax_topk;

@@ -115,7 +115,7 @@ auto across_placements(const std::string& what, Op op, Vectors vectors) {
         else
             CHECK_MESSAGE(same_bits(got, *first), "the result differs from the aligned run's bits");
     }
-    return first.value();
+    return *first;
 }
 
 }  // namespace simt_test
