@@ -153,6 +153,9 @@ __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restr
     if (dw && lane_id() == 0) dw[slot] = dot;
 }
 
+// E <= kMaxExperts.
+// scan_temp_bytes = scan.temp_bytes(moe_sort_scan_items(N*k, E)); scratch (256-byte
+// aligned): moe_sort_scratch_bytes(N*k, E, scan_temp_bytes).
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
               const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
               size_t scan_temp_bytes, void* scratch, int32_t* err) {
@@ -182,6 +185,7 @@ void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const
               index, R, dim, vec4, err);
 }
 
+// w may be nullptr (all weights 1); rows has nrows rows of dim.
 void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int32_t* slot_row,
                  const float* w, int64_t N, int64_t k, int64_t dim, bool accumulate, int32_t* err) {
     if (N <= 0 || dim <= 0) return;
@@ -190,6 +194,7 @@ void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int
               slot_row, w, N, static_cast<int>(k), dim, accumulate, vec4, err);
 }
 
+// dw and w may be nullptr; drows and rows have nrows rows of dim.
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
                      int64_t nrows, const int32_t* slot_row, const float* w, int64_t N, int64_t k,
                      int64_t dim, int32_t* err) {

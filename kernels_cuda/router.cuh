@@ -135,6 +135,7 @@ __global__ void hash_route_kernel(int32_t* __restrict__ topk_idx, const int32_t*
         topk_idx[n] = mt_hash_expert(ids[n], layer, E);
 }
 
+// k <= kMaxTopK in every router launcher.
 void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* topk_w,
                 const float* logits, int64_t N, int64_t E, int64_t k, bool norm_topk) {
     if (N > 0)

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops.h"
+#include "kernel_interface.h"
 
 namespace moetrain::cuda {
 
