@@ -35,6 +35,7 @@ enum ErrorCode : int32_t {
     kErrRopePosition = 11,      // rope: device position offset leaves [0, MT_POS_LIMIT)
     kErrAttnLength = 12,        // attention: device length puts Tk outside [Tq, S]
     kErrKvAppendPosition = 13,  // kv_append: device position offset leaves the cache
+    kErrCapacityExpert = 14,    // moe_capacity: expert index outside [0, E)
 };
 inline const char* error_message(int32_t code) {
     switch (code) {
@@ -64,6 +65,8 @@ inline const char* error_message(int32_t code) {
             return "attention: device length makes Tk leave [Tq, S]:";
         case kErrKvAppendPosition:
             return "kv_append: device position offset outside the cache:";
+        case kErrCapacityExpert:
+            return "moe_capacity: expert index outside [0, n_experts):";
         default:
             return "unknown device error:";
     }

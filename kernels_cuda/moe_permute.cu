@@ -15,18 +15,14 @@ void CudaDevice::moe_sort_impl(const Tensor& counts, const Tensor& row_token,
                                const Tensor& slot_row, const Tensor& topk_idx, int64_t N, int64_t k,
                                int64_t E) {
     const char* op = "moe_sort";
-    MT_CHECK(E <= mtk::kMaxExperts, op, ": n_experts ", E, " > ", mtk::kMaxExperts,
-             " (the CUDA sort kernels' limit)");
-    MT_CHECK(N * k <= INT_MAX, op, ": ", N * k, " slots exceed int32 row indices");
     int32_t* c = i32(counts);
     int32_t* rt = i32(row_token);
     int32_t* sr = i32(slot_row);
     const int32_t* idx = i32(topk_idx);
     const mtk::Stream st = stream(op);  // this device current before cub sizes its temp storage
-    const mtk::ExclusiveScan scan = exclusive_sum_i32_scan();  // cub, cub_scan.h
-    const size_t scan_temp = scan.temp_bytes(mtk::moe_sort_scan_items(N * k, E));
-    void* tmp = scratch(mtk::moe_sort_scratch_bytes(N * k, E, scan_temp));
-    mtk::moe_sort(st, c, rt, sr, idx, N, k, E, scan, scan_temp, tmp, error_word());
+    const CountingScan cs = counting_scan(op, N * k, E);  // cub, cub_scan.h
+    void* tmp = scratch(cs.scratch_bytes);
+    mtk::moe_sort(st, c, rt, sr, idx, N, k, E, cs.scan, cs.temp_bytes, tmp, error_word());
     launched(op);  // a bad expert index is reported at the next download() / synchronize()
 }
 

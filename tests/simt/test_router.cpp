@@ -27,7 +27,7 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
                 FVec fl = to_f32(logits), probs(c.N * c.E), lse(c.N), w(c.N * c.k);
                 IVec idx(c.N * c.k, -7);
                 mtk::router_fwd(nullptr, probs.data(), lse.data(), idx.data(), w.data(), fl.data(),
-                                c.N, c.E, c.k, norm);
+                                c.N, c.E, c.k, mtk::RouterOpts{false, norm});
                 return std::make_tuple(probs, lse, idx, w);
             });
             Vec wp(c.N * c.E), wl(c.N), ww(c.N * c.k);
@@ -48,13 +48,15 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
             const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
             auto bwd = two_schedules("router_bwd", [&] {
                 FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
+                FVec fl = to_f32(logits);
                 IVec err = {0, 0};
-                mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(),
-                                idx.data(), w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha,
-                                z_alpha, scale, err.data());
+                mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(), fl.data(),
+                                idx.data(), w.data(), counts.data(), c.N, c.E, c.k,
+                                mtk::RouterOpts{false, norm}, aux_alpha, z_alpha, scale,
+                                err.data());
                 CHECK(err[0] == 0);
                 mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(),
-                                     c.N, c.E, c.k, aux_alpha, z_alpha);
+                                     c.N, c.E, c.k, false, aux_alpha, z_alpha);
                 return std::make_pair(dl, out);
             });
             Vec wdl(c.N * c.E), wout = {0.5, 0.25};
@@ -88,8 +90,81 @@ TEST_CASE("simt: router hash routing") {
 TEST_CASE("simt: router_bwd reports an expert index outside [0, E)") {
     FVec dl(4, 0.0f), dw = {1.0f}, probs = {0.25f, 0.25f, 0.25f, 0.25f}, lse = {0.0f}, w = {1.0f};
     IVec idx = {9}, counts = {1, 0, 0, 0}, err = {0, 0};
-    mtk::router_bwd(nullptr, dl.data(), dw.data(), probs.data(), lse.data(), idx.data(), w.data(),
-                    counts.data(), 1, 4, 1, false, 0.0f, 0.0f, 1.0f, err.data());
+    mtk::router_bwd(nullptr, dl.data(), dw.data(), probs.data(), lse.data(), dl.data(), idx.data(),
+                    w.data(), counts.data(), 1, 4, 1, mtk::RouterOpts{false, false}, 0.0f, 0.0f,
+                    1.0f, err.data());
     CHECK(err[0] == mtk::kErrRouterExpert);
     CHECK(err[1] == 9);
+}
+
+TEST_CASE("simt: router sigmoid scores, expert bias and routed scaling") {
+    struct Mode {
+        bool sigmoid, bias;
+        float scaling;
+    };
+    for (RouterCase c : kCases) {
+        for (Mode m : {Mode{true, false, 1.0f}, Mode{true, true, 2.5f}, Mode{false, true, 0.5f}}) {
+            for (bool norm : {false, true}) {
+                CAPTURE(c.N);
+                CAPTURE(c.E);
+                CAPTURE(c.k);
+                CAPTURE(m.sigmoid);
+                CAPTURE(m.bias);
+                CAPTURE(norm);
+                Rng rng(static_cast<uint64_t>(c.N * 100 + c.E * 10 + c.k + norm + 7 * m.sigmoid));
+                Vec logits = rng.grid(c.N * c.E, -3, 3, 0.5);  // coarse grid: many exact ties
+                // A bias on a coarse grid too, so that score + bias ties as well.
+                Vec bias = m.bias ? rng.grid(c.E, -2, 2, 0.25) : Vec{};
+                moetrain::RouterArgs r;
+                r.sigmoid = m.sigmoid;
+                r.norm_topk = norm;
+                r.scaling = m.scaling;
+                const mtk::RouterOpts o{m.sigmoid, norm, m.scaling, nullptr};
+                const FVec fbias = to_f32(bias);
+                auto fwd = two_schedules("router_fwd", [&] {
+                    FVec fl = to_f32(logits), probs(c.N * c.E), lse(c.N), w(c.N * c.k);
+                    IVec idx(c.N * c.k, -7);
+                    mtk::RouterOpts ob = o;
+                    ob.bias = m.bias ? fbias.data() : nullptr;
+                    mtk::router_fwd(nullptr, probs.data(), lse.data(), idx.data(), w.data(),
+                                    fl.data(), c.N, c.E, c.k, ob);
+                    return std::make_tuple(probs, lse, idx, w);
+                });
+                Vec wp(c.N * c.E), wl(c.N), ww(c.N * c.k);
+                IVec wi(c.N * c.k);
+                ref::router_fwd(wp, wl, wi, ww, logits, bias, c.N, c.E, c.k, r);
+                check_close(std::get<0>(fwd), wp, Tol{1e-5, 1e-7}, "probs");
+                check_close(std::get<1>(fwd), wl, Tol{1e-5, 1e-6}, "lse");
+                moetrain::test::check_equal(std::get<2>(fwd), wi, "topk_idx");
+                check_close(std::get<3>(fwd), ww, Tol{1e-5, 1e-7}, "topk_w");
+
+                const auto& [probs, lse, idx, w] = fwd;
+                IVec counts(c.E, 0);
+                for (int32_t e : idx) counts[e]++;
+                Vec dw = rng.normal(c.N * c.k);
+                if (c.N * c.k > 1) dw[1] = 0;  // a dropped selection: dw 0, still renormalised
+                const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
+                auto bwd = two_schedules("router_bwd", [&] {
+                    FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
+                    FVec fl = to_f32(logits);
+                    IVec err = {0, 0};
+                    mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(),
+                                    fl.data(), idx.data(), w.data(), counts.data(), c.N, c.E, c.k,
+                                    o, aux_alpha, z_alpha, scale, err.data());
+                    CHECK(err[0] == 0);
+                    mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(),
+                                         counts.data(), c.N, c.E, c.k, m.sigmoid, aux_alpha,
+                                         z_alpha);
+                    return std::make_pair(dl, out);
+                });
+                Vec wdl(c.N * c.E), wout = {0.5, 0.25};
+                ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), logits, idx, to_f64(w), counts,
+                                c.N, c.E, c.k, r, aux_alpha, z_alpha, scale);
+                ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, r,
+                                     aux_alpha, z_alpha);
+                check_close(bwd.first, wdl, Tol{1e-4, 1e-6}, "dlogits");
+                check_close(bwd.second, wout, Tol{1e-5, 1e-7}, "aux, z");
+            }
+        }
+    }
 }
