@@ -12,6 +12,29 @@
 using namespace simt_test;
 namespace ref = moetrain::ref;
 
+namespace {
+// moe_sort of topk under the harness against the float64 reference; returns the reference
+// (row_token, slot_row).
+std::pair<IVec, IVec> check_sort(const IVec& topk, int64_t N, int64_t k, int64_t E) {
+    const int64_t slots = N * k;
+    auto sorted = two_schedules("moe_sort", [&] {
+        IVec counts(E, -1), row_token(slots + 1, -1), slot_row(slots + 1, -1);
+        SortScratch scratch(slots, E);
+        IVec err = {0, 0};
+        mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), N, k,
+                      E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
+        CHECK(err[0] == 0);
+        return std::make_tuple(counts, row_token, slot_row);
+    });
+    IVec wc(E), wrt(slots), wsr(slots);
+    ref::moe_sort(wc, wrt, wsr, topk, N, k, E);
+    moetrain::test::check_equal(std::get<0>(sorted), wc, "counts");
+    moetrain::test::check_equal(std::get<1>(sorted), wrt, "row_token");
+    moetrain::test::check_equal(std::get<2>(sorted), wsr, "slot_row");
+    return {wrt, wsr};
+}
+}  // namespace
+
 TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
     struct Case {
         int64_t N, k, E, dim;
@@ -25,20 +48,7 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
         Rng rng(static_cast<uint64_t>(c.N * 7 + c.E));
         // Skewed routing: the upper half of the experts gets nothing when E > 2.
         IVec topk = rng.ints(slots, 0, static_cast<int32_t>(c.E > 2 ? c.E / 2 - 1 : c.E - 1));
-        auto sorted = two_schedules("moe_sort", [&] {
-            IVec counts(c.E, -1), row_token(slots + 1, -1), slot_row(slots + 1, -1);
-            SortScratch scratch(slots, c.E);
-            IVec err = {0, 0};
-            mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(),
-                          c.N, c.k, c.E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
-            CHECK(err[0] == 0);
-            return std::make_tuple(counts, row_token, slot_row);
-        });
-        IVec wc(c.E), wrt(slots), wsr(slots);
-        ref::moe_sort(wc, wrt, wsr, topk, c.N, c.k, c.E);
-        moetrain::test::check_equal(std::get<0>(sorted), wc, "counts");
-        moetrain::test::check_equal(std::get<1>(sorted), wrt, "row_token");
-        moetrain::test::check_equal(std::get<2>(sorted), wsr, "slot_row");
+        const auto [wrt, wsr] = check_sort(topk, c.N, c.k, c.E);
         if (slots == 0) continue;
 
         Vec x = rng.normal(c.N * c.dim), w = rng.uniform(slots, 0.0, 1.0),
@@ -103,19 +113,7 @@ TEST_CASE("simt: moe_permute with selections dropped by capacity") {
         Rng rng(static_cast<uint64_t>(c.N + c.drop_every));
         IVec topk = rng.ints(slots, 0, static_cast<int32_t>(c.E - 1));
         for (int64_t s = 0; s < slots; s += c.drop_every) topk[s] = -1;
-        auto sorted = two_schedules("moe_sort", [&] {
-            IVec counts(c.E, -7), row_token(slots, -7), slot_row(slots, -7), err = {0, 0};
-            SortScratch scratch(slots, c.E);
-            mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(),
-                          c.N, c.k, c.E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
-            CHECK(err[0] == 0);
-            return std::make_tuple(counts, row_token, slot_row);
-        });
-        IVec wc(c.E), wrt(slots), wsr(slots);
-        ref::moe_sort(wc, wrt, wsr, topk, c.N, c.k, c.E);
-        moetrain::test::check_equal(std::get<0>(sorted), wc, "counts");
-        moetrain::test::check_equal(std::get<1>(sorted), wrt, "row_token");
-        moetrain::test::check_equal(std::get<2>(sorted), wsr, "slot_row");
+        const IVec wsr = check_sort(topk, c.N, c.k, c.E).second;
 
         Vec rows = rng.normal(slots * c.dim), w = rng.uniform(slots, 0.0, 1.0);
         Vec y0 = rng.normal(c.N * c.dim), dy = rng.normal(c.N * c.dim);
