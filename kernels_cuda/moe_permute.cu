@@ -2,7 +2,6 @@
 // backward. Each turns its tensors into pointers and calls the launcher of moe_permute.cuh on the
 // device stream (docs/CUDA.md).
 #include <algorithm>
-#include <climits>
 
 #include "moe_permute.cuh"
 

@@ -7,7 +7,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 #include "cuda/cuda_context.h"
