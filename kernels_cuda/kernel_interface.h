@@ -1,8 +1,9 @@
 // The plain C++ interface between the kernel launchers of kernels_cuda/<family>.cuh and the
 // host code around them: the stream type, the dtype and activation kinds the launchers take,
-// the device error word's codes and messages, and the device-wide scan moe_sort is handed. No
-// CUDA headers: backends/cuda's g++ sources (cuda_device.cpp reads the error word; cub_scan.h)
-// include it, and the launchers see it through common.cuh under nvcc and under the SIMT harness.
+// the device error word's codes and messages, and the device-wide scan the MoE counting
+// passes are handed. No CUDA headers: backends/cuda's g++ sources (cuda_device.cpp reads the
+// error word; cub_scan.h) include it, and the launchers see it through common.cuh under nvcc
+// and under the SIMT harness.
 // Launchers themselves are declared and defined only in their family header: each
 // kernels_cuda/<family>.cu includes it and holds the CudaDevice ops that call them.
 #pragma once
@@ -72,10 +73,11 @@ inline const char* error_message(int32_t code) {
     }
 }
 
-// The device-wide exclusive prefix sum moe_sort runs between its kernels: out[i] = in[0] + ...
-// + in[i-1] for i < n, queued on s, with `temp` holding temp_bytes(n) bytes of device memory
-// that overlap neither in nor out. The CUDA backend passes its cub wrapper
-// (backends/cuda/cub_scan.h); the SIMT harness a host implementation of the same functions.
+// The device-wide exclusive prefix sum the MoE counting passes (moe_sort, moe_capacity) run
+// between their kernels: out[i] = in[0] + ... + in[i-1] for i < n, queued on s, with `temp`
+// holding temp_bytes(n) bytes of device memory that overlap neither in nor out. The CUDA backend
+// passes its cub wrapper (backends/cuda/cub_scan.h); the SIMT harness a host implementation of the
+// same functions.
 struct ExclusiveScan {
     size_t (*temp_bytes)(int64_t n);
     void (*run)(Stream s, const int32_t* in, int32_t* out, int64_t n, void* temp,

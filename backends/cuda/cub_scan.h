@@ -1,9 +1,9 @@
 // The one wrapper of cub's device-wide exclusive scan (cub::DeviceScan::ExclusiveSum) over int32:
-// moe_sort (kernels_cuda/moe_permute.cuh) runs it between its count and place kernels, as the
-// mtk::ExclusiveScan the CUDA Device passes. Defined in cub_scan.cu (nvcc, in the kernel
-// object library so cub's kernels go through the ptxas check); the SIMT harness and the cudasim
-// test module link a host implementation of the same functions
-// (tests/simt/cudasim/host_cub_scan.cpp).
+// moe_sort and moe_capacity (kernels_cuda/moe_permute.cuh, moe_balance.cuh) run it between
+// their histogram and place / admit kernels, as the mtk::ExclusiveScan the CUDA Device passes.
+// Defined in cub_scan.cu (nvcc, in the kernel object library so cub's kernels go through the ptxas
+// check); the SIMT harness and the cudasim test module link a host implementation of the same
+// functions (tests/simt/cudasim/host_cub_scan.cpp).
 #pragma once
 
 #include <cstddef>
