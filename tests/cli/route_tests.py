@@ -9,13 +9,12 @@ Checks: the step line and --log-json carry the dropped share and the bias range 
 layer; --resume continues the bias exactly; eval and generate run (dropless); every hostile
 config is one stderr line naming the key; HF export refuses the bias in one line.
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cli_tests  # noqa: E402  (run, expect_error, corpus, read_log, work share its ARGS)
+import cli_tests  # noqa: E402  (run, expect_error, corpus, read_log, work: tests/cli_testlib.py)
 
 TESTS = {}
 
@@ -131,22 +130,7 @@ def export_refuses_the_expert_bias():
     assert not os.path.exists(f"{d}/hf")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    args = ap.parse_args()
-    if args.list:
-        print(";".join(TESTS))
-        return 0
-    cli_tests.ARGS = args
-    os.makedirs(args.work, exist_ok=True)
-    TESTS[args.name]()
-    print(f"{args.name}: passed")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    cli_tests.TESTS.clear()
+    cli_tests.TESTS.update(TESTS)
+    sys.exit(cli_tests.main())
