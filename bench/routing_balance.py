@@ -102,16 +102,16 @@ def main():
         los = [p[2] for p in pts]
         tail = pts[len(pts) // 2:]  # the second half of the run
         drop = [spread(s)[2] for s in steps]
-        final_val = evals[-1]["eval"]["loss"] if evals else float("nan")
+        final = evals[-1]["eval"] if evals else {"ce": float("nan"), "loss": float("nan")}
         rows.append(f"| {name} | {max(his):.3f} / {min(los):.3f} | "
                     f"{sum(p[1] for p in tail) / len(tail):.3f} / "
                     f"{sum(p[2] for p in tail) / len(tail):.3f} | "
                     f"{sum(drop[len(drop) // 2:]) / len(drop[len(drop) // 2:]):.3f} | "
-                    f"{final_val:.4f} |")
+                    f"{final['ce']:.4f} / {final['loss']:.4f} |")
     with open(args.svg, "w") as f:
         f.write(svg_plot(series, n_experts))
     print("| run | max / min share, all steps | mean max / min share, 2nd half | "
-          "dropped, 2nd half | final val loss |")
+          "dropped, 2nd half | final val ce / loss |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
 
