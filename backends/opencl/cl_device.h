@@ -155,7 +155,7 @@ class ClDevice : public Device {
     static void set_raw(cl_kernel k, cl_uint& index, size_t size, const void* value,
                         const char* name);
     static void set_arg(cl_kernel k, cl_uint& index, const DevPtr& p, const char* name) {
-        set_raw(k, index, sizeof(cl_mem), &p.mem, name);
+        set_raw(k, index, sizeof(cl_mem), static_cast<const void*>(&p.mem), name);
         set_raw(k, index, sizeof(cl_long), &p.off, name);
     }
     static void set_arg(cl_kernel k, cl_uint& index, const DevValue& v, const char* name) {
@@ -169,8 +169,8 @@ class ClDevice : public Device {
     static void set_arg(cl_kernel k, cl_uint& index, const T& v, const char* name) {
         static_assert(std::is_same_v<T, cl_int> || std::is_same_v<T, cl_long> ||
                           std::is_same_v<T, cl_uint> || std::is_same_v<T, cl_ulong> ||
-                          std::is_same_v<T, cl_float>,
-                      "kernel scalars are int, long, uint, ulong or float");
+                          std::is_same_v<T, cl_float> || std::is_same_v<T, cl_double>,
+                      "kernel scalars are int, long, uint, ulong, float or double");
         set_raw(k, index, sizeof(T), &v, name);
     }
     cl_mem create_buffer(size_t bytes, const char* what);

@@ -48,6 +48,7 @@ Counts count_pieces(const std::vector<std::string>& files, int threads) {
         }
         std::atomic<size_t> next{0};
         std::vector<std::thread> pool;
+        pool.reserve(static_cast<size_t>(n_threads));
         for (int t = 0; t < n_threads; ++t) {
             pool.emplace_back([&, t] {
                 for (size_t i; (i = next++) < pieces.size();)
@@ -181,6 +182,7 @@ std::string train_byte_level_bpe(const std::vector<std::string>& files,
     std::sort(sorted.begin(), sorted.end());
     const int32_t first_byte = static_cast<int32_t>(options.specials.size());
     std::vector<std::string> token_bytes;  // bytes of every id
+    token_bytes.reserve(options.specials.size() + 256);
     for (const std::string& s : options.specials) token_bytes.push_back(s);
     for (int b = 0; b < 256; ++b) token_bytes.emplace_back(1, static_cast<char>(b));
     std::unordered_map<std::string, int32_t> id_of;

@@ -57,7 +57,7 @@ struct TrainArgs {
 // --resume continues the saved run: every training setting not given on the command line
 // comes from state.json; one given explicitly overrides the saved value, and says so.
 void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
-    auto same = [&](const char* flag, auto& arg, auto saved) {
+    auto same = [&](const char* flag, auto& arg, const auto& saved) {
         using T = std::decay_t<decltype(arg)>;
         T want = static_cast<T>(saved);
         if (!a.given(flag))
