@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moetrain/comm.h"
@@ -66,10 +68,18 @@ struct StepStats {
 // the same function as one process x N B. zero = 1 shards the AdamW moments over the ranks
 // (ZeRO-1): reduce-scatter of the gradients, each rank updates its shard, all-gather of the
 // parameters.
+//
+// expert_parallel = P > 1 (P divides the ranks and every MoE layer's experts): the ranks form
+// groups of P consecutive ranks; rank j of a group holds experts [j E/P, (j + 1) E/P) of every
+// MoE layer, the routed rows go to their experts' ranks and come back (all-to-all-v), and this
+// rank updates only its own experts (its optimizer state covers the non-expert weights and its
+// experts). Non-expert gradients are summed over all ranks, expert gradients over the ranks
+// that hold the same experts (rank j of every group).
 struct DistOptions {
     Communicator* comm = nullptr;             // null or size 1: one process
     int zero = 0;                             // 0 or 1
     int64_t bucket_elems = int64_t{1} << 20;  // gradient all-reduce bucket (elements)
+    int expert_parallel = 1;                  // P: ranks per expert-parallel group
 };
 
 class Trainer {
@@ -122,6 +132,22 @@ class Trainer {
     int64_t shard_len_ = 0;                // ceil(n / ranks): every rank's padded shard size
     Tensor gshard_, pshard_;               // ZeRO-1: reduced gradient / updated parameter shard
     Tensor m_full_, v_full_;               // between gather_moments and scatter_moments
+    // Elements [first, first + count) of the flat buffers.
+    struct Segment {
+        int64_t first = 0, count = 0;
+    };
+    // The elements this rank updates, in order; its moments hold them back to back (the whole
+    // buffer; ZeRO-1: the shard; expert parallel: the non-expert weights and its experts).
+    std::vector<Segment> owned_;
+    // Expert parallel (trainer_dist.cpp): this rank's group and the ranks holding its experts.
+    std::unique_ptr<Communicator> ep_group_, ep_replicas_;
+    std::vector<Segment> shared_, mine_;  // non-expert ranges; this rank's expert blocks
+    std::vector<std::pair<Segment, int>> expert_blocks_;  // every expert block, its rank in group 0
+    Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
+    bool ep() const { return dp() && dist_.expert_parallel > 1; }
+    void setup_expert_parallel();
+    // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
+    void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
     void setup_dist();
     void sync_parameters();    // first step: every rank starts from rank 0's parameters
     void reduce_gradients();   // after the micro-batches: gradients and loss terms summed

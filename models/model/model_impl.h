@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "layers/layers.h"
+#include "layers/moe_dispatch.h"
 #include "moetrain/model.h"
 #include "moetrain/precision.h"
 
@@ -65,6 +66,10 @@ class ModelImpl {
     // expert counts are summed over the ranks (MoeGlobal), so the loss terms and gradients are
     // this rank's shares of the global ones. Inference passes stay local.
     Communicator* dp_comm = nullptr;
+    // Expert parallel (set by the Trainer, with dp_comm): this rank's expert-parallel group.
+    // The routed rows of data-parallel training passes are computed by their experts' ranks
+    // (moe_dispatch.h); this rank computes and updates only its own experts.
+    Communicator* ep_comm = nullptr;
 
     // Gradient checkpointing of the training workspaces planned from now on (set_recompute
     // drops the training workspaces planned with another mode).
@@ -132,7 +137,10 @@ class ModelImpl {
     // step runs eagerly, never captured.
     void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
     // The global statistics of MoE layer l while a data-parallel training pass runs, else null.
-    const MoeGlobal* moe_global(int l);
+    const MoeGlobal* moe_global(const Workspace& ws, int l);
+    // Expert parallel: the dispatch buffers of MoE layer l for workspace `ws` (every MoE
+    // layer's planned on first use; one workspace's at a time).
+    MoeDispatch* moe_dispatch(const Workspace& ws, int l);
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
@@ -146,6 +154,8 @@ class ModelImpl {
     bool load_recorded_ = false, load_fresh_ = false;
     bool dp_pass_ = false;  // a data-parallel training micro-batch is being queued
     MoeGlobal moe_global_;
+    uint64_t dispatch_generation_ = 0;
+    std::vector<MoeDispatch> dispatch_;
 };
 
 }  // namespace moetrain

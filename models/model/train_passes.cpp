@@ -47,5 +47,18 @@ void TrainPasses::params_changed() {
 void TrainPasses::set_data_parallel(Communicator* comm) {
     im_.dp_comm = comm;
 }
+void TrainPasses::set_expert_parallel(Communicator* group) {
+    im_.ep_comm = group;
+}
+
+std::vector<TrainPasses::ExpertTensor> TrainPasses::expert_tensors() const {
+    std::vector<ExpertTensor> out;
+    for (const LayerW& l : im_.w.layers) {
+        if (!l.moe) continue;
+        for (const Tensor* t : {&l.experts.w_gate, &l.experts.w_up, &l.experts.w_down})
+            if (*t) out.push_back({t->offset, t->numel() / l.experts.G});
+    }
+    return out;
+}
 
 }  // namespace moetrain

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "moetrain/comm.h"
 #include "moetrain/model.h"
@@ -34,6 +35,16 @@ class TrainPasses {
     // Data parallel: the passes agree on the global batch over `comm` (the MoE expert loads and
     // the counted targets); nullptr = one process.
     void set_data_parallel(Communicator* comm);
+    // Expert parallel (with set_data_parallel): `group` is this rank's expert-parallel group,
+    // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts
+    // [j E/P, (j + 1) E/P)); the training passes send routed rows to their experts' ranks.
+    void set_expert_parallel(Communicator* group);
+    // The routed-expert weight tensors of every MoE layer in the flat buffers, in order:
+    // elements [offset, offset + E per_expert), expert e from offset + e per_expert.
+    struct ExpertTensor {
+        int64_t offset = 0, per_expert = 0;
+    };
+    std::vector<ExpertTensor> expert_tensors() const;
 
   private:
     ModelImpl& im_;

@@ -40,9 +40,11 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
         MT_CHECK(opts.wd >= 0, "wd must be >= 0 (got ", opts.wd, ")");
     }
     Device& dev = model.device();
-    setup_dist();  // the ZeRO-1 shard [shard_lo_, shard_hi_): everything without ZeRO
+    setup_dist();  // owned_: the ZeRO-1 shard, this rank's experts, or everything
     if (opts.optimizer == OptimizerKind::adamw) {
-        const int64_t n = zero() ? shard_len_ : model.num_params();
+        int64_t n = zero() ? shard_len_ : 0;
+        if (!zero())
+            for (const Segment& seg : owned_) n += seg.count;
         m_ = dev.alloc(DType::f32, {n});
         v_ = dev.alloc(DType::f32, {n});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
@@ -130,28 +132,38 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.bc2 = static_cast<float>(1.0 - std::pow(opts_.b2, s1));
         a.wd = static_cast<float>(opts_.wd);
         // Range r: the decayed tensors [0, nd), then the gains and biases without decay, each
-        // cut to this rank's shard [lo, hi) (the whole buffer without ZeRO-1), whose gradients
-        // and moments start at element lo of `gsrc`, m_ and v_.
-        const int64_t lo = shard_lo_, hi = shard_hi_, base = zero() ? lo : 0;
+        // cut to the segments this rank owns (the ZeRO-1 shard [lo, hi), whose gradients start
+        // at element lo of gshard_; expert parallel: all but the other ranks' experts; else
+        // everything). The moments hold the owned segments back to back.
+        const int64_t base = zero() ? shard_lo_ : 0;
         const Tensor gsrc = zero() ? gshard_ : im.grads();
         auto update = [&](size_t r, int64_t first, int64_t last) {
-            const int64_t off = std::max(first, lo), cnt = std::min(last, hi) - off;
-            if (cnt <= 0) return;
-            const Tensor p = im.params().view(off, {cnt}), g = gsrc.view(off - base, {cnt});
-            if (opts_.optimizer == OptimizerKind::adamw) {
-                dev.adamw(p, g, m_.view(off - base, {cnt}), v_.view(off - base, {cnt}), cnt, a,
-                          stats_, clip, inv_scale);
-            } else {
-                const QuantizedMoments& q = q_[r];
-                dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a, stats_,
-                              clip, inv_scale);
+            int64_t at = 0;  // the segment's first element in the moments
+            for (const Segment& seg : owned_) {
+                const int64_t off = std::max(first, seg.first),
+                              cnt = std::min(last, seg.first + seg.count) - off, m = at;
+                at += seg.count;
+                if (cnt <= 0) continue;
+                const Tensor p = im.params().view(off, {cnt}), g = gsrc.view(off - base, {cnt});
+                if (opts_.optimizer == OptimizerKind::adamw) {
+                    const int64_t mo = m + off - seg.first;
+                    dev.adamw(p, g, m_.view(mo, {cnt}), v_.view(mo, {cnt}), cnt, a, stats_, clip,
+                              inv_scale);
+                } else {
+                    const QuantizedMoments& q = q_[r];
+                    dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a,
+                                  stats_, clip, inv_scale);
+                }
             }
         };
         update(0, 0, nd);
         a.wd = 0.0f;
         update(1, nd, n);
     } else {
-        dev.sgd(im.params(), im.grads(), n, lr, stats_, clip, inv_scale);
+        for (const Segment& seg : owned_)  // expert parallel: not the other ranks' experts
+            dev.sgd(im.params().view(seg.first, {seg.count}),
+                    im.grads().view(seg.first, {seg.count}), seg.count, lr, stats_, clip,
+                    inv_scale);
     }
     gather_parameters();
     im.params_changed();

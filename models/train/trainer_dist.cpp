@@ -14,10 +14,15 @@ void Trainer::setup_dist() {
     const int64_t n = model_.num_params();
     shard_lo_ = 0;
     shard_hi_ = n;
+    owned_ = {{0, n}};
+    const int ranks = dist_.comm ? dist_.comm->size() : 1;
+    MT_CHECK(dist_.expert_parallel >= 1 && ranks % dist_.expert_parallel == 0, "--expert-parallel ",
+             dist_.expert_parallel, " does not divide the ", ranks, " ranks of this launch");
     if (!dp()) return;
     MT_CHECK(dist_.zero == 0 || dist_.zero == 1, "--zero ", dist_.zero, ": only 0 and 1 exist");
     MT_CHECK(dist_.bucket_elems >= 1, "gradient bucket size must be >= 1");
     TrainPasses(model_).set_data_parallel(dist_.comm);
+    if (ep()) setup_expert_parallel();
     if (!zero()) return;
     MT_CHECK(opts_.optimizer == OptimizerKind::adamw, "--zero 1 shards the AdamW moments; ",
              optimizer_name(opts_.optimizer),
@@ -27,9 +32,60 @@ void Trainer::setup_dist() {
     shard_len_ = (n + R - 1) / R;
     shard_lo_ = std::min<int64_t>(n, r * shard_len_);
     shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
+    owned_ = {{shard_lo_, shard_hi_ - shard_lo_}};
     Device& dev = model_.device();
     gshard_ = dev.alloc(DType::f32, {shard_len_});
     pshard_ = dev.alloc(DType::f32, {shard_len_});
+}
+
+void Trainer::setup_expert_parallel() {
+    const ModelConfig& cfg = model_.config();
+    const int P = dist_.expert_parallel, R = dist_.comm->size(), r = dist_.comm->rank();
+    MT_CHECK(cfg.moe, "--expert-parallel ", P, " needs an MoE model (this one is dense)");
+    MT_CHECK(cfg.moe->n_experts % P == 0, "--expert-parallel ", P, " does not divide the ",
+             cfg.moe->n_experts, " experts of every MoE layer");
+    MT_CHECK(dist_.zero == 0,
+             "--expert-parallel with --zero 1 is not supported (the ZeRO-1 "
+             "shards would cut through the expert blocks); use --zero 0");
+    MT_CHECK(opts_.optimizer != OptimizerKind::adamw8bit,
+             "--expert-parallel with --optimizer adamw8bit is not supported (its 256-element "
+             "blocks would cut through the expert blocks); use adamw or sgd");
+    ep_group_ = dist_.comm->subgroup(r / P * P, 1, P);
+    ep_replicas_ = dist_.comm->subgroup(r % P, P, R / P);
+    TrainPasses im(model_);
+    im.set_expert_parallel(ep_group_.get());
+    // Every expert tensor in P blocks; the rest of the flat buffer is shared.
+    const int64_t n = im.n_params(), El = cfg.moe->n_experts / P, j = r % P;
+    shared_.clear();
+    mine_.clear();
+    expert_blocks_.clear();
+    int64_t at = 0;
+    for (const TrainPasses::ExpertTensor& t : im.expert_tensors()) {
+        if (t.offset > at) shared_.push_back({at, t.offset - at});
+        for (int q = 0; q < P; ++q) {
+            const Segment b{t.offset + q * El * t.per_expert, El * t.per_expert};
+            expert_blocks_.push_back({b, q});
+            if (q == j) mine_.push_back(b);
+        }
+        at = t.offset + P * El * t.per_expert;
+    }
+    if (at < n) shared_.push_back({at, n - at});
+    owned_.clear();
+    for (const auto* list : {&shared_, &mine_})
+        owned_.insert(owned_.end(), list->begin(), list->end());
+    std::sort(owned_.begin(), owned_.end(),
+              [](const Segment& a, const Segment& b) { return a.first < b.first; });
+    ep_sq_ = model_.device().alloc(DType::f32, {1});
+}
+
+void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
+    Device& dev = model_.device();
+    int64_t at = 0;
+    for (const Segment& seg : owned_) {
+        const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
+        dev.copy(to_full ? f : p, to_full ? p : f);
+        at += seg.count;
+    }
 }
 
 void Trainer::sync_parameters() {
@@ -50,6 +106,30 @@ void Trainer::reduce_gradients() {
     }
     Communicator& c = *dist_.comm;
     c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);  // ce, aux, z: sums of shares
+    if (ep()) {
+        // Non-expert gradients over every rank, this rank's experts over the ranks holding
+        // them; the other experts' gradients are zero here and belong to their owners. The
+        // squared norm: the shared part, plus every expert once (summed over the group).
+        auto reduce = [&](const std::vector<Segment>& segs, Communicator& over) {
+            for (const Segment& seg : segs)
+                for (int64_t off = 0; off < seg.count; off += dist_.bucket_elems)
+                    over.all_reduce(dev,
+                                    im.grads().view(seg.first + off, {std::min(dist_.bucket_elems,
+                                                                               seg.count - off)}),
+                                    ReduceOp::sum);
+        };
+        reduce(shared_, c);
+        if (ep_replicas_->size() > 1) reduce(mine_, *ep_replicas_);
+        dev.fill(stats_, 0.0f);
+        dev.fill(ep_sq_, 0.0f);
+        for (const Segment& seg : shared_)
+            dev.sum_squares(stats_, im.grads().view(seg.first, {seg.count}), seg.count, true);
+        for (const Segment& seg : mine_)
+            dev.sum_squares(ep_sq_, im.grads().view(seg.first, {seg.count}), seg.count, true);
+        ep_group_->all_reduce(dev, ep_sq_, ReduceOp::sum);
+        dev.axpby(stats_, 1.0f, ep_sq_, 1.0f, 1);
+        return;
+    }
     if (!zero()) {
         for (int64_t off = 0; off < n; off += dist_.bucket_elems)
             c.all_reduce(dev, im.grads().view(off, {std::min(dist_.bucket_elems, n - off)}),
@@ -72,6 +152,23 @@ void Trainer::gather_parameters() {
 }
 
 void Trainer::gather_moments() {
+    if (ep() && !m_full_) {  // every expert block from its owner in group 0 (its replicas agree)
+        Device& dev = model_.device();
+        const Tensor params = TrainPasses(model_).params();
+        if (m_) {
+            const int64_t n = model_.num_params();
+            m_full_ = dev.alloc(DType::f32, {n});
+            v_full_ = dev.alloc(DType::f32, {n});
+            dev.fill(m_full_, 0.0f);
+            dev.fill(v_full_, 0.0f);
+            owned_copy(m_full_, m_, true);
+            owned_copy(v_full_, v_, true);
+        }
+        for (const auto& [b, owner] : expert_blocks_)
+            for (const Tensor& t : {params, m_full_, v_full_})
+                if (t) dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
+        return;
+    }
     if (!zero() || m_full_) return;
     Device& dev = model_.device();
     const int64_t n = model_.num_params();
@@ -83,6 +180,13 @@ void Trainer::gather_moments() {
 
 void Trainer::scatter_moments() {
     if (!m_full_) return;
+    if (ep()) {
+        owned_copy(m_full_, m_, false);
+        owned_copy(v_full_, v_, false);
+        m_full_ = Tensor{};
+        v_full_ = Tensor{};
+        return;
+    }
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) {

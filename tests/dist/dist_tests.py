@@ -296,16 +296,98 @@ def dp_bit_identical():
     print("ok: two 2-rank runs are bit-identical")
 
 
+# ---- expert parallel -----------------------------------------------------------------------
+
+def ep_equivalence(n, ep, device="cpu", accum=1, both=()):
+    """1 rank x 4 rows vs n ranks x 4/n with --expert-parallel ep (tiny: 4 experts, top-2, a
+    shared expert, aux and z losses)."""
+    tag = "_".join(map(str, both)).replace("-", "")
+    d = work(f"ep_{device}_np{n}_ep{ep}_a{accum}{tag}")
+    data = corpus(d)
+    train(1, d, data, 4, "single", device, [*both, "--accum", accum])
+    p = train(n, d, data, 4 // n, "multi", device,
+              ["--expert-parallel", ep, *both, "--accum", accum])
+    assert f"expert parallel {ep} ({4 // ep} experts per rank)" in p.stdout, p.stdout
+    compare_runs(d, "single", "multi")
+    return d
+
+
+@test
+def ep_np2():
+    ep_equivalence(2, 2)
+
+
+@test
+def ep_np4():
+    # Two groups of 2: every expert has a replica whose gradients are summed with its own.
+    ep_equivalence(4, 2, accum=2)
+
+
+@test
+def ep_np4_one_expert_per_rank():
+    ep_equivalence(4, 4)
+
+
+@test
+def ep_np2_recompute_ffn():
+    # The backward's re-run of the MoE forward dispatches the rows again.
+    ep_equivalence(2, 2, both=["--recompute", "ffn"])
+
+
+@test
+def ep_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    ep_equivalence(2, 2, device="opencl")
+
+
+@test
+def ep_bit_identical():
+    # Two expert-parallel runs with the same ranks write the same bytes (weights and moments).
+    d = work("ep_bit_identical")
+    data = corpus(d)
+    for out in ("a", "b"):
+        train(4, d, data, 1, out, extra=["--expert-parallel", 2])
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
+                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between two expert-parallel runs"
+    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
+    for x, y in zip(la, lb):
+        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
+    print("ok: two 4-rank expert-parallel runs are bit-identical")
+
+
+@test
+def ep_optimizer_state_per_rank():
+    # Each rank keeps the moments of the shared weights and of its own experts only.
+    d = work("ep_memory")
+    data = corpus(d)
+    mb = {}
+    for ep in (1, 2):
+        p = train(2, d, data, 2, f"ep{ep}", extra=["--expert-parallel", ep])
+        line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
+        mb[ep] = float(line.split("optimizer state ")[1].split(" MB")[0])
+    # tiny: 2 x 3 x 4 x 128 x 64 = 196608 of the expert moments' 8-byte elements, half here.
+    want = mb[1] - 4 * 3 * 128 * 64 * 8 / 2 / 1e6
+    assert abs(mb[2] - want) < 0.002, (mb, want)
+    print(f"ok: optimizer state per rank {mb[1]:.3f} MB replicated, {mb[2]:.3f} MB with "
+          f"2 experts of 4 per rank")
+
+
 # ---- checkpoints: saved with N ranks, resumed with M ------------------------------------------
 
-def resume_case(n, m, zero_n, zero_m):
-    d = work(f"resume_{n}z{zero_n}_to_{m}z{zero_m}")
+def resume_case(n, m, zero_n, zero_m, ep_n=1, ep_m=1):
+    d = work(f"resume_{n}z{zero_n}e{ep_n}_to_{m}z{zero_m}e{ep_m}")
     data = corpus(d)
-    train(n, d, data, 4 // n, "first", extra=["--zero", zero_n, "--save-every", 5])
+    train(n, d, data, 4 // n, "first",
+          extra=["--zero", zero_n, "--expert-parallel", ep_n, "--save-every", 5])
     argv = [ARGS.moetrain, "train", "--device", "cpu", "--threads", "1", "--data", data,
             "--steps", "10", "--resume", os.path.join(d, "first", "step_000005"),
             "--out", os.path.join(d, "second"), "--log-json", os.path.join(d, "second.jsonl"),
-            "--quiet", "--zero", str(zero_m), "--batch", str(4 // m), "--seq", "32"]
+            "--quiet", "--zero", str(zero_m), "--expert-parallel", str(ep_m),
+            "--batch", str(4 // m), "--seq", "32"]
     if m == 1:
         must_pass(subprocess.run(argv, capture_output=True, text=True,
                                  env=dict(os.environ, OMP_NUM_THREADS="1")), " ".join(argv))
@@ -314,7 +396,7 @@ def resume_case(n, m, zero_n, zero_m):
     la = read_log(os.path.join(d, "first.jsonl"))[5:]
     lb = read_log(os.path.join(d, "second.jsonl"))
     assert [x["step"] for x in la] == [x["step"] for x in lb] == list(range(6, 11))
-    same_n = n == m and zero_n == zero_m
+    same_n = n == m and zero_n == zero_m and ep_n == ep_m
     for x, y in zip(la, lb):
         rel = abs(x["loss"] - y["loss"]) / abs(x["loss"])
         assert (rel == 0) if same_n else (rel <= 1e-5), (x["step"], x["loss"], y["loss"])
@@ -328,8 +410,8 @@ def resume_case(n, m, zero_n, zero_m):
                 scale = max(max(abs(v) for v in a[name]), 1e-30)
                 diff = max(abs(p - q) for p, q in zip(a[name], b[name]))
                 assert diff <= 1e-4 * scale, f"{name}: max diff {diff} vs scale {scale}"
-    print(f"ok: saved with {n} ranks (zero {zero_n}), resumed with {m} (zero {zero_m}): "
-          + ("exact" if same_n else "within tolerance"))
+    print(f"ok: saved with {n} ranks (zero {zero_n}, ep {ep_n}), resumed with {m} (zero {zero_m}, "
+          f"ep {ep_m}): " + ("exact" if same_n else "within tolerance"))
 
 
 @test
@@ -362,6 +444,22 @@ def resume_2_to_zero_2():
     resume_case(2, 2, 0, 1)
 
 
+@test
+def resume_ep_2_to_1():
+    resume_case(2, 1, 0, 0, ep_n=2)
+
+
+@test
+def resume_1_to_ep_2():
+    resume_case(1, 2, 0, 0, ep_m=2)
+
+
+@test
+def resume_ep_2_to_2_exact():
+    # The moments of every expert are gathered into the checkpoint and scattered back.
+    resume_case(2, 2, 0, 0, ep_n=2, ep_m=2)
+
+
 # ---- bad combinations and failing ranks during training -------------------------------------
 
 def one_error_line(p, must_contain):
@@ -379,6 +477,41 @@ def zero_with_sgd():
     d = work("zero_with_sgd")
     p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--zero", 1, "--optimizer", "sgd"]))
     one_error_line(p, ["rank 0 of 2", "--zero 1", "sgd has no optimizer state"])
+
+
+@test
+def ep_not_dividing_experts():
+    d = work("ep_not_dividing_experts")
+    p = mpirun(3, train_argv(d, corpus(d), 1, "run", extra=["--expert-parallel", 3]))
+    one_error_line(p, ["rank 0 of 3", "--expert-parallel 3 does not divide the 4 experts"])
+
+
+@test
+def ep_not_dividing_ranks():
+    d = work("ep_not_dividing_ranks")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 4]))
+    one_error_line(p, ["rank 0 of 2", "--expert-parallel 4 does not divide the 2 ranks"])
+
+
+@test
+def ep_dense_model():
+    d = work("ep_dense_model")
+    cfg = json.loads(subprocess.run([ARGS.moetrain, "config", "--preset", "tiny"],
+                                    capture_output=True, text=True, check=True).stdout)
+    del cfg["moe"]
+    path = os.path.join(d, "dense.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    argv = train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2])
+    argv[argv.index("--preset"):argv.index("--preset") + 2] = ["--config", path]
+    one_error_line(mpirun(2, argv), ["rank 0 of 2", "needs an MoE model"])
+
+
+@test
+def ep_with_zero():
+    d = work("ep_with_zero")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2, "--zero", 1]))
+    one_error_line(p, ["rank 0 of 2", "--expert-parallel with --zero 1 is not supported"])
 
 
 @test

@@ -50,6 +50,7 @@ struct TrainArgs {
     double memory_limit_gb = 0;
     std::string comm = "auto";  // communicator of a multi-rank launch (docs/DISTRIBUTED.md)
     int zero = 0;
+    int expert_parallel = 1;                        // ranks per expert-parallel group
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
 
@@ -127,6 +128,7 @@ std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
                         {"seed", a.seed},
                         {"precision", a.precision},
                         {"zero", a.zero},
+                        {"expert_parallel", a.expert_parallel},
                         {"stop_at", a.stop_at},
                         {"resume", a.resume},
                         {"init_from", a.init_from},
@@ -229,7 +231,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
         load_weights(ckpt_dir, model);
     else
         model.init_weights(a.seed);
-    Trainer trainer(model, opts, DistOptions{&dist.comm(), a.zero});
+    DistOptions dist_opts{&dist.comm(), a.zero};
+    dist_opts.expert_parallel = a.expert_parallel;
+    Trainer trainer(model, opts, dist_opts);
     if (!a.resume.empty()) {
         trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
         load_optimizer(ckpt_dir, trainer);  // moments and steps_done
@@ -242,9 +246,14 @@ int run_train(TrainArgs& a, DistRun& dist) {
                     {"start step", std::to_string(trainer.steps_done())}});
     if (ranks > 1)
         std::printf(
-            "data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+            "data parallel: %d ranks x B=%d (global batch %d), %s%s, optimizer state "
             "%.3f MB on this rank\n",
             ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            a.expert_parallel > 1
+                ? (", expert parallel " + std::to_string(a.expert_parallel) + " (" +
+                   std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank)")
+                      .c_str()
+                : "",
             static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
@@ -484,6 +493,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "1 = ZeRO-1: shard the AdamW moments over the ranks (mpirun -np N)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1));
+    cmd->add_option("--expert-parallel", a->expert_parallel,
+                    "E: groups of E ranks split the experts of every MoE layer (E divides the "
+                    "experts and the ranks); routed rows go to their expert's rank")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         DistRun dist(a->comm, a->dev.device);

@@ -1,0 +1,51 @@
+// The routed-expert part of an MoE layer (moe.cpp calls it between the gather and the
+// combine): the grouped FFN of the experts over the rows sorted by expert, forward and
+// backward. In one process (or plain data parallelism) every expert is here and it is one
+// grouped FFN. Under expert parallelism (docs/DISTRIBUTED.md) the E experts are split over the
+// P ranks of an expert-parallel group, rank j holding experts [j E/P, (j + 1) E/P): the rows
+// routed to another rank's experts go there with an all-to-all-v, the owner runs its experts
+// over the rows it received, and the outputs come back for the combine; the backward sends
+// the output-row gradients the same way and returns the input-row gradients.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/param_layout.h"
+#include "model/workspace.h"
+#include "moetrain/comm.h"
+
+namespace moetrain {
+
+// The expert-parallel state of one MoE layer for one workspace shape. The rows this rank
+// receives are at most P N min(k, E/P) (every token of the group routed here); they arrive in
+// blocks by source rank, each block sorted by local expert.
+struct MoeDispatch {
+    Communicator* group = nullptr;  // the expert-parallel group (P ranks)
+    int64_t n_local = 0;            // experts on this rank: [rank * n_local, (rank + 1) n_local)
+    Tensor xr;                      // received input rows [max rows, D] (the dtype of MoeActs::xg)
+    Tensor yr;                      // this rank's expert outputs over them [max rows, D] f32
+    FfnActs acts;                   // the experts' activations over them [max rows, F] f32
+    Tensor counts;                  // i32 [P, n_local]: rows from source s for local expert e
+    std::vector<int64_t> send_rows, recv_rows;  // per rank of the group, from the last forward
+    Tensor dyr, dxr;        // backward: received output-row / input-row gradients
+    Tensor dh, dgate, dup;  // backward: the experts' hidden gradients
+};
+
+// Plans the buffers of `layers` MoE layers for N tokens per rank: every layer keeps its
+// received rows and activations (the backward reads them); the backward scratch is shared.
+std::vector<MoeDispatch> plan_moe_dispatch(Device& dev, const ModelConfig& c, Communicator* group,
+                                           int64_t N, DType xg_dtype, int layers);
+// Device bytes of plan_moe_dispatch for `layers` layers (memory plans).
+int64_t moe_dispatch_bytes(const ModelConfig& c, int64_t group_size, int64_t N, DType xg_dtype,
+                           int layers);
+
+// yrows = the routed experts' outputs over a.xg's `rows` rows (sorted by expert, a.counts).
+void moe_experts_fwd(Device& dev, const ModelConfig& c, const FfnW& w, const MoeActs& a,
+                     int64_t rows, MoeDispatch* ep);
+// From g.drows (d loss / d expert outputs): the expert weight gradients (added into gw) and
+// g.dxg (d loss / d expert input rows).
+void moe_experts_bwd(Device& dev, const ModelConfig& c, const FfnW& w, const FfnW& gw,
+                     const MoeActs& a, const GradScratch& g, int64_t rows, MoeDispatch* ep);
+
+}  // namespace moetrain
