@@ -17,9 +17,37 @@
 namespace moetrain {
 namespace {
 
-int64_t max_rows(const ModelConfig& c, int64_t group_size, int64_t N) {
-    const int64_t k = c.moe->active_k(), local = c.moe->n_experts / group_size;
-    return group_size * N * std::min(k, local);
+// Allocates a layer's row buffers for `rows` rows when they hold fewer (with a quarter more
+// room, so a slowly growing imbalance does not reallocate every micro-batch).
+void reserve_rows(Device& dev, const ModelConfig& c, MoeDispatch& d, int64_t rows) {
+    if (rows <= d.rows) return;
+    const int64_t n = std::max(rows, d.rows + d.rows / 4), D = c.d_model, F = c.d_ff;
+    d = MoeDispatch{d.group, d.n_local, d.xg_dtype,  n,           {},       {},
+                    {},      d.counts,  d.send_rows, d.recv_rows, d.scratch};  // the old buffers
+                                                                               // are freed first
+    d.xr = dev.alloc(d.xg_dtype, {n, D});
+    d.yr = dev.alloc(DType::f32, {n, D});
+    if (c.ffn == FfnKind::swiglu) d.acts.gate = dev.alloc(DType::f32, {n, F});
+    d.acts.up = dev.alloc(DType::f32, {n, F});
+    d.acts.h = dev.alloc(DType::f32, {n, F});
+}
+
+void reserve_scratch(Device& dev, const ModelConfig& c, MoeDispatchScratch& s, int64_t rows) {
+    if (rows <= s.rows) return;
+    const int64_t n = std::max(rows, s.rows + s.rows / 4), D = c.d_model, F = c.d_ff;
+    s = MoeDispatchScratch{};
+    s.rows = n;
+    s.dyr = dev.alloc(DType::f32, {n, D});
+    s.dxr = dev.alloc(DType::f32, {n, D});
+    s.dh = dev.alloc(DType::f32, {n, F});
+    s.dup = dev.alloc(DType::f32, {n, F});
+    if (c.ffn == FfnKind::swiglu) s.dgate = dev.alloc(DType::f32, {n, F});
+}
+
+int64_t total(const std::vector<int64_t>& v) {
+    int64_t t = 0;
+    for (int64_t x : v) t += x;
+    return t;
 }
 
 // The n experts from `first` of a stack of experts (the same layout, fewer groups).
@@ -79,37 +107,39 @@ void exchange_rows(Device& dev, const MoeDispatch& d, const Tensor& send,
 
 }  // namespace
 
+int64_t moe_dispatch_rows_balanced(const ModelConfig& c, int64_t N) {
+    return N * c.moe->active_k();
+}
+
+int64_t moe_dispatch_rows_max(const ModelConfig& c, int64_t group_size, int64_t N) {
+    const int64_t k = c.moe->active_k(), local = c.moe->n_experts / group_size;
+    return group_size * N * std::min(k, local);
+}
+
 std::vector<MoeDispatch> plan_moe_dispatch(Device& dev, const ModelConfig& c, Communicator* group,
                                            int64_t N, DType xg_dtype, int layers) {
-    const int64_t P = group->size(), El = c.moe->n_experts / P, D = c.d_model, F = c.d_ff;
-    const int64_t M = max_rows(c, P, N);
-    const bool swiglu = c.ffn == FfnKind::swiglu;
-    MoeDispatch scratch;
-    scratch.dyr = dev.alloc(DType::f32, {M, D});
-    scratch.dxr = dev.alloc(DType::f32, {M, D});
-    scratch.dh = dev.alloc(DType::f32, {M, F});
-    scratch.dup = dev.alloc(DType::f32, {M, F});
-    if (swiglu) scratch.dgate = dev.alloc(DType::f32, {M, F});
+    const int64_t P = group->size(), El = c.moe->n_experts / P;
+    const int64_t rows = moe_dispatch_rows_balanced(c, N);
+    auto scratch = std::make_shared<MoeDispatchScratch>();
+    reserve_scratch(dev, c, *scratch, rows);
     std::vector<MoeDispatch> out;
     for (int l = 0; l < layers; ++l) {
-        MoeDispatch d = scratch;
+        MoeDispatch d;
         d.group = group;
         d.n_local = El;
-        d.xr = dev.alloc(xg_dtype, {M, D});
-        d.yr = dev.alloc(DType::f32, {M, D});
-        if (swiglu) d.acts.gate = dev.alloc(DType::f32, {M, F});
-        d.acts.up = dev.alloc(DType::f32, {M, F});
-        d.acts.h = dev.alloc(DType::f32, {M, F});
+        d.xg_dtype = xg_dtype;
+        d.scratch = scratch;
         d.counts = dev.alloc(DType::i32, {P, El});
+        reserve_rows(dev, c, d, rows);
         out.push_back(std::move(d));
     }
     return out;
 }
 
-int64_t moe_dispatch_bytes(const ModelConfig& c, int64_t group_size, int64_t N, DType xg_dtype,
+int64_t moe_dispatch_bytes(const ModelConfig& c, int64_t group_size, int64_t rows, DType xg_dtype,
                            int layers) {
     const int64_t P = group_size, El = c.moe->n_experts / P, D = c.d_model, F = c.d_ff;
-    const int64_t M = max_rows(c, P, N), hidden = c.ffn == FfnKind::swiglu ? 3 : 2;
+    const int64_t M = rows, hidden = c.ffn == FfnKind::swiglu ? 3 : 2;
     const int64_t scratch = 2 * M * D * 4 + hidden * M * F * 4;
     const int64_t layer = M * D * static_cast<int64_t>(dtype_size(xg_dtype)) + M * D * 4 +
                           hidden * M * F * 4 + P * El * 4;
@@ -126,6 +156,7 @@ void moe_experts_fwd(Device& dev, const ModelConfig& c, const FfnW& w, const Moe
     MoeDispatch& d = *ep;
     const int64_t El = d.n_local, P = d.group->size();
     exchange_counts(dev, a, E, d);
+    reserve_rows(dev, c, d, total(d.recv_rows));
     exchange_rows(dev, d, a.xg, d.send_rows, d.xr, d.recv_rows, D);
     const FfnW wl = local_experts(w, d.group->rank() * El, El);
     int64_t off = 0;
@@ -150,22 +181,24 @@ void moe_experts_bwd(Device& dev, const ModelConfig& c, const FfnW& w, const Ffn
     }
     MoeDispatch& d = *ep;
     const int64_t El = d.n_local, P = d.group->size(), first = d.group->rank() * El;
-    exchange_rows(dev, d, g.drows, d.send_rows, d.dyr, d.recv_rows, D);
+    MoeDispatchScratch& sc = *d.scratch;
+    reserve_scratch(dev, c, sc, total(d.recv_rows));
+    exchange_rows(dev, d, g.drows, d.send_rows, sc.dyr, d.recv_rows, D);
     const FfnW wl = local_experts(w, first, El), gwl = local_experts(gw, first, El);
     GradScratch gs = g;  // the hidden gradients of the received rows
-    gs.dh = d.dh;
-    gs.dgate = d.dgate;
-    gs.dup = d.dup;
+    gs.dh = sc.dh;
+    gs.dgate = sc.dgate;
+    gs.dup = sc.dup;
     int64_t off = 0;
     for (int64_t s = 0; s < P; ++s) {
         const int64_t n = d.recv_rows[static_cast<size_t>(s)];
         if (n == 0) continue;
         ffn_bwd(dev, c.ffn, wl, gwl, FfnRows::experts(n, d.counts.view(s * El, {El}), El),
-                rows_of(d.xr, off, n, D), acts_rows(d.acts, off, n, F), rows_of(d.dyr, off, n, D),
-                gs, rows_of(d.dxr, off, n, D), false);
+                rows_of(d.xr, off, n, D), acts_rows(d.acts, off, n, F), rows_of(sc.dyr, off, n, D),
+                gs, rows_of(sc.dxr, off, n, D), false);
         off += n;
     }
-    exchange_rows(dev, d, d.dxr, d.recv_rows, g.dxg, d.send_rows, D);
+    exchange_rows(dev, d, sc.dxr, d.recv_rows, g.dxg, d.send_rows, D);
 }
 
 }  // namespace moetrain

@@ -610,6 +610,39 @@ def plan_ranks_zero():
           f"{z['optimizer']/1e9:.3f} GB; gradient all-reduce {ar/1e6:.1f} MB sent per rank")
 
 
+@test
+def plan_expert_parallel():
+    # moe-mini over 8 ranks, groups of 4: each rank keeps the moments of 1/4 of the experts and
+    # moves its routed rows with four all-to-all-v per MoE layer.
+    dp = plan_json("--ranks", 8)
+    ep = plan_json("--ranks", 8, "--expert-parallel", 4)
+    cfg = json.loads(subprocess.run([ARGS.moetrain, "config", "--preset", "moe-mini"],
+                                    capture_output=True, text=True, check=True).stdout)
+    m = cfg["moe"]
+    moe_layers = cfg["n_layers"] - m.get("first_layer", 0)
+    hidden = 3 if cfg["ffn"] == "swiglu" else 2
+    experts = moe_layers * m["n_experts"] * hidden * cfg["d_ff"] * cfg["d_model"]
+    saved = dp["optimizer"] - ep["optimizer"]
+    assert abs(saved - 8 * experts * 3 / 4) <= 64, (saved, experts)  # m and v, 3/4 of them
+    names = {c["collective"]: c for c in ep["collectives"]}
+    for n in ("all_to_all_v rows to experts", "all_to_all_v expert outputs",
+              "all_to_all_v output grads", "all_to_all_v input grads",
+              "all_reduce shared grads", "all_reduce expert grads"):
+        assert n in names, (n, list(names))
+    rows = 2 * 256 * m["top_k"]  # B T k rows per rank and MoE layer
+    a2a = names["all_to_all_v expert outputs"]
+    assert a2a["calls"] == moe_layers and a2a["message_bytes"] == rows * cfg["d_model"] * 4, a2a
+    assert abs(a2a["sent_bytes"] - moe_layers * rows * cfg["d_model"] * 4 * 3 / 4) < 1, a2a
+    assert 0 < ep["expert_dispatch"] < ep["expert_dispatch_max"], ep
+    for bad, why in ((["--ranks", 8, "--expert-parallel", 3], "does not divide the 8 ranks"),
+                     (["--ranks", 32, "--expert-parallel", 32], "does not divide the 16 experts")):
+        p = plan_json(*bad, ok=False)
+        err = [l for l in p.stderr.splitlines() if l]
+        assert p.returncode == 1 and len(err) == 1 and why in err[0], p.stderr
+    print(f"ok: plan --expert-parallel 4 over 8 ranks: optimizer {ep['optimizer']/1e9:.3f} GB "
+          f"(replicated {dp['optimizer']/1e9:.3f}), expert rows {ep['expert_dispatch']/1e6:.1f} MB")
+
+
 # ---- cuda + nccl (machines with two or more GPUs; skipped elsewhere) --------------------------
 
 def cuda_gpus():
