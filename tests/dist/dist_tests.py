@@ -335,6 +335,33 @@ def ep_np2_recompute_ffn():
 
 
 @test
+def ep_np2_bf16():
+    # 16-bit expert input rows travel as bf16.
+    ep_equivalence(2, 2, both=["--precision", "bf16"])
+
+
+@test
+def ep_np2_hash_router():
+    d = work("ep_hash_router")
+    cfg = json.loads(subprocess.run([ARGS.moetrain, "config", "--preset", "tiny"],
+                                    capture_output=True, text=True, check=True).stdout)
+    cfg["moe"].update(router="hash", top_k=1, aux_loss_alpha=0.0, z_loss_alpha=0.0)
+    path = os.path.join(d, "hash.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    data = corpus(d)
+    for n, out in ((1, "single"), (2, "multi")):
+        argv = train_argv(d, data, 4 // n, out, extra=["--expert-parallel", n])
+        argv[argv.index("--preset"):argv.index("--preset") + 2] = ["--config", path]
+        if n == 1:
+            must_pass(subprocess.run(argv, capture_output=True, text=True,
+                                     env=dict(os.environ, OMP_NUM_THREADS="1")), out)
+        else:
+            must_pass(mpirun(n, argv), out)
+    compare_runs(d, "single", "multi")
+
+
+@test
 def ep_opencl_np2():
     if not opencl_available():
         print("skipped: no opencl device")
