@@ -107,7 +107,11 @@ class Trainer {
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
-    const std::vector<QuantizedMoments>& quantized_moments() const { return q_; }
+    // Under ZeRO-1 the "decay" range is this rank's shard, except between gather_moments() and
+    // scatter_moments().
+    const std::vector<QuantizedMoments>& quantized_moments() const {
+        return q_full_.empty() ? q_ : q_full_;
+    }
     // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
     double loss_scale() const { return loss_scale_; }
     int64_t clean_steps() const { return clean_steps_; }      // since the last change
@@ -127,11 +131,12 @@ class Trainer {
     DistOptions dist_;
     bool dp() const { return dist_.comm && dist_.comm->size() > 1; }
     bool zero() const { return dp() && dist_.zero == 1; }
-    bool synced_ = false;                  // rank 0's parameters broadcast (first step)
-    int64_t shard_lo_ = 0, shard_hi_ = 0;  // this rank's ZeRO-1 range (everything without)
-    int64_t shard_len_ = 0;                // ceil(n / ranks): every rank's padded shard size
-    Tensor gshard_, pshard_;               // ZeRO-1: reduced gradient / updated parameter shard
-    Tensor m_full_, v_full_;               // between gather_moments and scatter_moments
+    bool synced_ = false;                   // rank 0's parameters broadcast (first step)
+    int64_t shard_lo_ = 0, shard_hi_ = 0;   // this rank's ZeRO-1 range (everything without)
+    int64_t shard_len_ = 0;                 // ceil(n / ranks): every rank's padded shard size
+    Tensor gshard_, pshard_;                // ZeRO-1: reduced gradient / updated parameter shard
+    Tensor m_full_, v_full_;                // between gather_moments and scatter_moments
+    std::vector<QuantizedMoments> q_full_;  // 8-bit: the same for the quantized state
     // Elements [first, first + count) of the flat buffers.
     struct Segment {
         int64_t first = 0, count = 0;
@@ -149,6 +154,10 @@ class Trainer {
     // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
     void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
     void setup_dist();
+    void alloc_quantized(QuantizedMoments& q, int64_t elems);  // zero codes and scales
+    // ZeRO-1 with 8-bit AdamW: the update of this rank's decayed shard and of the replicated
+    // gains and biases.
+    void update_zero8(AdamWArgs a, float clip, float inv_scale);
     void sync_parameters();    // first step: every rank starts from rank 0's parameters
     void reduce_gradients();   // after the micro-batches: gradients and loss terms summed
     void gather_parameters();  // ZeRO-1: every rank's updated shard to every rank

@@ -48,17 +48,17 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
         m_ = dev.alloc(DType::f32, {n});
         v_ = dev.alloc(DType::f32, {n});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
-        // Zero-filled codes and absmax are the zero moments (Device::adamw8bit).
+        // Zero-filled codes and absmax are the zero moments (Device::adamw8bit). ZeRO-1: the
+        // decayed range's state is this rank's block-aligned shard (allocated at the padded
+        // shard length, so that every rank all-gathers the same count), the rest replicated.
         const int64_t n = model.num_params(), nd = TrainPasses(model).n_decay();
         q_ = {{"decay", 0, nd, {}, {}, {}, {}}, {"no_decay", nd, n - nd, {}, {}, {}, {}}};
-        for (QuantizedMoments& q : q_) {
-            if (q.n == 0) continue;
-            const int64_t blocks = (q.n + MT_QBLOCK - 1) / MT_QBLOCK;
-            q.m_codes = dev.alloc(DType::u8, {q.n});
-            q.v_codes = dev.alloc(DType::u8, {q.n});
-            q.m_absmax = dev.alloc(DType::f32, {blocks});
-            q.v_absmax = dev.alloc(DType::f32, {blocks});
-        }
+        if (zero()) q_[0] = {"decay", shard_lo_, shard_hi_ - shard_lo_, {}, {}, {}, {}};
+        if (zero())
+            alloc_quantized(q_[0], shard_len_);
+        else if (q_[0].n > 0)
+            alloc_quantized(q_[0], q_[0].n);
+        if (q_[1].n > 0) alloc_quantized(q_[1], q_[1].n);
     }
     MT_CHECK(opts.loss_scale_init >= 1 && std::isfinite(opts.loss_scale_init),
              "loss_scale_init must be finite and >= 1 (got ", opts.loss_scale_init, ")");
@@ -66,6 +66,15 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
              opts.loss_scale_window, ")");
     loss_scale_ = opts.loss_scale_init;
     stats_ = TrainPasses(model).stats().view(3, {1});
+}
+
+void Trainer::alloc_quantized(QuantizedMoments& q, int64_t elems) {
+    Device& dev = model_.device();
+    const int64_t blocks = (elems + MT_QBLOCK - 1) / MT_QBLOCK;
+    q.m_codes = dev.alloc(DType::u8, {elems});
+    q.v_codes = dev.alloc(DType::u8, {elems});
+    q.m_absmax = dev.alloc(DType::f32, {blocks});
+    q.v_absmax = dev.alloc(DType::f32, {blocks});
 }
 
 void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
@@ -156,9 +165,13 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
                 }
             }
         };
-        update(0, 0, nd);
-        a.wd = 0.0f;
-        update(1, nd, n);
+        if (zero() && opts_.optimizer == OptimizerKind::adamw8bit) {
+            update_zero8(a, clip, inv_scale);
+        } else {
+            update(0, 0, nd);
+            a.wd = 0.0f;
+            update(1, nd, n);
+        }
     } else {
         for (const Segment& seg : owned_)  // expert parallel: not the other ranks' experts
             dev.sgd(im.params().view(seg.first, {seg.count}),

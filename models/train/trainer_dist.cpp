@@ -7,6 +7,7 @@
 
 #include "model/train_passes.h"
 #include "moetrain/train.h"
+#include "shared/mt_math.h"
 
 namespace moetrain {
 
@@ -24,15 +25,25 @@ void Trainer::setup_dist() {
     TrainPasses(model_).set_data_parallel(dist_.comm);
     if (ep()) setup_expert_parallel();
     if (!zero()) return;
-    MT_CHECK(opts_.optimizer == OptimizerKind::adamw, "--zero 1 shards the AdamW moments; ",
-             optimizer_name(opts_.optimizer),
-             opts_.optimizer == OptimizerKind::sgd ? " has no optimizer state to shard"
-                                                   : " states are not sharded (use --zero 0)");
+    MT_CHECK(opts_.optimizer != OptimizerKind::sgd, "--zero 1 shards the AdamW moments; ",
+             optimizer_name(opts_.optimizer), " has no optimizer state to shard");
     const int R = dist_.comm->size(), r = dist_.comm->rank();
-    shard_len_ = (n + R - 1) / R;
-    shard_lo_ = std::min<int64_t>(n, r * shard_len_);
-    shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
-    owned_ = {{shard_lo_, shard_hi_ - shard_lo_}};
+    if (opts_.optimizer == OptimizerKind::adamw8bit) {
+        // The 8-bit state is quantised in blocks from the start of each range, so the shards
+        // cut the decayed range [0, nd) at multiples of the block (the update of a block
+        // reads only that block: the same numbers as one process); the gains and biases
+        // after it (a small range whose block grid starts at nd) stay replicated.
+        const int64_t nd = TrainPasses(model_).n_decay();
+        shard_len_ = ((nd + R - 1) / R + MT_QBLOCK - 1) / MT_QBLOCK * MT_QBLOCK;
+        shard_lo_ = std::min<int64_t>(nd, r * shard_len_);
+        shard_hi_ = std::min<int64_t>(nd, shard_lo_ + shard_len_);
+        owned_ = {{shard_lo_, shard_hi_ - shard_lo_}, {nd, n - nd}};
+    } else {
+        shard_len_ = (n + R - 1) / R;
+        shard_lo_ = std::min<int64_t>(n, r * shard_len_);
+        shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
+        owned_ = {{shard_lo_, shard_hi_ - shard_lo_}};
+    }
     Device& dev = model_.device();
     gshard_ = dev.alloc(DType::f32, {shard_len_});
     pshard_ = dev.alloc(DType::f32, {shard_len_});
@@ -137,9 +148,33 @@ void Trainer::reduce_gradients() {
         dev.sum_squares(stats_, im.grads(), n, false);
         return;
     }
-    c.reduce_scatter(dev, im.grads(), gshard_);  // the last shard's padding reads as 0
+    const bool q8 = opts_.optimizer == OptimizerKind::adamw8bit;
+    const int64_t sharded = q8 ? im.n_decay() : n;                  // 8-bit: the decayed range only
+    c.reduce_scatter(dev, im.grads().view(0, {sharded}), gshard_);  // padding reads as 0
     dev.sum_squares(stats_, gshard_, shard_len_, false);
     c.all_reduce(dev, stats_, ReduceOp::sum);
+    if (!q8 || sharded == n) return;
+    const Tensor rest = im.grads().view(sharded, {n - sharded});  // replicated: all-reduced
+    c.all_reduce(dev, rest, ReduceOp::sum);
+    dev.sum_squares(stats_, rest, n - sharded, true);
+}
+
+void Trainer::update_zero8(AdamWArgs a, float clip, float inv_scale) {
+    TrainPasses im(model_);
+    Device& dev = model_.device();
+    const int64_t n = im.n_params(), nd = im.n_decay(), cnt = shard_hi_ - shard_lo_;
+    const QuantizedMoments &d = q_[0], &u = q_[1];
+    if (cnt > 0) {
+        const int64_t blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK;
+        dev.adamw8bit(im.params().view(shard_lo_, {cnt}), gshard_.view(0, {cnt}),
+                      d.m_codes.view(0, {cnt}), d.v_codes.view(0, {cnt}),
+                      d.m_absmax.view(0, {blocks}), d.v_absmax.view(0, {blocks}), cnt, a, stats_,
+                      clip, inv_scale);
+    }
+    a.wd = 0.0f;
+    if (n > nd)
+        dev.adamw8bit(im.params().view(nd, {n - nd}), im.grads().view(nd, {n - nd}), u.m_codes,
+                      u.v_codes, u.m_absmax, u.v_absmax, n - nd, a, stats_, clip, inv_scale);
 }
 
 void Trainer::gather_parameters() {
@@ -148,7 +183,8 @@ void Trainer::gather_parameters() {
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) dev.copy(pshard_.view(0, {cnt}), im.params().view(shard_lo_, {cnt}));
-    dist_.comm->all_gather(dev, pshard_, im.params());
+    const bool q8 = opts_.optimizer == OptimizerKind::adamw8bit;
+    dist_.comm->all_gather(dev, pshard_, q8 ? im.params().view(0, {im.n_decay()}) : im.params());
 }
 
 void Trainer::gather_moments() {
@@ -169,6 +205,21 @@ void Trainer::gather_moments() {
                 if (t) dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
         return;
     }
+    if (zero() && opts_.optimizer == OptimizerKind::adamw8bit && q_full_.empty()) {
+        // The whole decayed range's codes and block scales from every rank's shard.
+        const QuantizedMoments& d = q_[0];
+        const int64_t nd = TrainPasses(model_).n_decay(), bs = shard_len_ / MT_QBLOCK;
+        QuantizedMoments full{"decay", 0, nd, {}, {}, {}, {}};
+        alloc_quantized(full, nd);
+        Communicator& c = *dist_.comm;
+        Device& dev = model_.device();
+        c.all_gather(dev, d.m_codes, full.m_codes);
+        c.all_gather(dev, d.v_codes, full.v_codes);
+        c.all_gather(dev, d.m_absmax.view(0, {bs}), full.m_absmax);
+        c.all_gather(dev, d.v_absmax.view(0, {bs}), full.v_absmax);
+        q_full_ = {full, q_[1]};
+        return;
+    }
     if (!zero() || m_full_) return;
     Device& dev = model_.device();
     const int64_t n = model_.num_params();
@@ -179,6 +230,20 @@ void Trainer::gather_moments() {
 }
 
 void Trainer::scatter_moments() {
+    if (!q_full_.empty()) {  // this rank's blocks of the (possibly loaded) whole state
+        const QuantizedMoments &full = q_full_[0], &d = q_[0];
+        const int64_t cnt = d.n, blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK,
+                      b0 = shard_lo_ / MT_QBLOCK;
+        Device& dev = model_.device();
+        if (cnt > 0) {
+            dev.copy(d.m_codes.view(0, {cnt}), full.m_codes.view(shard_lo_, {cnt}));
+            dev.copy(d.v_codes.view(0, {cnt}), full.v_codes.view(shard_lo_, {cnt}));
+            dev.copy(d.m_absmax.view(0, {blocks}), full.m_absmax.view(b0, {blocks}));
+            dev.copy(d.v_absmax.view(0, {blocks}), full.v_absmax.view(b0, {blocks}));
+        }
+        q_full_.clear();
+        return;
+    }
     if (!m_full_) return;
     if (ep()) {
         owned_copy(m_full_, m_, false);
