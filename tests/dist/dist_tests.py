@@ -271,15 +271,22 @@ def dp8_np2():
     equivalence(2, both=["--optimizer", "adamw8bit"], weight_rel=W8)
 
 
-@test
-def zero8_shards_optimizer_memory():
-    d = work("zero8_memory")
+def optimizer_mb(name, n, batch, runs):
+    """The optimizer state MB rank 0 reports for each run {key: extra arguments}."""
+    d = work(name)
     data = corpus(d)
     mb = {}
-    for zero in (0, 1):
-        p = train(4, d, data, 1, f"z{zero}", extra=["--zero", zero, "--optimizer", "adamw8bit"])
+    for key, extra in runs.items():
+        p = train(n, d, data, batch, f"run{key}", extra=extra)
         line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
-        mb[zero] = float(line.split("optimizer state ")[1].split(" MB")[0])
+        mb[key] = float(line.split("optimizer state ")[1].split(" MB")[0])
+    return mb
+
+
+@test
+def zero8_shards_optimizer_memory():
+    mb = optimizer_mb("zero8_memory", 4, 1, {z: ["--zero", z, "--optimizer", "adamw8bit"]
+                                             for z in (0, 1)})
     ratio = mb[1] / mb[0]
     # The gains and biases (under 1% of tiny's parameters) stay replicated.
     assert 0.25 <= ratio <= 0.27, f"8-bit ZeRO-1 over 4 ranks keeps {ratio:.3f} of the state"
@@ -290,13 +297,7 @@ def zero8_shards_optimizer_memory():
 @test
 def zero_shards_optimizer_memory():
     # The optimizer state rank 0 allocates: 1/N of the replicated one under ZeRO-1.
-    d = work("zero_memory")
-    data = corpus(d)
-    mb = {}
-    for zero in (0, 1):
-        p = train(4, d, data, 1, f"z{zero}", extra=["--zero", zero])
-        line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
-        mb[zero] = float(line.split("optimizer state ")[1].split(" MB")[0])
+    mb = optimizer_mb("zero_memory", 4, 1, {z: ["--zero", z] for z in (0, 1)})
     ratio = mb[1] / mb[0]
     assert 0.24 <= ratio <= 0.26, f"ZeRO-1 over 4 ranks keeps {ratio:.3f} of the optimizer state"
     print(f"ok: optimizer state per rank {mb[0]:.3f} MB replicated, {mb[1]:.3f} MB with ZeRO-1 "
@@ -429,14 +430,8 @@ def ep_bit_identical():
 @test
 def ep_optimizer_state_per_rank():
     # Each rank keeps the moments of the shared weights and of its own experts only.
-    d = work("ep_memory")
-    data = corpus(d)
-    mb = {}
-    for ep in (1, 2):
-        p = train(2, d, data, 2, f"ep{ep}", extra=["--expert-parallel", ep])
-        line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
-        mb[ep] = float(line.split("optimizer state ")[1].split(" MB")[0])
-    # tiny: 2 x 3 x 4 x 128 x 64 = 196608 of the expert moments' 8-byte elements, half here.
+    mb = optimizer_mb("ep_memory", 2, 2, {ep: ["--expert-parallel", ep] for ep in (1, 2)})
+    # tiny: 3 x 4 x 128 x 64 expert weights, m and v in fp32 (8 bytes), half of them here.
     want = mb[1] - 4 * 3 * 128 * 64 * 8 / 2 / 1e6
     assert abs(mb[2] - want) < 0.002, (mb, want)
     print(f"ok: optimizer state per rank {mb[1]:.3f} MB replicated, {mb[2]:.3f} MB with "
