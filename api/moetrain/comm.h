@@ -44,6 +44,14 @@ class Communicator {
     virtual void all_to_all_v(const void* send, const std::vector<int64_t>& send_counts, void* recv,
                               const std::vector<int64_t>& recv_counts, DType t) = 0;
     virtual void barrier() = 0;
+    // Non-blocking all-reduce of host memory (in place): started now, the data is the sum only
+    // after wait(id) returns, and must not be touched before. Every rank starts the same ones
+    // in the same order (among its other collectives). progress() lets the started ones
+    // advance (MPI progresses only inside MPI calls). The defaults run the blocking
+    // all_reduce at once.
+    virtual int64_t start_all_reduce(void* data, int64_t count, DType t, ReduceOp op);
+    virtual void wait(int64_t id);
+    virtual void progress() {}
     // The communicator of the `count` ranks first, first + stride, ..., first + (count - 1)
     // stride of this one (this rank among them), numbered in that order. Every rank of this
     // communicator calls it at the same time, each naming its own group; the groups partition

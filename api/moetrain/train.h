@@ -80,6 +80,10 @@ struct DistOptions {
     int zero = 0;                             // 0 or 1
     int64_t bucket_elems = int64_t{1} << 20;  // gradient all-reduce bucket (elements)
     int expert_parallel = 1;                  // P: ranks per expert-parallel group
+    // Plain data parallelism on a host-memory engine (mpi): each layer's gradients start
+    // their (non-blocking) all-reduce as soon as the last micro-batch's backward has written
+    // them, overlapping the backward of the layers before it.
+    bool overlap = true;
 };
 
 class Trainer {
@@ -104,6 +108,8 @@ class Trainer {
     // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers.
     int64_t shard_first() const { return shard_lo_; }
     int64_t shard_count() const { return shard_hi_ - shard_lo_; }
+    // Whether the gradient all-reduce overlaps the backward (DistOptions::overlap applies).
+    bool overlaps_gradients() const { return overlap(); }
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
@@ -151,6 +157,13 @@ class Trainer {
     Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
     bool ep() const { return dp() && dist_.expert_parallel > 1; }
     void setup_expert_parallel();
+    // Overlap of the gradient all-reduce with the backward (trainer_dist.cpp): the host copy
+    // the non-blocking all-reduces run on, and their ids.
+    std::vector<float> hgrads_;
+    std::vector<int64_t> pending_;
+    bool overlap() const;
+    void begin_overlap();  // before the last micro-batch: every layer starts its all-reduce
+    void start_reduce(int layer);
     // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
     void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
     void setup_dist();

@@ -113,6 +113,35 @@ void MpiComm::all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
     MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "all_reduce"), mpi_type(t), mpi_op(op), comm_);
 }
 
+int64_t MpiComm::start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
+    check_reducible(t, "start_all_reduce");
+    bool all_done = true;  // a new round: the ids of the last one (all complete) are reused
+    for (const MPI_Request& r : requests_) all_done &= r == MPI_REQUEST_NULL;
+    if (all_done) requests_.clear();
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+        Guard g(*this, "start_all_reduce");
+        MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "start_all_reduce"), mpi_type(t),
+                       mpi_op(op), comm_, &r);
+    }
+    requests_.push_back(r);
+    return static_cast<int64_t>(requests_.size()) - 1;
+}
+
+void MpiComm::wait(int64_t id) {
+    MT_CHECK(id >= 0 && id < static_cast<int64_t>(requests_.size()), "wait: no request ", id);
+    Guard g(*this, "all_reduce (non-blocking)");
+    MPI_Wait(&requests_[static_cast<size_t>(id)], MPI_STATUS_IGNORE);
+}
+
+void MpiComm::progress() {
+    for (MPI_Request& r : requests_) {
+        if (r == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        MPI_Test(&r, &done, MPI_STATUS_IGNORE);  // a completed request becomes MPI_REQUEST_NULL
+    }
+}
+
 void MpiComm::reduce_scatter(const void* send, void* recv, int64_t n, DType t) {
     check_reducible(t, "reduce_scatter");
     Guard g(*this, "reduce_scatter");

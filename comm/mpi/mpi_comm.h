@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "moetrain/comm.h"
 
@@ -40,6 +41,9 @@ class MpiComm : public Communicator {
                       const std::vector<int64_t>& rc, DType t) override;
     void barrier() override;
     std::unique_ptr<Communicator> subgroup(int first, int stride, int count) override;
+    int64_t start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) override;
+    void wait(int64_t id) override;
+    void progress() override;
     [[noreturn]] void abort(const std::string& message) override;
     using Communicator::all_gather;
     using Communicator::all_reduce;
@@ -70,6 +74,7 @@ class MpiComm : public Communicator {
     std::atomic<const char*> op_{""};
     std::atomic<bool> stop_{false};
     std::thread watchdog_;
+    std::vector<MPI_Request> requests_;  // started non-blocking collectives (by id)
 };
 
 }  // namespace moetrain

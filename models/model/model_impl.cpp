@@ -233,6 +233,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
         attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
         norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
+        if (layer_grads_ready) layer_grads_ready(l);
     }
     embedding_bwd(dev, gw, ws, g.dres);
 }

@@ -70,6 +70,9 @@ class ModelImpl {
     // The routed rows of data-parallel training passes are computed by their experts' ranks
     // (moe_dispatch.h); this rank computes and updates only its own experts.
     Communicator* ep_comm = nullptr;
+    // When set, called after the backward of layer l has written that layer's gradients (the
+    // trainer starts their all-reduce while the earlier layers' backward runs).
+    std::function<void(int layer)> layer_grads_ready;
 
     // Gradient checkpointing of the training workspaces planned from now on (set_recompute
     // drops the training workspaces planned with another mode).

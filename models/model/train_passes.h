@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "moetrain/comm.h"
@@ -45,6 +46,15 @@ class TrainPasses {
         int64_t offset = 0, per_expert = 0;
     };
     std::vector<ExpertTensor> expert_tensors() const;
+    // Called after the backward of each layer has written its gradients (set for the last
+    // micro-batch of a step whose all-reduce overlaps the backward); empty = never.
+    void set_layer_grads_ready(std::function<void(int layer)> f);
+    // Layer l's parameters in the flat buffers as [first, first + count) ranges (adjacent
+    // tensors merged); layer -1: the parameters of no layer (embeddings, final norm, head).
+    struct Range {
+        int64_t first = 0, count = 0;
+    };
+    std::vector<Range> layer_ranges(int layer) const;
 
   private:
     ModelImpl& im_;

@@ -101,9 +101,11 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     im.reset_stats();
     model_.zero_grads();
     int64_t tokens = 0;
-    for (int a = 0; a < A; ++a)
+    for (int a = 0; a < A; ++a) {
+        if (a == A - 1) begin_overlap();  // the last backward writes the final gradients
         tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T,
                                        static_cast<float>(scale / A), 1.0f / A);
+    }
     reduce_gradients();  // data parallel: sums over the ranks (ZeRO-1: this rank's shard)
     const std::array<float, 4> s = im.read_stats();
 

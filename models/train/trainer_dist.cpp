@@ -99,6 +99,31 @@ void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
     }
 }
 
+bool Trainer::overlap() const {
+    return dp() && !zero() && !ep() && dist_.overlap && dist_.comm->engine() == "mpi";
+}
+
+void Trainer::begin_overlap() {
+    if (!overlap()) return;
+    hgrads_.resize(static_cast<size_t>(model_.num_params()));
+    pending_.clear();
+    TrainPasses(model_).set_layer_grads_ready([this](int l) { start_reduce(l); });
+}
+
+void Trainer::start_reduce(int layer) {
+    TrainPasses im(model_);
+    Device& dev = model_.device();
+    Communicator& c = *dist_.comm;
+    for (const TrainPasses::Range& r : im.layer_ranges(layer)) {
+        float* h = hgrads_.data() + r.first;
+        dev.download(h, im.grads().view(r.first, {r.count}));  // waits for the backward so far
+        for (int64_t off = 0; off < r.count; off += dist_.bucket_elems)
+            pending_.push_back(c.start_all_reduce(
+                h + off, std::min(dist_.bucket_elems, r.count - off), DType::f32, ReduceOp::sum));
+    }
+    c.progress();
+}
+
 void Trainer::sync_parameters() {
     if (!dp() || synced_) return;
     TrainPasses im(model_);
@@ -116,6 +141,16 @@ void Trainer::reduce_gradients() {
         return;
     }
     Communicator& c = *dist_.comm;
+    if (overlap()) {  // every layer's all-reduce is under way: the rest, then wait for all
+        im.set_layer_grads_ready({});
+        start_reduce(-1);
+        c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);
+        for (int64_t id : pending_) c.wait(id);
+        pending_.clear();
+        dev.upload(im.grads(), hgrads_.data());
+        dev.sum_squares(stats_, im.grads(), n, false);
+        return;
+    }
     c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);  // ce, aux, z: sums of shares
     if (ep()) {
         // Non-expert gradients over every rank, this rank's experts over the ranks holding

@@ -62,6 +62,20 @@ void host_collectives(Communicator& c) {
     c.all_reduce(a.data(), n, DType::f32, ReduceOp::sum);
     expect(is_rank_sum(a, R, 0), "all_reduce f32 sum", me);
 
+    // Two non-blocking all-reduces in flight, with a blocking one between them and their waits.
+    std::vector<float> x(n), y(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = y[i] = val(me, i);
+    const int64_t ix = c.start_all_reduce(x.data(), n, DType::f32, ReduceOp::sum);
+    const int64_t iy = c.start_all_reduce(y.data(), n / 2, DType::f32, ReduceOp::sum);
+    float one = 1;
+    c.all_reduce(&one, 1, DType::f32, ReduceOp::sum);
+    c.progress();
+    c.wait(iy);
+    c.wait(ix);
+    expect(is_rank_sum(x, R, 0) && one == static_cast<float>(R), "start_all_reduce", me);
+    y.resize(n / 2);
+    expect(is_rank_sum(y, R, 0), "start_all_reduce of a prefix", me);
+
     std::vector<int32_t> b(n);
     for (int64_t i = 0; i < n; ++i) b[i] = static_cast<int32_t>((me * 31 + i) % 50);
     c.all_reduce(b.data(), n, DType::i32, ReduceOp::max);

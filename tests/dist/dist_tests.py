@@ -255,6 +255,23 @@ W8 = 5e-3
 
 
 @test
+def dp_overlap_matches_blocking():
+    # Each layer's all-reduce started during the backward sums the same two shares: the same
+    # bytes as the all-reduces after it.
+    d = work("dp_overlap")
+    data = corpus(d)
+    for overlap in (0, 1):
+        p = train(2, d, data, 2, f"o{overlap}", extra=["--overlap", overlap])
+        said = "gradient all-reduce overlapped with the backward" in p.stdout
+        assert said == (overlap == 1), p.stdout
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, "o0"), f), "rb") as x, \
+                open(os.path.join(final_dir(d, "o1"), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between --overlap 0 and 1"
+    print("ok: --overlap 1 writes the bytes of --overlap 0 (2 ranks)")
+
+
+@test
 def zero8_np2():
     # ZeRO-1 with 8-bit AdamW: block-aligned shards of the quantised state.
     equivalence(2, extra=["--zero", 1], both=["--optimizer", "adamw8bit"], weight_rel=W8)

@@ -50,7 +50,8 @@ struct TrainArgs {
     double memory_limit_gb = 0;
     std::string comm = "auto";  // communicator of a multi-rank launch (docs/DISTRIBUTED.md)
     int zero = 0;
-    int expert_parallel = 1;                        // ranks per expert-parallel group
+    int expert_parallel = 1;  // ranks per expert-parallel group
+    int overlap = 1;          // gradient all-reduce overlapped with the backward
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
 
@@ -129,6 +130,7 @@ std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
                         {"precision", a.precision},
                         {"zero", a.zero},
                         {"expert_parallel", a.expert_parallel},
+                        {"overlap", a.overlap},
                         {"stop_at", a.stop_at},
                         {"resume", a.resume},
                         {"init_from", a.init_from},
@@ -233,6 +235,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
         model.init_weights(a.seed);
     DistOptions dist_opts{&dist.comm(), a.zero};
     dist_opts.expert_parallel = a.expert_parallel;
+    dist_opts.overlap = a.overlap == 1;
     Trainer trainer(model, opts, dist_opts);
     if (!a.resume.empty()) {
         trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
@@ -246,9 +249,11 @@ int run_train(TrainArgs& a, DistRun& dist) {
                     {"start step", std::to_string(trainer.steps_done())}});
     if (ranks > 1)
         std::printf(
-            "data parallel: %d ranks x B=%d (global batch %d), %s%s, optimizer state "
+            "data parallel: %d ranks x B=%d (global batch %d), %s%s%s, optimizer state "
             "%.3f MB on this rank\n",
             ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            trainer.overlaps_gradients() ? ", gradient all-reduce overlapped with the backward"
+                                         : "",
             a.expert_parallel > 1
                 ? (", expert parallel " + std::to_string(a.expert_parallel) + " (" +
                    std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank)")
@@ -498,6 +503,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "experts and the ranks); routed rows go to their expert's rank")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    cmd->add_option("--overlap", a->overlap,
+                    "1: each layer's gradient all-reduce starts during the backward (plain data "
+                    "parallelism over mpi); 0: all after the backward")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1));
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         DistRun dist(a->comm, a->dev.device);
