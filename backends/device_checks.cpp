@@ -93,6 +93,11 @@ class OpArgs {
         MT_CHECK(E >= 1, op_, ": n_experts must be >= 1");
         MT_CHECK(k >= 1 && k <= E, op_, ": top_k ", k, " outside 1..n_experts (", E, ")");
     }
+    // The routed scaling of RouterArgs.
+    void router_args(const RouterArgs& r) const {
+        MT_CHECK(std::isfinite(r.scaling) && r.scaling > 0, op_, ": routed scaling ", r.scaling,
+                 " must be finite and > 0");
+    }
     // Rows of length dim > 0 (normalisation, embedding).
     void row_length(int64_t dim) const { MT_CHECK(dim > 0, op_, ": dim must be positive"); }
 
@@ -370,37 +375,42 @@ void Device::check_softmax(const Tensor& y, const Tensor& x, int64_t rows, int64
 // ---- MoE routing ----
 
 void Device::check_router_fwd(const Tensor& probs, const Tensor& lse, const Tensor& topk_idx,
-                              const Tensor& topk_w, const Tensor& logits, int64_t N, int64_t E,
-                              int64_t k, bool) const {
+                              const Tensor& topk_w, const Tensor& logits, const Tensor& bias,
+                              int64_t N, int64_t E, int64_t k, const RouterArgs& r) const {
     const OpArgs c(tensor_owner(), "router_fwd");
     c.router(N, E, k);
+    c.router_args(r);
     c.f32(probs, N * E, "probs");
     c.f32(lse, N, "lse");
     c.i32(topk_idx, N * k, "topk_idx");
     c.f32(topk_w, N * k, "topk_w");
     c.f32(logits, N * E, "logits");
+    c.f32_opt(bias, E, "bias");
 }
 
 void Device::check_router_bwd(const Tensor& dlogits, const Tensor& dtopk_w, const Tensor& probs,
-                              const Tensor& lse, const Tensor& topk_idx, const Tensor& topk_w,
-                              const Tensor& counts, int64_t N, int64_t E, int64_t k, bool, float,
-                              float, float) const {
+                              const Tensor& lse, const Tensor& logits, const Tensor& topk_idx,
+                              const Tensor& topk_w, const Tensor& counts, int64_t N, int64_t E,
+                              int64_t k, const RouterArgs& r, float, float, float) const {
     const OpArgs c(tensor_owner(), "router_bwd");
     c.router(N, E, k);
+    c.router_args(r);
     c.f32({{dlogits, N * E, "dlogits"},
            {dtopk_w, N * k, "dtopk_w"},
            {probs, N * E, "probs"},
-           {lse, N, "lse"}});
+           {lse, N, "lse"},
+           {logits, N * E, "logits"}});
     c.i32(topk_idx, N * k, "topk_idx");
     c.f32(topk_w, N * k, "topk_w");
     c.i32(counts, E, "counts");
 }
 
 void Device::check_router_aux_loss(const Tensor& out, const Tensor& probs, const Tensor& lse,
-                                   const Tensor& counts, int64_t N, int64_t E, int64_t k, float,
-                                   float) const {
+                                   const Tensor& counts, int64_t N, int64_t E, int64_t k,
+                                   const RouterArgs& r, float, float) const {
     const OpArgs c(tensor_owner(), "router_aux_loss");
     c.router(N, E, k);
+    c.router_args(r);
     c.f32({{out, 2, "out"}, {probs, N * E, "probs"}, {lse, N, "lse"}});
     c.i32(counts, E, "counts");
 }
@@ -412,6 +422,18 @@ void Device::check_hash_route(const Tensor& topk_idx, const Tensor& ids, int64_t
     MT_CHECK(E >= 1, "hash_route: n_experts must be >= 1");
     c.i32(topk_idx, N, "topk_idx");
     c.i32(ids, N, "ids");
+}
+
+void Device::check_moe_capacity(const Tensor& kept_idx, const Tensor& counts,
+                                const Tensor& topk_idx, const Tensor& offsets, int64_t N, int64_t k,
+                                int64_t E, int64_t capacity) const {
+    const OpArgs c(tensor_owner(), "moe_capacity");
+    c.sizes({N, k, E, capacity});
+    MT_CHECK(E >= 1 && k >= 1, "moe_capacity: n_experts and top_k must be >= 1");
+    c.i32(kept_idx, N * k, "kept_idx");
+    c.i32(counts, E, "counts");
+    c.i32(topk_idx, N * k, "topk_idx");
+    if (offsets.buf) c.i32(offsets, k * E, "offsets");
 }
 
 void Device::check_moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
@@ -458,6 +480,24 @@ void Device::check_moe_combine_bwd(const Tensor& drows, const Tensor& dw, const 
         c.f32_opt(rows, N * k * dim, "rows");
     c.i32(slot_row, N * k, "slot_row");
     c.f32_opt(w, N * k, "w");
+}
+
+void Device::check_add_counts(const Tensor& acc, const Tensor& counts, int64_t n) const {
+    const OpArgs c(tensor_owner(), "add_counts");
+    c.sizes({n});
+    c.i32(acc, n, "acc");
+    c.i32(counts, n, "counts");
+}
+
+void Device::check_expert_bias_update(const Tensor& bias, const Tensor& counts, int64_t E,
+                                      double rate) const {
+    const OpArgs c(tensor_owner(), "expert_bias_update");
+    c.sizes({E});
+    MT_CHECK(E >= 1, "expert_bias_update: n_experts must be >= 1");
+    MT_CHECK(std::isfinite(rate) && rate >= 0, "expert_bias_update: rate ", rate,
+             " must be finite and >= 0");
+    c.f32(bias, E, "bias");
+    c.i32(counts, E, "counts");
 }
 
 // ---- loss, reductions ----

@@ -1,6 +1,6 @@
 // Microbenchmarks: the MoE machinery of one moe-mini layer (N = 2048 tokens, E = 16 experts,
 // top-4, D = 512): router forward / backward, the stable sort by expert, the row gather and
-// the weighted combine (and its backward).
+// the weighted combine (and its backward), and the capacity admission.
 #include "ops_bench_util.h"
 
 namespace moetrain::bench {
@@ -13,14 +13,15 @@ struct Routed {
     Tensor idx = randint(kN * kK, kE), w = randn(kN * kK), counts = randint(kE, 1);
     Tensor row_token = randint(kN * kK, 1), slot_row = randint(kN * kK, 1);
     Routed() {
-        cpu().router_fwd(probs, lse, idx, w, logits, kN, kE, kK, true);
+        cpu().router_fwd(probs, lse, idx, w, logits, Tensor{}, kN, kE, kK, RouterArgs{});
         cpu().moe_sort(counts, row_token, slot_row, idx, kN, kK, kE);
     }
 };
 
 void BM_router_fwd(benchmark::State& st) {
     Routed r;
-    for (auto _ : st) cpu().router_fwd(r.probs, r.lse, r.idx, r.w, r.logits, kN, kE, kK, true);
+    for (auto _ : st)
+        cpu().router_fwd(r.probs, r.lse, r.idx, r.w, r.logits, Tensor{}, kN, kE, kK, RouterArgs{});
     rates(st, 0, 4.0 * kN * (2 * kE + 2 * kK));
 }
 
@@ -28,9 +29,17 @@ void BM_router_bwd(benchmark::State& st) {
     Routed r;
     Tensor dlogits = randn(kN * kE), dw = randn(kN * kK);
     for (auto _ : st)
-        cpu().router_bwd(dlogits, dw, r.probs, r.lse, r.idx, r.w, r.counts, kN, kE, kK, true, 0.01f,
-                         0.001f, 1.0f);
+        cpu().router_bwd(dlogits, dw, r.probs, r.lse, r.logits, r.idx, r.w, r.counts, kN, kE, kK,
+                         RouterArgs{}, 0.01f, 0.001f, 1.0f);
     rates(st, 0, 4.0 * kN * (2 * kE + 3 * kK));
+}
+
+void BM_moe_capacity(benchmark::State& st) {
+    Routed r;
+    Tensor kept = randint(kN * kK, 1), all = randint(kE, 1);
+    const int64_t capacity = (kN * kK * 5 + 4 * kE - 1) / (4 * kE);  // capacity factor 1.25
+    for (auto _ : st) cpu().moe_capacity(kept, all, r.idx, Tensor{}, kN, kK, kE, capacity);
+    rates(st, 0, 12.0 * kN * kK);
 }
 
 void BM_moe_sort(benchmark::State& st) {
@@ -63,6 +72,7 @@ void BM_moe_combine_bwd(benchmark::State& st) {
 
 BENCHMARK(BM_router_fwd)->UseRealTime();
 BENCHMARK(BM_router_bwd)->UseRealTime();
+BENCHMARK(BM_moe_capacity)->UseRealTime();
 BENCHMARK(BM_moe_sort)->UseRealTime();
 BENCHMARK(BM_gather_rows)->UseRealTime();
 BENCHMARK(BM_moe_combine)->UseRealTime();

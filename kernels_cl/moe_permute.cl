@@ -1,7 +1,8 @@
 /* Token permutation for the MoE layer: a stable counting sort of the N*k (token, slot) pairs
  * by expert (count per chunk, prefix offsets, scatter), row gathers and the weighted combine
  * with its backward. Every output element is written by exactly one work-item. Indices outside
- * their range are reported (codes 2, 6, 7, 8) and never dereferenced. */
+ * their range are reported (codes 2, 6, 7, 8) and never dereferenced. A selection dropped by
+ * capacity (expert -1) has no row: not counted, slot_row -1, skipped by the combines. */
 
 /* hist[ch, e] = number of slots s in chunk ch with topk_idx[s] == e; 2-D range (e, ch). */
 __kernel void mt_moe_count(__global int* hist, long hist_off, __global const int* topk_idx,
@@ -14,15 +15,17 @@ __kernel void mt_moe_count(__global int* hist, long hist_off, __global const int
     for (long s = s0; s < s1; ++s) {
         int x = topk_idx[idx_off + s];
         c += x == e;
-        if (e == 0 && (x < 0 || x >= E)) mt_report(err + err_off, 2, x);
+        if (e == 0 && (x < -1 || x >= E)) mt_report(err + err_off, 2, x);
     }
     hist[hist_off + ch * E + e] = c;
 }
 
-/* counts[e] = sum over chunks; hist[ch, e] becomes the first sorted row of (ch, e). One
- * work-group; base is __local int[E]. */
+/* counts[e] = sum over chunks; hist[ch, e] becomes the first sorted row of (ch, e); rows
+ * r in [sum counts, tail_rows) get row_token 0 (no expert owns them; tail_rows 0 = none). One
+ * work-group; base is __local int[E + 1]. */
 __kernel void mt_moe_offsets(__global int* counts, long counts_off, __global int* hist,
-                             long hist_off, long chunks, int E, __local int* base) {
+                             long hist_off, long chunks, int E, __global int* row_token,
+                             long rt_off, long tail_rows, __local int* base) {
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
     for (int e = lid; e < E; e += lsz) {
         int c = 0;
@@ -38,8 +41,10 @@ __kernel void mt_moe_offsets(__global int* counts, long counts_off, __global int
             base[e] = run;
             run += c;
         }
+        base[E] = run;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    for (long r = base[E] + lid; r < tail_rows; r += lsz) row_token[rt_off + r] = 0;
     for (int e = lid; e < E; e += lsz) {
         int run = base[e];
         for (long ch = 0; ch < chunks; ++ch) {
@@ -60,7 +65,9 @@ __kernel void mt_moe_scatter(__global int* row_token, long rt_off, __global int*
     long s0 = ch * chunk, s1 = min(slots, s0 + chunk);
     int row = hist[hist_off + ch * E + e];
     for (long s = s0; s < s1; ++s) {
-        if (topk_idx[idx_off + s] != e) continue;
+        int x = topk_idx[idx_off + s];
+        if (e == 0 && x == -1) slot_row[sr_off + s] = -1;
+        if (x != e) continue;
         row_token[rt_off + row] = (int)(s / k);
         slot_row[sr_off + s] = row;
         ++row;
@@ -90,6 +97,7 @@ __kernel void mt_moe_combine(__global float* y, long y_off, __global const float
     for (int j = 0; j < k; ++j) {
         long slot = n * k + j;
         int row = slot_row[sr_off + slot];
+        if (row == -1) continue; /* dropped selection */
         if (row < 0 || row >= N * k) {
             if (c == 0) mt_report(err + err_off, 7, row);
             s = NAN;
@@ -111,6 +119,7 @@ __kernel void mt_moe_combine_bwd_rows(__global float* drows, long drows_off,
     long c = get_global_id(0), slot = get_global_id(1);
     if (c >= dim || slot >= slots) return;
     int row = slot_row[sr_off + slot];
+    if (row == -1) return; /* dropped selection: no row */
     if (row < 0 || row >= slots) {
         if (c == 0) mt_report(err + err_off, 8, row);
         return;
@@ -127,6 +136,10 @@ __kernel void mt_moe_combine_bwd_w(__global float* dw, long dw_off, __global con
     long slot = get_global_id(0);
     if (slot >= slots) return;
     int row = slot_row[sr_off + slot];
+    if (row == -1) { /* dropped selection: no weight gradient */
+        dw[dw_off + slot] = 0.0f;
+        return;
+    }
     if (row < 0 || row >= slots) { /* reported by mt_moe_combine_bwd_rows */
         dw[dw_off + slot] = NAN;
         return;

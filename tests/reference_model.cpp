@@ -130,26 +130,33 @@ int hash_expert(int token, int layer, int n_experts) {
     return static_cast<int>(mix32(z) % static_cast<uint32_t>(n_experts));
 }
 
-void route_topk(const std::vector<double>& logits, int k, bool norm_topk, std::vector<int>& idx,
+void route_topk(const MoeConfig& m, const std::vector<double>& logits,
+                const std::vector<double>& bias, std::vector<double>& p, std::vector<int>& idx,
                 std::vector<double>& wts) {
     const size_t E = logits.size();
     const double mx = *std::max_element(logits.begin(), logits.end());
-    std::vector<double> p(E);
+    p.assign(E, 0.0);
     double s = 0;
     for (size_t e = 0; e < E; ++e) s += p[e] = std::exp(logits[e] - mx);
     for (auto& v : p) v /= s;
+    if (m.router == RouterKind::sigmoid_topk)
+        for (size_t e = 0; e < E; ++e) p[e] = 1.0 / (1.0 + std::exp(-logits[e]));
+    std::vector<double> q(p);
+    for (size_t e = 0; e < bias.size(); ++e) q[e] += bias[e];
     std::vector<int> order(E);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
-    idx.assign(order.begin(), order.begin() + k);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return q[a] > q[b]; });
+    idx.assign(order.begin(), order.begin() + m.top_k);
     wts.clear();
     double sel = 0;
     for (int e : idx) sel += p[e];
-    for (int e : idx) wts.push_back(norm_topk ? p[e] / sel : p[e]);
+    for (int e : idx) wts.push_back((m.norm_topk_prob ? p[e] / sel : p[e]) * m.routed_scaling);
 }
 
 Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
-          const std::vector<int32_t>& y, int B, int T, std::vector<double>* logits_out) {
+          const std::vector<int32_t>& y, int B, int T, std::vector<double>* logits_out,
+          bool training, int64_t* dropped) {
+    if (dropped) *dropped = 0;
     const size_t D = c.d_model, V = c.vocab_size, N = static_cast<size_t>(B) * T;
     const int H = c.n_heads, K = c.n_kv_heads, h = c.head_dim;
     Loss out;
@@ -211,47 +218,72 @@ Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
         const MoeConfig& m = *c.moe;
         const int E = m.n_experts;
         const size_t F = c.d_ff;
-        const bool softmax = m.router == RouterKind::softmax_topk;
-        const int kk = softmax ? m.top_k : 1;
+        const bool topk = m.router != RouterKind::hash;
+        const bool sigmoid = m.router == RouterKind::sigmoid_topk;
+        const int kk = topk ? m.top_k : 1;
+        const std::vector<double> no_bias;
+        const std::vector<double>& bias =
+            m.bias_update_rate > 0 ? get(w, p + ".moe.router.expert_bias") : no_bias;
+        // Routing of every token first: the capacity admission looks at all of them.
         std::vector<double> count(E, 0.0), Pmean(E, 0.0);
         double zsum = 0;
-        Mat outs(N);
+        Mat xns(N);
+        std::vector<std::vector<int>> idx(N);
+        std::vector<std::vector<double>> wts(N);
         for (size_t n = 0; n < N; ++n) {
-            const auto xn = norm(c, w, p + ".ffn_norm", X[n]);
-            std::vector<int> idx;
-            std::vector<double> wts;
-            if (softmax) {
-                const auto r = linear(xn, get(w, p + ".moe.router.weight"), nullptr, E);
-                route_topk(r, kk, m.norm_topk_prob, idx, wts);
+            xns[n] = norm(c, w, p + ".ffn_norm", X[n]);
+            if (topk) {
+                const auto r = linear(xns[n], get(w, p + ".moe.router.weight"), nullptr, E);
+                std::vector<double> score;
+                route_topk(m, r, bias, score, idx[n], wts[n]);
                 const double mx = *std::max_element(r.begin(), r.end());
                 double s = 0;
                 for (double v2 : r) s += std::exp(v2 - mx);
                 const double lse = mx + std::log(s);
                 zsum += lse * lse;
-                for (int e = 0; e < E; ++e) Pmean[e] += std::exp(r[e] - lse) / N;
+                double ssum = 0;  // P_e's denominator: 1 for softmax, sum_j s_j for sigmoid
+                for (int e = 0; e < E; ++e) ssum += score[e];
+                for (int e = 0; e < E; ++e) Pmean[e] += score[e] / (sigmoid ? ssum : 1.0) / N;
             } else {
-                idx = {hash_expert(x[n], l, E)};
-                wts = {1.0};
+                idx[n] = {hash_expert(x[n], l, E)};
+                wts[n] = {1.0};
             }
+            for (int e : idx[n]) count[e] += 1;  // f_e: before any dropping
+        }
+        // MODEL.md 2: capacity ceil(((c N) k) / E); slot j = 0..k-1, then token n = 0..N-1.
+        std::vector<std::vector<bool>> kept(N, std::vector<bool>(kk, true));
+        if (training && m.capacity_factor > 0) {
+            const double cap = std::ceil(((m.capacity_factor * N) * kk) / E);
+            std::vector<double> admitted(E, 0.0);
+            for (int j = 0; j < kk; ++j)
+                for (size_t n = 0; n < N; ++n) {
+                    const int e = idx[n][j];
+                    kept[n][j] = admitted[e] < cap;
+                    admitted[e] += 1;
+                    if (!kept[n][j] && dropped) ++*dropped;
+                }
+        }
+        Mat outs(N);
+        for (size_t n = 0; n < N; ++n) {
             std::vector<double> yv(D, 0.0);
             for (int j = 0; j < kk; ++j) {
-                const size_t e = idx[j];
-                count[e] += 1;
+                if (!kept[n][j]) continue;  // contributes nothing; no renormalisation again
+                const size_t e = idx[n][j];
                 const auto f =
-                    ffn(c, xn, opt(w, p + ".moe.experts.w_gate"), get(w, p + ".moe.experts.w_up"),
-                        get(w, p + ".moe.experts.w_down"), nullptr, nullptr, nullptr, F, e * F * D,
-                        e * D * F);
-                for (size_t i = 0; i < D; ++i) yv[i] += wts[j] * f[i];
+                    ffn(c, xns[n], opt(w, p + ".moe.experts.w_gate"),
+                        get(w, p + ".moe.experts.w_up"), get(w, p + ".moe.experts.w_down"), nullptr,
+                        nullptr, nullptr, F, e * F * D, e * D * F);
+                for (size_t i = 0; i < D; ++i) yv[i] += wts[n][j] * f[i];
             }
             if (m.n_shared_experts > 0) {
-                const auto f = dense_ffn(c, w, p + ".moe.shared", xn, m.n_shared_experts * F);
+                const auto f = dense_ffn(c, w, p + ".moe.shared", xns[n], m.n_shared_experts * F);
                 for (size_t i = 0; i < D; ++i) yv[i] += f[i];
             }
             outs[n] = yv;
         }
         for (size_t n = 0; n < N; ++n)
             for (size_t i = 0; i < D; ++i) X[n][i] += outs[n][i];
-        if (softmax) {
+        if (topk) {
             double a = 0;
             for (int e = 0; e < E; ++e) a += count[e] / (static_cast<double>(N) * kk) * Pmean[e];
             out.aux += m.aux_loss_alpha * E * a;

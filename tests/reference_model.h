@@ -21,16 +21,23 @@ struct Loss {
 };
 
 // Loss of token ids x [B*T] with targets y [B*T] (-1 ignored); logits [B*T, V] when asked.
+// The expert biases are read from w ("layers.{l}.moe.router.expert_bias") when the config has
+// them. training: the batch is a training micro-batch, so moe.capacity_factor drops
+// selections (MODEL.md 2); otherwise every pass is dropless. dropped (when given) receives the
+// number of dropped selections over all MoE layers.
 Loss loss(const ModelConfig& c, const Weights& w, const std::vector<int32_t>& x,
-          const std::vector<int32_t>& y, int B, int T, std::vector<double>* logits = nullptr);
+          const std::vector<int32_t>& y, int B, int T, std::vector<double>* logits = nullptr,
+          bool training = false, int64_t* dropped = nullptr);
 
 // MODEL.md 2 hash routing: mix32(token + 0x9E3779B9 * (layer + 1)) mod E.
 uint32_t mix32(uint32_t z);
 int hash_expert(int token, int layer, int n_experts);
 
-// softmax_topk routing of one logit row: chosen experts (descending p, ties lower index) and
-// their weights.
-void route_topk(const std::vector<double>& logits, int k, bool norm_topk, std::vector<int>& idx,
+// softmax_topk / sigmoid_topk routing of one logit row: the scores (p or s), the chosen
+// experts (descending score + bias, ties lower index; bias empty = 0) and their weights
+// (scores, renormalised when norm_topk, times routed_scaling).
+void route_topk(const MoeConfig& m, const std::vector<double>& logits,
+                const std::vector<double>& bias, std::vector<double>& score, std::vector<int>& idx,
                 std::vector<double>& w);
 
 // ---- test glue (public API types only) ----

@@ -396,30 +396,36 @@ void softmax(Vec& y, const Vec& x, int64_t rows, int64_t cols) {
 
 // ---- MoE routing --------------------------------------------------------------------------
 
-void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits, int64_t N,
-                int64_t E, int64_t k, bool norm_topk) {
+void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits,
+                const Vec& bias, int64_t N, int64_t E, int64_t k, const RouterArgs& r) {
     softmax(probs, logits, N, E);
+    Vec q(static_cast<size_t>(E));
     for (int64_t n = 0; n < N; ++n) {
+        double* p = probs.data() + n * E;
         lse[n] = logsumexp(logits.data() + n * E, E);
-        auto order = order_by_prob(probs.data() + n * E, E);
+        if (r.sigmoid)
+            for (int64_t e = 0; e < E; ++e) p[e] = 1.0 / (1.0 + std::exp(-logits[n * E + e]));
+        for (int64_t e = 0; e < E; ++e) q[e] = p[e] + (bias.empty() ? 0.0 : bias[e]);
+        auto order = order_by_prob(q.data(), E);
         double s = 0;
-        for (int64_t j = 0; j < k; ++j) s += probs[n * E + order[j]];
+        for (int64_t j = 0; j < k; ++j) s += p[order[j]];
         for (int64_t j = 0; j < k; ++j) {
             topk_idx[n * k + j] = order[j];
-            double p = probs[n * E + order[j]];
-            topk_w[n * k + j] = norm_topk ? p / s : p;
+            double w = p[order[j]];
+            topk_w[n * k + j] = (r.norm_topk ? w / s : w) * r.scaling;
         }
     }
 }
 
 void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& lse,
-                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N, int64_t E,
-                int64_t k, bool norm_topk, double aux_alpha, double z_alpha, double scale) {
-    const double nN = static_cast<double>(N), nE = static_cast<double>(E);
+                const Vec& logits, const IVec& topk_idx, const Vec& topk_w, const IVec& counts,
+                int64_t N, int64_t E, int64_t k, const RouterArgs& r, double aux_alpha,
+                double z_alpha, double scale) {
+    const double nN = static_cast<double>(N), nE = static_cast<double>(E), a = r.scaling;
     Vec dp(static_cast<size_t>(E));
     for (int64_t n = 0; n < N; ++n) {
         const double* p = probs.data() + n * E;
-        // d/dp of sum_j dw_j * w_j(p).
+        // d/dp of sum_j dw_j * w_j(p), w_j = a p_j / s (norm_topk) or a p_j.
         std::fill(dp.begin(), dp.end(), 0.0);
         double s = 0, dot = 0;
         for (int64_t j = 0; j < k; ++j) {
@@ -428,29 +434,46 @@ void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& l
         }
         for (int64_t j = 0; j < k; ++j) {
             double dw = dtopk_w[n * k + j];
-            dp[topk_idx[n * k + j]] = norm_topk ? (dw - dot) / s : dw;
+            dp[topk_idx[n * k + j]] = r.norm_topk ? (a * dw - dot) / s : a * dw;
         }
-        // d/dp of scale * aux, f_e constant.
+        // d/dp of scale * aux, f_e constant; P_e's term is p_e (softmax) or s_e / sum_j s_j.
+        double S = 0, fs = 0;
         for (int64_t e = 0; e < E; ++e) {
             double f = counts[e] / (nN * static_cast<double>(k));
-            dp[e] += scale * aux_alpha * nE * f / nN;
+            S += p[e];
+            fs += f * p[e];
         }
-        // Through the softmax, plus the z-loss term d(lse^2)/dlogit = 2 lse p.
+        for (int64_t e = 0; e < E; ++e) {
+            double f = counts[e] / (nN * static_cast<double>(k));
+            double dP = r.sigmoid ? f / S - fs / (S * S) : f;
+            dp[e] += scale * aux_alpha * nE * dP / nN;
+        }
+        // Through the softmax or the sigmoid, plus the z-loss term d(lse^2)/dlogit = 2 lse
+        // softmax(logits).
         double pdp = 0;
         for (int64_t e = 0; e < E; ++e) pdp += p[e] * dp[e];
-        for (int64_t e = 0; e < E; ++e)
-            dlogits[n * E + e] = p[e] * (dp[e] - pdp) + scale * z_alpha * 2.0 * lse[n] * p[e] / nN;
+        for (int64_t e = 0; e < E; ++e) {
+            const double sm = std::exp(logits[n * E + e] - lse[n]);
+            const double through = r.sigmoid ? p[e] * (1.0 - p[e]) * dp[e] : p[e] * (dp[e] - pdp);
+            dlogits[n * E + e] = through + scale * z_alpha * 2.0 * lse[n] * sm / nN;
+        }
     }
 }
 
 void router_aux_loss(Vec& out, const Vec& probs, const Vec& lse, const IVec& counts, int64_t N,
-                     int64_t E, int64_t k, double aux_alpha, double z_alpha) {
+                     int64_t E, int64_t k, const RouterArgs& r, double aux_alpha, double z_alpha) {
     const double nN = static_cast<double>(N);
+    Vec row_sum(static_cast<size_t>(N), 1.0);
+    if (r.sigmoid)
+        for (int64_t n = 0; n < N; ++n) {
+            row_sum[n] = 0;
+            for (int64_t e = 0; e < E; ++e) row_sum[n] += probs[n * E + e];
+        }
     double aux = 0;
     for (int64_t e = 0; e < E; ++e) {
         double f = counts[e] / (nN * static_cast<double>(k));
         double P = 0;
-        for (int64_t n = 0; n < N; ++n) P += probs[n * E + e];
+        for (int64_t n = 0; n < N; ++n) P += probs[n * E + e] / row_sum[n];
         aux += f * P / nN;
     }
     double z = 0;
@@ -472,13 +495,35 @@ void hash_route(IVec& topk_idx, const IVec& ids, int64_t N, int64_t layer, int64
     }
 }
 
+void moe_capacity(IVec& kept_idx, IVec& counts, const IVec& topk_idx, const IVec& offsets,
+                  int64_t N, int64_t k, int64_t E, int64_t capacity) {
+    // MODEL.md 2: every token's first choice, then every second choice, ...; an expert that
+    // already admitted `capacity` selections (here and, before this rank, elsewhere) drops.
+    std::fill(counts.begin(), counts.begin() + E, 0);
+    for (int64_t j = 0; j < k; ++j)
+        for (int64_t n = 0; n < N; ++n) {
+            const int32_t e = topk_idx[n * k + j];
+            const int64_t earlier = counts[e] + (offsets.empty() ? 0 : offsets[j * E + e]);
+            kept_idx[n * k + j] = earlier < capacity ? e : -1;
+            counts[e]++;
+        }
+}
+
 void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
               int64_t k, int64_t E) {
     std::fill(counts.begin(), counts.begin() + E, 0);
-    for (int64_t s = 0; s < N * k; ++s) counts[topk_idx[s]]++;
+    for (int64_t s = 0; s < N * k; ++s)
+        if (topk_idx[s] >= 0) counts[topk_idx[s]]++;
     IVec next(static_cast<size_t>(E), 0);
     for (int64_t e = 1; e < E; ++e) next[e] = next[e - 1] + counts[e - 1];
+    int64_t total = 0;
+    for (int64_t e = 0; e < E; ++e) total += counts[e];
+    for (int64_t r = total; r < N * k; ++r) row_token[r] = 0;
     for (int64_t s = 0; s < N * k; ++s) {
+        if (topk_idx[s] < 0) {
+            slot_row[s] = -1;
+            continue;
+        }
         int32_t r = next[topk_idx[s]]++;
         row_token[r] = static_cast<int32_t>(s / k);
         slot_row[s] = r;
@@ -496,7 +541,8 @@ void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, in
         for (int64_t c = 0; c < dim; ++c) {
             double acc = 0;
             for (int64_t j = 0; j < k; ++j)
-                acc += (w.empty() ? 1.0 : w[n * k + j]) * rows[slot_row[n * k + j] * dim + c];
+                if (slot_row[n * k + j] >= 0)
+                    acc += (w.empty() ? 1.0 : w[n * k + j]) * rows[slot_row[n * k + j] * dim + c];
             y[n * dim + c] = accumulate ? y[n * dim + c] + acc : acc;
         }
 }
@@ -506,6 +552,10 @@ void moe_combine_bwd(Vec& drows, Vec& dw, const Vec& dy, const Vec& rows, const 
     for (int64_t n = 0; n < N; ++n)
         for (int64_t j = 0; j < k; ++j) {
             const int64_t r = slot_row[n * k + j];
+            if (r < 0) {  // dropped: no row, no weight gradient
+                if (!dw.empty()) dw[n * k + j] = 0;
+                continue;
+            }
             double wj = w.empty() ? 1.0 : w[n * k + j];
             double dot = 0;
             for (int64_t c = 0; c < dim; ++c) {
@@ -514,6 +564,22 @@ void moe_combine_bwd(Vec& drows, Vec& dw, const Vec& dy, const Vec& rows, const 
             }
             if (!dw.empty()) dw[n * k + j] = dot;
         }
+}
+
+void add_counts(IVec& acc, const IVec& counts, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += counts[i];
+}
+
+void expert_bias_update(Vec& bias, const IVec& counts, int64_t E, double rate) {
+    double total = 0;
+    for (int64_t e = 0; e < E; ++e) total += counts[e];
+    const double mean = total / static_cast<double>(E);
+    for (int64_t e = 0; e < E; ++e) {
+        const double d = mean - counts[e];
+        const double sign = (d > 0) - (d < 0);
+        bias[e] =
+            static_cast<float>(static_cast<double>(static_cast<float>(bias[e])) + rate * sign);
+    }
 }
 
 // ---- loss ---------------------------------------------------------------------------------

@@ -85,14 +85,19 @@ void swiglu_bwd(Vec& dgate, Vec& dup, const Vec& dh, const Vec& gate, const Vec&
 void softmax(Vec& y, const Vec& x, int64_t rows, int64_t cols);
 
 // ---- MoE routing ----
-void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits, int64_t N,
-                int64_t E, int64_t k, bool norm_topk);
+// bias may be empty (no expert bias).
+void router_fwd(Vec& probs, Vec& lse, IVec& topk_idx, Vec& topk_w, const Vec& logits,
+                const Vec& bias, int64_t N, int64_t E, int64_t k, const RouterArgs& r);
 void router_bwd(Vec& dlogits, const Vec& dtopk_w, const Vec& probs, const Vec& lse,
-                const IVec& topk_idx, const Vec& topk_w, const IVec& counts, int64_t N, int64_t E,
-                int64_t k, bool norm_topk, double aux_alpha, double z_alpha, double scale);
+                const Vec& logits, const IVec& topk_idx, const Vec& topk_w, const IVec& counts,
+                int64_t N, int64_t E, int64_t k, const RouterArgs& r, double aux_alpha,
+                double z_alpha, double scale);
 void router_aux_loss(Vec& out, const Vec& probs, const Vec& lse, const IVec& counts, int64_t N,
-                     int64_t E, int64_t k, double aux_alpha, double z_alpha);
+                     int64_t E, int64_t k, const RouterArgs& r, double aux_alpha, double z_alpha);
 void hash_route(IVec& topk_idx, const IVec& ids, int64_t N, int64_t layer, int64_t E);
+// offsets may be empty (= 0).
+void moe_capacity(IVec& kept_idx, IVec& counts, const IVec& topk_idx, const IVec& offsets,
+                  int64_t N, int64_t k, int64_t E, int64_t capacity);
 void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
               int64_t k, int64_t E);
 void gather_rows(Vec& dst, const Vec& src, const IVec& index, int64_t R, int64_t dim);
@@ -100,6 +105,9 @@ void moe_combine(Vec& y, const Vec& rows, const IVec& slot_row, const Vec& w, in
                  int64_t dim, bool accumulate);
 void moe_combine_bwd(Vec& drows, Vec& dw, const Vec& dy, const Vec& rows, const IVec& slot_row,
                      const Vec& w, int64_t N, int64_t k, int64_t dim);
+void add_counts(IVec& acc, const IVec& counts, int64_t n);
+// bias holds the fp32 values (each result is rounded to fp32, as MODEL.md 2 says).
+void expert_bias_update(Vec& bias, const IVec& counts, int64_t E, double rate);
 
 // ---- loss ----
 // grad (when grad_scale != 0) receives what the device writes over the logits.

@@ -32,7 +32,8 @@ CONFIG_KEYS = ["vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "he
                "max_seq_len", "norm", "norm_eps", "pos", "rope_theta", "rope_ntk_alpha", "ffn",
                "d_ff", "bias", "tie_embeddings", "moe"]
 MOE_KEYS = ["n_experts", "top_k", "router", "norm_topk_prob", "n_shared_experts",
-            "aux_loss_alpha", "z_loss_alpha", "first_layer"]
+            "aux_loss_alpha", "z_loss_alpha", "first_layer", "routed_scaling",
+            "bias_update_rate", "capacity_factor"]
 
 
 class CheckError(Exception):
@@ -123,7 +124,7 @@ def expected_params(c):
             linear(pre + "ffn.w_down", D, F, bias)
         else:
             E, S = moe["n_experts"], moe["n_shared_experts"]
-            if moe["router"] == "softmax_topk":
+            if moe["router"] in ("softmax_topk", "sigmoid_topk"):
                 p[pre + "moe.router.weight"] = [E, D]
             if swiglu:
                 p[pre + "moe.experts.w_gate"] = [E, F, D]
@@ -138,6 +139,16 @@ def expected_params(c):
     if not c["tie_embeddings"]:
         p["lm_head.weight"] = [V, D]
     return p
+
+
+def expected_buffers(c):
+    """MODEL.md 6: the non-trained expert bias of every MoE layer, present exactly when
+    moe.bias_update_rate > 0 (in model.safetensors only: no optimizer state)."""
+    moe = c["moe"]
+    if moe is None or moe["bias_update_rate"] <= 0:
+        return {}
+    return {f"layers.{l}.moe.router.expert_bias": [moe["n_experts"]]
+            for l in range(moe["first_layer"], c["n_layers"])}
 
 
 def floats(raw):
@@ -238,12 +249,14 @@ def check_checkpoint(d):
     if config["moe"] is not None:
         check(list(config["moe"]) == MOE_KEYS, f"{d}: moe keys {list(config['moe'])}")
     want = expected_params(config)
-    check(sorted(model) == sorted(want),
-          f"{d}: names differ: only in file {sorted(set(model) - set(want))}, "
-          f"only in MODEL.md {sorted(set(want) - set(model))}")
+    in_file = dict(want, **expected_buffers(config))
+    check(sorted(model) == sorted(in_file),
+          f"{d}: names differ: only in file {sorted(set(model) - set(in_file))}, "
+          f"only in MODEL.md {sorted(set(in_file) - set(model))}")
     for name, (dtype, shape, _) in model.items():
         check(dtype == "F32", f"{d}: {name} has dtype {dtype}")
-        check(shape == want[name], f"{d}: {name} has shape {shape}, MODEL.md says {want[name]}")
+        check(shape == in_file[name],
+              f"{d}: {name} has shape {shape}, MODEL.md says {in_file[name]}")
 
     opt_path = os.path.join(d, "optimizer.safetensors")
     kind = state["optimizer_state"]

@@ -73,34 +73,6 @@ TrainState sample_state() {
     return st;
 }
 
-// Rewrite `path` (a safetensors file) after `edit` changed its list of tensors.
-struct RawTensor {
-    std::string name;
-    DType dtype;
-    std::vector<int64_t> shape;
-    std::vector<char> bytes;
-};
-void rewrite(const std::string& path, const std::function<void(std::vector<RawTensor>&)>& edit) {
-    std::vector<RawTensor> tensors;
-    std::map<std::string, std::string> meta;
-    {
-        SafetensorsFile f(path);
-        meta = f.metadata();
-        for (const auto& e : f.tensors()) {
-            RawTensor t{e.name, e.dtype, e.shape, std::vector<char>(e.end - e.begin)};
-            f.read(e, t.bytes.data());
-            tensors.push_back(std::move(t));
-        }
-    }
-    edit(tensors);
-    SafetensorsWriter w;
-    for (const auto& t : tensors) w.add(t.name, t.dtype, t.shape, t.bytes.data());
-    for (const auto& [k, v] : meta)
-        if (k != kSafetensorsChecksumKey) w.set_metadata(k, v);
-    w.add_checksums();  // consistent checksums: the checks behind them are what is tested
-    w.write(path);
-}
-
 }  // namespace
 
 TEST_CASE("checkpoint: model round trip and bit-identical resume") {

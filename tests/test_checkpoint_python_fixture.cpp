@@ -32,6 +32,12 @@ const char* kHashMoe = R"({"vocab_size": 256, "d_model": 32, "n_layers": 3, "n_h
     "head_dim": 16, "max_seq_len": 16, "ffn": "relu", "d_ff": 32,
     "moe": {"n_experts": 3, "router": "hash", "n_shared_experts": 2, "first_layer": 1}})";
 
+// The v2 routing options: sigmoid router, expert bias (a non-trained tensor per MoE layer),
+// routed scaling and capacity; a dense first layer.
+const char* kSigmoidBiasMoe = R"({"vocab_size": 256, "d_model": 32, "n_layers": 3, "n_heads": 2,
+    "max_seq_len": 16, "d_ff": 32, "moe": {"n_experts": 4, "top_k": 2, "router": "sigmoid_topk",
+    "first_layer": 1, "routed_scaling": 2.5, "bias_update_rate": 0.01, "capacity_factor": 1.25}})";
+
 double sum_of(const std::vector<float>& v, int64_t offset, int64_t n) {
     return std::accumulate(v.begin() + offset, v.begin() + offset + n, 0.0);
 }
@@ -62,6 +68,10 @@ void write_case(const std::string& root, const std::string& name, const ModelCon
     nlohmann::json sums = nlohmann::json::object();
     const auto w = model.get_flat(model.params_flat());
     for (const auto& p : model.params()) sums[p.name] = sum_of(w, p.offset, p.numel());
+    for (const auto& b : model.buffers()) {
+        const std::vector<float> v = model.get_buffer(b.name);
+        sums[b.name] = sum_of(v, 0, b.numel());
+    }
     if (trainer && opts->optimizer == OptimizerKind::adamw) {
         const auto m = model.get_flat(trainer->moment1()), v = model.get_flat(trainer->moment2());
         for (const auto& p : model.params()) {
@@ -86,7 +96,9 @@ TEST_CASE("checkpoint: fixture for the independent python reader") {
     write_case(root, "gpt_like_adamw", parse_config(kGptLike), &adamw, 1);
     write_case(root, "hash_moe_sgd", parse_config(kHashMoe), &sgd, 1);
     write_case(root, "hash_moe_weights", parse_config(kHashMoe), nullptr, 0);
-    for (const char* name : {"tiny_adamw", "gpt_like_adamw", "hash_moe_sgd", "hash_moe_weights"}) {
+    write_case(root, "sigmoid_bias_adamw", parse_config(kSigmoidBiasMoe), &adamw, 3);
+    for (const char* name : {"tiny_adamw", "gpt_like_adamw", "hash_moe_sgd", "hash_moe_weights",
+                             "sigmoid_bias_adamw"}) {
         CAPTURE(name);
         CheckpointInfo info = read_checkpoint_info(root + "/" + name);
         CHECK(fs::exists(root + "/" + name + "/expected.json"));

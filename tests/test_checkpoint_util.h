@@ -7,12 +7,15 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <iterator>
 #include <string>
 
 #include "io/checkpoint_integrity.h"
 #include "io/crc32c.h"
 #include "moetrain/error.h"
+#include "moetrain/safetensors.h"
 #include "nlohmann/json.hpp"
 
 namespace moetrain::testing {
@@ -69,6 +72,38 @@ inline void reseal_checkpoint(const std::string& dir) {
         files[name] = io::crc32c(bytes.data(), bytes.size());
     }
     spit(dir + "/state.json", io::add_state_checksums(state.dump(2), files));
+}
+
+// Rewrite `path` (a safetensors file) after `edit` changed its list of tensors (and
+// `edit_meta`, when given, its metadata).
+struct RawTensor {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    std::vector<char> bytes;
+};
+inline void rewrite(
+    const std::string& path, const std::function<void(std::vector<RawTensor>&)>& edit,
+    const std::function<void(std::map<std::string, std::string>&)>& edit_meta = nullptr) {
+    std::vector<RawTensor> tensors;
+    std::map<std::string, std::string> meta;
+    {
+        SafetensorsFile f(path);
+        meta = f.metadata();
+        for (const auto& e : f.tensors()) {
+            RawTensor t{e.name, e.dtype, e.shape, std::vector<char>(e.end - e.begin)};
+            f.read(e, t.bytes.data());
+            tensors.push_back(std::move(t));
+        }
+    }
+    edit(tensors);
+    if (edit_meta) edit_meta(meta);
+    SafetensorsWriter w;
+    for (const auto& t : tensors) w.add(t.name, t.dtype, t.shape, t.bytes.data());
+    for (const auto& [k, v] : meta)
+        if (k != kSafetensorsChecksumKey) w.set_metadata(k, v);
+    w.add_checksums();  // consistent checksums: the checks behind them are what is tested
+    w.write(path);
 }
 
 }  // namespace moetrain::testing

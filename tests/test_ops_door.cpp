@@ -60,7 +60,7 @@ TEST_CASE("ops: the front door gives one message per problem on every backend") 
               "attention_fwd: n_heads 3 is not a multiple of n_kv_heads 2");
         // activations, routing, loss, reductions, optimizers, sampling
         CHECK(message([&] { dev.act_fwd(Act::relu, t, t, -1); }) == "act_fwd: negative size -1");
-        CHECK(message([&] { dev.router_fwd(t, t, ints, t, t, 2, 3, 4, true); }) ==
+        CHECK(message([&] { dev.router_fwd(t, t, ints, t, t, Tensor{}, 2, 3, 4, RouterArgs{}); }) ==
               "router_fwd: top_k 4 outside 1..n_experts (3)");
         CHECK(message([&] { dev.cross_entropy(t, t, t, 2, 4, 1.0f); }) ==
               "cross_entropy: tensor 'targets' is f32, expected i32");

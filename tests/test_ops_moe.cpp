@@ -1,8 +1,9 @@
 // Op tests, MoE routing: router_fwd (ties in the logits go to the lower expert, k = 1 .. E,
-// with and without renormalisation), router_bwd and router_aux_loss (load-balancing and
-// z-loss terms), hash_route, moe_sort (experts with no tokens, one token per expert),
-// gather_rows, moe_combine and moe_combine_bwd (weighted / unweighted, accumulate, dw empty).
-// Index outputs must match exactly; floats within rel 1e-4, abs 1e-5.
+// with and without renormalisation, softmax and sigmoid scores, expert bias, routed scaling),
+// router_bwd and router_aux_loss (load-balancing and z-loss terms), hash_route, moe_sort (experts
+// with no tokens, one token per expert), gather_rows, moe_combine and moe_combine_bwd (weighted /
+// unweighted, accumulate, dw empty). Index outputs must match exactly; floats within rel 1e-4, abs
+// 1e-5.
 #include <numeric>
 
 #include "op_test_util.h"
@@ -12,13 +13,27 @@ using namespace moetrain;
 using namespace moetrain::test;
 
 namespace {
+// sigmoid: sigmoid scores; bias: an expert bias on a coarse grid (the keys' ties stay exact in
+// fp32 and float64 alike); scaling: the routed scaling.
 struct RouterCase {
     int64_t N, E, k;
     bool norm;
+    bool sigmoid = false, bias = false;
+    float scaling = 1.0f;
 };
 const RouterCase kRouterCases[] = {
-    {1, 1, 1, true},  {7, 4, 2, true},    {33, 8, 2, false},
-    {65, 6, 6, true}, {100, 16, 1, true}, {5, 3, 2, false},
+    {1, 1, 1, true},
+    {7, 4, 2, true},
+    {33, 8, 2, false},
+    {65, 6, 6, true},
+    {100, 16, 1, true},
+    {5, 3, 2, false},
+    {7, 4, 2, true, true},
+    {33, 8, 2, false, true, true, 2.5f},
+    {65, 6, 6, true, true, true},
+    {100, 16, 4, true, false, true, 0.5f},
+    {5, 3, 2, false, false, true, 2.0f},
+    {1, 1, 1, true, true, true},
 };
 }  // namespace
 
@@ -32,16 +47,24 @@ TEST_CASE("ops: router_fwd router_bwd router_aux_loss with tied logits") {
             CAPTURE(c.E);
             CAPTURE(c.k);
             CAPTURE(c.norm);
+            CAPTURE(c.sigmoid);
+            CAPTURE(c.bias);
             Rng rng(seed++);
             auto logits = rng.grid(c.N * c.E, -4, 4, 0.5);  // coarse grid: many exact ties
+            const ref::Vec bias = c.bias ? rng.grid(c.E, -2, 2, 0.125) : ref::Vec{};
             const int64_t nk = c.N * c.k;
             Tensor tl = to_device(dev, logits), tp = zeros(dev, c.N * c.E), tlse = zeros(dev, c.N);
             Tensor tidx = zeros(dev, nk, DType::i32), tw = zeros(dev, nk);
-            dev.router_fwd(tp, tlse, tidx, tw, tl, c.N, c.E, c.k, c.norm);
+            RouterArgs ra;
+            ra.sigmoid = c.sigmoid;
+            ra.norm_topk = c.norm;
+            ra.scaling = c.scaling;
+            dev.router_fwd(tp, tlse, tidx, tw, tl, c.bias ? to_device(dev, bias) : Tensor{}, c.N,
+                           c.E, c.k, ra);
             ref::Vec p(static_cast<size_t>(c.N * c.E)), lse(static_cast<size_t>(c.N)),
                 w(static_cast<size_t>(nk));
             ref::IVec idx(static_cast<size_t>(nk));
-            ref::router_fwd(p, lse, idx, w, logits, c.N, c.E, c.k, c.norm);
+            ref::router_fwd(p, lse, idx, w, logits, bias, c.N, c.E, c.k, ra);
             check_close(from_device(dev, tp), p, Tol{}, "router probs");
             check_close(from_device(dev, tlse), lse, Tol{}, "router lse");
             check_equal(from_device_i32(dev, tidx), idx, "router topk_idx");
@@ -53,18 +76,19 @@ TEST_CASE("ops: router_fwd router_bwd router_aux_loss with tied logits") {
             Tensor tcounts = to_device(dev, counts);
             const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
             auto dtw = rng.normal(nk);
+            if (c.bias) dtw[0] = 0.0f;  // a dropped selection's weight gradient
             Tensor tdl = zeros(dev, c.N * c.E);
-            dev.router_bwd(tdl, to_device(dev, dtw), tp, tlse, tidx, tw, tcounts, c.N, c.E, c.k,
-                           c.norm, aux_alpha, z_alpha, scale);
+            dev.router_bwd(tdl, to_device(dev, dtw), tp, tlse, tl, tidx, tw, tcounts, c.N, c.E, c.k,
+                           ra, aux_alpha, z_alpha, scale);
             ref::Vec dl(p.size());
-            ref::router_bwd(dl, dtw, p, lse, idx, w, counts, c.N, c.E, c.k, c.norm, aux_alpha,
+            ref::router_bwd(dl, dtw, p, lse, logits, idx, w, counts, c.N, c.E, c.k, ra, aux_alpha,
                             z_alpha, scale);
             check_close(from_device(dev, tdl), dl, Tol{}, "router dlogits");
 
             ref::Vec out{0.25, -0.5};  // accumulates onto what is there
             Tensor tout = to_device(dev, out);
-            dev.router_aux_loss(tout, tp, tlse, tcounts, c.N, c.E, c.k, aux_alpha, z_alpha);
-            ref::router_aux_loss(out, p, lse, counts, c.N, c.E, c.k, aux_alpha, z_alpha);
+            dev.router_aux_loss(tout, tp, tlse, tcounts, c.N, c.E, c.k, ra, aux_alpha, z_alpha);
+            ref::router_aux_loss(out, p, lse, counts, c.N, c.E, c.k, ra, aux_alpha, z_alpha);
             check_close(from_device(dev, tout), out, Tol{}, "router aux / z loss");
         }
     }
@@ -75,7 +99,7 @@ TEST_CASE("ops: router_fwd rejects top_k > n_experts") {
         CAPTURE(d.id);
         Device& dev = *d.dev;
         Tensor t = zeros(dev, 64), ti = zeros(dev, 64, DType::i32);
-        CHECK_THROWS_AS(dev.router_fwd(t, t, ti, t, t, 2, 3, 4, true), Error);
+        CHECK_THROWS_AS(dev.router_fwd(t, t, ti, t, t, Tensor{}, 2, 3, 4, RouterArgs{}), Error);
     }
 }
 

@@ -125,37 +125,48 @@ TEST_CASE("ops: reference act_bwd swiglu_bwd match finite differences") {
 }
 
 TEST_CASE("ops: reference router_bwd matches finite differences of top-k weights + aux + z") {
-    for (bool norm : {true, false}) {
-        CAPTURE(norm);
-        const int64_t N = 4, E = 5, k = 2;
-        Rng rng(norm ? 3 : 4);
-        // Distinct, well separated logits: the top-k selection cannot change within the step.
-        Vec logits(static_cast<size_t>(N * E));
-        for (int64_t n = 0; n < N; ++n) {
-            auto perm = rng.ints(E, 0, 1000);
-            for (int64_t e = 0; e < E; ++e)
-                logits[n * E + e] = 0.3 * static_cast<double>((e * 7 + n * 3) % E) + perm[e] * 1e-5;
+    // softmax and sigmoid scores, with and without renormalisation, expert bias and scaling.
+    for (bool sigmoid : {false, true})
+        for (bool norm : {true, false}) {
+            CAPTURE(sigmoid);
+            CAPTURE(norm);
+            const int64_t N = 4, E = 5, k = 2;
+            Rng rng(norm ? 3 : 4);
+            // Distinct, well separated logits: the top-k selection cannot change within the step.
+            Vec logits(static_cast<size_t>(N * E));
+            for (int64_t n = 0; n < N; ++n) {
+                auto perm = rng.ints(E, 0, 1000);
+                for (int64_t e = 0; e < E; ++e)
+                    logits[n * E + e] =
+                        0.3 * static_cast<double>((e * 7 + n * 3) % E) + perm[e] * 1e-5;
+            }
+            const Vec bias = sigmoid ? Vec{0.01, -0.02, 0.0, 0.03, -0.01} : Vec{};
+            RouterArgs ra;
+            ra.sigmoid = sigmoid;
+            ra.norm_topk = norm;
+            ra.scaling = sigmoid ? 2.5f : 1.0f;
+            auto dtw = rng.normal(N * k);
+            const double aux_alpha = 0.3, z_alpha = 0.2, scale = 0.7;
+            Vec p(static_cast<size_t>(N * E)), lse(N), w(static_cast<size_t>(N * k));
+            IVec idx(static_cast<size_t>(N * k));
+            ref::router_fwd(p, lse, idx, w, logits, bias, N, E, k, ra);
+            IVec counts(E), rt(static_cast<size_t>(N * k)), sr(static_cast<size_t>(N * k));
+            ref::moe_sort(counts, rt, sr, idx, N, k, E);
+            auto f = [&](const Vec& l) {
+                Vec pp(p.size()), ll(lse.size()), ww(w.size());
+                IVec ii(idx.size());
+                ref::router_fwd(pp, ll, ii, ww, l, bias, N, E, k, ra);
+                REQUIRE(ii == idx);
+                Vec out{0, 0};
+                ref::router_aux_loss(out, pp, ll, counts, N, E, k, ra, aux_alpha,
+                                     z_alpha);  // counts fixed
+                return dot(dtw, ww) + scale * (out[0] + out[1]);
+            };
+            Vec dl(logits.size());
+            ref::router_bwd(dl, dtw, p, lse, logits, idx, w, counts, N, E, k, ra, aux_alpha,
+                            z_alpha, scale);
+            check_close(dl, numeric_grad(f, logits), kFdTol, "router dlogits");
         }
-        auto dtw = rng.normal(N * k);
-        const double aux_alpha = 0.3, z_alpha = 0.2, scale = 0.7;
-        Vec p(static_cast<size_t>(N * E)), lse(N), w(static_cast<size_t>(N * k));
-        IVec idx(static_cast<size_t>(N * k));
-        ref::router_fwd(p, lse, idx, w, logits, N, E, k, norm);
-        IVec counts(E), rt(static_cast<size_t>(N * k)), sr(static_cast<size_t>(N * k));
-        ref::moe_sort(counts, rt, sr, idx, N, k, E);
-        auto f = [&](const Vec& l) {
-            Vec pp(p.size()), ll(lse.size()), ww(w.size());
-            IVec ii(idx.size());
-            ref::router_fwd(pp, ll, ii, ww, l, N, E, k, norm);
-            REQUIRE(ii == idx);
-            Vec out{0, 0};
-            ref::router_aux_loss(out, pp, ll, counts, N, E, k, aux_alpha, z_alpha);  // counts fixed
-            return dot(dtw, ww) + scale * (out[0] + out[1]);
-        };
-        Vec dl(logits.size());
-        ref::router_bwd(dl, dtw, p, lse, idx, w, counts, N, E, k, norm, aux_alpha, z_alpha, scale);
-        check_close(dl, numeric_grad(f, logits), kFdTol, "router dlogits");
-    }
 }
 
 TEST_CASE("ops: reference cross_entropy gradient matches finite differences") {

@@ -2,6 +2,7 @@
 // and validator (errors name the offending key), and the built-in presets.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@ namespace moetrain {
 enum class NormKind { rmsnorm, layernorm };
 enum class PosKind { rope, learned };
 enum class FfnKind { swiglu, gelu, relu };
-enum class RouterKind { softmax_topk, hash };
+enum class RouterKind { softmax_topk, hash, sigmoid_topk };
 
 struct MoeConfig {
     int n_experts = 0;
@@ -22,8 +23,14 @@ struct MoeConfig {
     double aux_loss_alpha = 0.01;
     double z_loss_alpha = 0.0;
     int first_layer = 0;
+    double routed_scaling = 1.0;    // multiplies the routed weights (top-k routers)
+    double bias_update_rate = 0.0;  // u > 0: expert bias balancing (top-k routers)
+    double capacity_factor = 0.0;   // c > 0: per-expert capacity in training micro-batches
     // Experts each token goes to (hash routing is top-1).
     int active_k() const { return router == RouterKind::hash ? 1 : top_k; }
+    // softmax_topk or sigmoid_topk: a learned router weight selects k experts.
+    bool topk_router() const { return router != RouterKind::hash; }
+    bool has_expert_bias() const { return bias_update_rate > 0; }
 };
 
 struct ModelConfig {
@@ -57,6 +64,9 @@ ModelConfig parse_config(const std::string& json_text);
 ModelConfig load_config_file(const std::string& path);
 // Validate a config built in code (same rules as parse_config).
 void validate_config(const ModelConfig& c);
+// The per-expert capacity of a training micro-batch of N tokens (MODEL.md 2):
+// ceil(((c * N) * k) / E) in float64, in exactly that order; -1 when the model is dropless.
+int64_t moe_capacity_rows(const MoeConfig& m, int64_t N);
 // Canonical JSON with every key written explicitly (head_dim resolved).
 std::string config_to_json(const ModelConfig& c);
 

@@ -72,6 +72,14 @@ struct AdamWArgs {
     float bc1 = 1, bc2 = 1;  // bias corrections 1 - b1^s, 1 - b2^s
 };
 
+// The top-k router's options (MODEL.md 2): sigmoid scores instead of softmax, renormalisation
+// of the k selected scores, and the routed scaling factor applied after it.
+struct RouterArgs {
+    bool sigmoid = false;
+    bool norm_topk = true;
+    float scaling = 1.0f;
+};
+
 struct SampleArgs {
     float temperature = 0;  // 0 = greedy (argmax, ties to the lower id)
     int64_t top_k = 0;      // 0 = off

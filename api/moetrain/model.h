@@ -28,10 +28,14 @@ struct LossStats {
     int64_t tokens = 0;  // targets that counted (target != -1)
 };
 
-// Per MoE layer: how many (token, slot) rows each expert received in the last forward.
+// Per MoE layer: how many (token, slot) selections each expert received in the last forward
+// (before any capacity dropping), how many of them a capacity dropped, and the layer's expert
+// bias range (MODEL.md 2; both 0 without an expert bias).
 struct ExpertLoad {
     int layer = 0;
     std::vector<int32_t> counts;
+    int64_t dropped = 0;
+    float bias_min = 0, bias_max = 0;
 };
 
 // Gradient checkpointing of training passes: which activations the forward keeps for the
@@ -97,6 +101,14 @@ class Model {
     std::vector<float> forward_logits(const int32_t* x, int B, int T);
     // Expert loads of the last forward (empty for dense models).
     const std::vector<ExpertLoad>& expert_load() const;
+    // ---- non-trained state (MODEL.md 6: the expert bias when moe.bias_update_rate > 0) ----
+    // `layers.{l}.moe.router.expert_bias` of every MoE layer, [E] f32 each, with offsets into
+    // buffers_flat(); empty (and buffers_flat() an empty tensor) without an expert bias. They
+    // are saved in checkpoints with the parameters but get no gradient and no optimizer state.
+    const std::vector<ParamInfo>& buffers() const;
+    Tensor buffers_flat() const;
+    std::vector<float> get_buffer(const std::string& name) const;  // throws naming the name
+    void set_buffer(const std::string& name, const std::vector<float>& values);
     // How the device work of the last micro-batch or generation step ran (Device::run_recorded:
     // eager, or captured into / replayed from a CUDA Graph). A generation's prefill is eager;
     // its decode steps are recorded steps.

@@ -247,6 +247,9 @@ void ClDevice::check_device_error() {
         case 8:
             what = "moe_combine_bwd: slot_row entry outside the rows:";
             break;
+        case 9:
+            what = "moe_capacity: expert index outside [0, n_experts):";
+            break;
         case 11:
             what = "rope: device position offset outside [0, 2^30):";
             break;

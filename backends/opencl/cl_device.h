@@ -159,8 +159,8 @@ class ClDevice : public Device {
     static void set_arg(cl_kernel k, cl_uint& index, const T& v, const char* name) {
         static_assert(std::is_same_v<T, cl_int> || std::is_same_v<T, cl_long> ||
                           std::is_same_v<T, cl_uint> || std::is_same_v<T, cl_ulong> ||
-                          std::is_same_v<T, cl_float>,
-                      "kernel scalars are int, long, uint, ulong or float");
+                          std::is_same_v<T, cl_float> || std::is_same_v<T, cl_double>,
+                      "kernel scalars are int, long, uint, ulong, float or double");
         set_raw(k, index, sizeof(T), &v, name);
     }
     cl_mem create_buffer(size_t bytes, const char* what);

@@ -1,5 +1,5 @@
-// MoE token permutation: stable counting sort by expert, row gather, weighted combine and its
-// backward (kernels_cl/moe_permute.cl).
+// MoE token permutation: stable counting sort by expert (selections dropped by capacity
+// skipped), row gather, weighted combine and its backward (kernels_cl/moe_permute.cl).
 #include <algorithm>
 
 #include "cl_device.h"
@@ -23,7 +23,7 @@ void ClDevice::moe_sort_impl(const Tensor& counts, const Tensor& row_token, cons
     launch("moe_permute", "mt_moe_count", items2(E, chunks, 64), hist, pidx, cl_long{slots},
            cl_long{kSortChunk}, e32, error_word());
     launch("moe_permute", "mt_moe_offsets", reduce_groups(1), pcounts, hist, cl_long{chunks}, e32,
-           LocalBytes{static_cast<size_t>(E) * sizeof(cl_int)});
+           prt, cl_long{slots}, LocalBytes{static_cast<size_t>(E + 1) * sizeof(cl_int)});
     launch("moe_permute", "mt_moe_scatter", items2(E, chunks, 64), prt, psr, hist, pidx,
            cl_long{slots}, cl_long{kSortChunk}, e32, static_cast<cl_int>(k));
     check_device_error();  // a bad expert index must fail here (the caller reads counts next)

@@ -180,24 +180,32 @@ ProfilingDevice::Cost ProfilingDevice::cost_softmax(const Tensor&, const Tensor&
     return {5 * d(rows * cols), 2 * F * d(rows * cols)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_router_fwd(const Tensor&, const Tensor&, const Tensor&,
-                                                       const Tensor&, const Tensor&, int64_t N,
-                                                       int64_t E, int64_t, bool) {
+                                                       const Tensor&, const Tensor&, const Tensor&,
+                                                       int64_t N, int64_t E, int64_t,
+                                                       const RouterArgs&) {
     return {5 * d(N * E), 2 * F * d(N * E)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_router_bwd(const Tensor&, const Tensor&, const Tensor&,
                                                        const Tensor&, const Tensor&, const Tensor&,
-                                                       const Tensor&, int64_t N, int64_t E, int64_t,
-                                                       bool, float, float, float) {
-    return {6 * d(N * E), 2 * F * d(N * E)};
+                                                       const Tensor&, const Tensor&, int64_t N,
+                                                       int64_t E, int64_t, const RouterArgs&, float,
+                                                       float, float) {
+    return {6 * d(N * E), 3 * F * d(N * E)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_router_aux_loss(const Tensor&, const Tensor&,
                                                             const Tensor&, const Tensor&, int64_t N,
-                                                            int64_t E, int64_t, float, float) {
+                                                            int64_t E, int64_t, const RouterArgs&,
+                                                            float, float) {
     return {2 * d(N * E), F * d(N * E)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_hash_route(const Tensor&, const Tensor&, int64_t N,
                                                        int64_t, int64_t) {
     return {10 * d(N), 2 * F * d(N)};
+}
+ProfilingDevice::Cost ProfilingDevice::cost_moe_capacity(const Tensor&, const Tensor&,
+                                                         const Tensor&, const Tensor&, int64_t N,
+                                                         int64_t k, int64_t, int64_t) {
+    return {0, 3 * F * d(N * k)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_moe_sort(const Tensor&, const Tensor&, const Tensor&,
                                                      const Tensor&, int64_t N, int64_t k, int64_t) {
@@ -217,6 +225,13 @@ ProfilingDevice::Cost ProfilingDevice::cost_moe_combine_bwd(const Tensor&, const
                                                             const Tensor&, const Tensor&, int64_t N,
                                                             int64_t k, int64_t dim) {
     return {3 * d(N * k * dim), F * d(N * dim) * (2 * d(k) + 1)};
+}
+ProfilingDevice::Cost ProfilingDevice::cost_add_counts(const Tensor&, const Tensor&, int64_t n) {
+    return {d(n), 3 * F * d(n)};
+}
+ProfilingDevice::Cost ProfilingDevice::cost_expert_bias_update(const Tensor&, const Tensor&,
+                                                               int64_t E, double) {
+    return {3 * d(E), 3 * F * d(E)};
 }
 ProfilingDevice::Cost ProfilingDevice::cost_cross_entropy(const Tensor&, const Tensor&,
                                                           const Tensor&, int64_t N, int64_t V,

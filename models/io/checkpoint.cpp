@@ -89,6 +89,13 @@ void save_checkpoint(const std::string& dir, const Model& model, const Trainer* 
     buffers.params = &model.params();
     const std::vector<float> weights = model.get_flat(model.params_flat());
     buffers.weights = &weights;
+    std::vector<float> state_values;  // the expert biases (MODEL.md 6), when the model has them
+    if (!model.buffers().empty()) {
+        state_values.resize(static_cast<size_t>(model.buffers_flat().numel()));
+        model.device().download(state_values.data(), model.buffers_flat());
+        buffers.buffers = &model.buffers();
+        buffers.buffer_values = &state_values;
+    }
     buffers.config_json = config_to_json(model.config());
     std::vector<float> m, v;
     if (opt == OptimizerState::adamw) {
@@ -199,10 +206,18 @@ void load_weights(const std::string& dir, Model& model) {
     std::string diff = io::config_difference(stored_config(f), model.config());
     MT_CHECK(diff.empty(), "checkpoint file ", f.path(),
              ": config does not match the model: ", diff);
-    io::check_tensors(f, model.params(), {""});
+    std::vector<ParamInfo> all = model.params();  // the file holds exactly these tensors
+    all.insert(all.end(), model.buffers().begin(), model.buffers().end());
+    io::check_tensors(f, all, {""});
     std::vector<float> w = io::read_flat_tensors(f, model.params(), "", model.num_params());
     check_finite(w, model.params(), f.path(), "");
+    std::vector<float> b;
+    if (!model.buffers().empty()) {
+        b = io::read_flat_tensors(f, model.buffers(), "", model.buffers_flat().numel());
+        check_finite(b, model.buffers(), f.path(), "");
+    }
     model.set_flat(model.params_flat(), w);
+    if (!b.empty()) model.device().upload(model.buffers_flat(), b.data());
 }
 
 namespace {

@@ -23,6 +23,7 @@ void write_checkpoint_dir(const std::string& dir, const CheckpointBuffers& b,
     {
         SafetensorsWriter w;
         add_flat_tensors(w, *b.params, *b.weights, "");
+        if (b.buffers) add_flat_tensors(w, *b.buffers, *b.buffer_values, "");
         w.set_metadata("format", kCheckpointFormat);
         w.set_metadata("config", b.config_json);
         w.add_checksums();

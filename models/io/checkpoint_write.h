@@ -15,6 +15,10 @@ namespace moetrain::io {
 struct CheckpointBuffers {
     const std::vector<ParamInfo>* params = nullptr;  // names, shapes, offsets into the buffers
     const std::vector<float>* weights = nullptr;
+    // Non-trained model tensors saved with the weights (Model::buffers: the expert biases),
+    // offsets into buffer_values; both may be null (none).
+    const std::vector<ParamInfo>* buffers = nullptr;
+    const std::vector<float>* buffer_values = nullptr;
     const std::vector<float>* m = nullptr;  // AdamW moments; required when opt == adamw
     const std::vector<float>* v = nullptr;
     const std::vector<QuantizedHost>* quantized = nullptr;  // required when opt == adamw8bit

@@ -80,6 +80,15 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
     const MoeConfig& m = *c.moe;
     if (m.router != RouterKind::softmax_topk)
         refuse("moe.router = " + to_string(m.router) + " (only softmax top-k routing)");
+    // MODEL.md 2's expert bias and routed scaling change which experts a token reaches and
+    // with what weight; transformers' Mixtral and Qwen2-MoE have neither. (The capacity is
+    // training-only: inference is dropless, so it is dropped with a note.)
+    if (m.bias_update_rate > 0)
+        refuse("moe.bias_update_rate = " + json(m.bias_update_rate).dump() +
+               " (an expert bias in the selection; Mixtral and Qwen2-MoE have none)");
+    if (m.routed_scaling != 1.0)
+        refuse("moe.routed_scaling = " + json(m.routed_scaling).dump() +
+               " (Mixtral and Qwen2-MoE do not scale the routed weights)");
     if (m.first_layer > 0)
         refuse("moe.first_layer = " + std::to_string(m.first_layer) +
                " (dense layers before the MoE layers)");
@@ -94,7 +103,7 @@ HfFamily hf_family_for_export(const ModelConfig& c) {
 void hf_check_round_trip(HfFamily f, const ModelConfig& c) {
     // What the exported config.json means to moetrain must be `c` itself, up to the NTK alpha
     // (folded into rope_theta; both unused with learned positions) and the training-only
-    // z-loss weight (a note). Any other key
+    // z-loss weight and capacity factor (notes). Any other key
     // that does not survive - one this mapping does not know, say - is refused by name.
     ModelConfig want = c;
     if (c.pos == PosKind::rope) {
@@ -103,7 +112,10 @@ void hf_check_round_trip(HfFamily f, const ModelConfig& c) {
         want.rope_theta = ModelConfig{}.rope_theta;
     }
     want.rope_ntk_alpha = 1.0;
-    if (want.moe) want.moe->z_loss_alpha = 0.0;
+    if (want.moe) {  // training-only settings, noted by hf_export_notes
+        want.moe->z_loss_alpha = 0.0;
+        want.moe->capacity_factor = 0.0;
+    }
     const ModelConfig back = hf_config_from_json(hf_config_json(f, c), "config.json").config;
     const json a = json::parse(config_to_json(want)), b = json::parse(config_to_json(back));
     for (const auto& [key, value] : a.items()) {
@@ -129,6 +141,10 @@ std::vector<std::string> hf_export_notes(HfFamily f, const ModelConfig& c) {
         "so fine-tuning with output_router_logits=True weighs it differently");
     if (c.moe->z_loss_alpha > 0)
         notes.push_back("moe.z_loss_alpha has no transformers counterpart (training only)");
+    if (c.moe->capacity_factor > 0)
+        notes.push_back(
+            "moe.capacity_factor has no transformers counterpart (training only; inference is "
+            "dropless)");
     return notes;
 }
 

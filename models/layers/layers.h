@@ -94,18 +94,32 @@ struct MoeGlobal {
     float aux_share() const { return 1.0f / static_cast<float>(comm->size() * comm->size()); }
     float z_share() const { return 1.0f / static_cast<float>(comm->size()); }
 };
+// The routing state of one MoE layer's pass beyond its weights (MODEL.md 2): the expert bias
+// the top-k selection adds ([E] f32, empty = none); the per-expert capacity (-1 = dropless:
+// every pass but a training micro-batch of a model with moe.capacity_factor); and the i32 [E]
+// accumulator of the optimizer step's selections before dropping, which the forward of a
+// training micro-batch adds its counts to when the model has an expert bias (empty = none).
+struct MoeRouting {
+    Tensor bias;
+    int64_t capacity = -1;
+    Tensor step_counts;
+};
+// The router options of the config as the router ops take them.
+RouterArgs router_args(const MoeConfig& m);
 // x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
 // is given, the chosen experts are appended to it (gradient checks watch for flips). The
 // backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is
 // produced (expert output rows included), nothing is combined and no loss term is added.
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
-             std::vector<int32_t>* routing, const MoeGlobal* global = nullptr);
+             std::vector<int32_t>* routing, const MoeRouting& route,
+             const MoeGlobal* global = nullptr);
 // From dres = d loss / d MoE output: weight gradients and dxn (overwritten). grad_scale
-// scales the aux / z loss gradients (the micro-batch weight).
+// scales the aux / z loss gradients (the micro-batch weight); `route` is the forward's.
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
-             int64_t N, float grad_scale, const MoeGlobal* global = nullptr);
+             int64_t N, float grad_scale, const MoeRouting& route,
+             const MoeGlobal* global = nullptr);
 
 // ---- head.cpp: final norm, logits (row chunks), cross-entropy ----
 // Per-token losses into ws.losses and ce_out[0] += ce_scale * sum(losses). With gw given,

@@ -20,7 +20,7 @@ using io::json;
 const std::vector<std::string> kNorms = {"rmsnorm", "layernorm"};
 const std::vector<std::string> kPos = {"rope", "learned"};
 const std::vector<std::string> kFfns = {"swiglu", "gelu", "relu"};
-const std::vector<std::string> kRouters = {"softmax_topk", "hash"};
+const std::vector<std::string> kRouters = {"softmax_topk", "hash", "sigmoid_topk"};
 
 const std::vector<std::string> kTopKeys = {
     "vocab_size", "d_model",  "n_layers",    "n_heads",
@@ -29,8 +29,9 @@ const std::vector<std::string> kTopKeys = {
     "ffn",        "d_ff",     "bias",        "tie_embeddings",
     "moe"};
 const std::vector<std::string> kMoeKeys = {
-    "n_experts",        "top_k",          "router",       "norm_topk_prob",
-    "n_shared_experts", "aux_loss_alpha", "z_loss_alpha", "first_layer"};
+    "n_experts",      "top_k",        "router",      "norm_topk_prob", "n_shared_experts",
+    "aux_loss_alpha", "z_loss_alpha", "first_layer", "routed_scaling", "bias_update_rate",
+    "capacity_factor"};
 
 // Largest parameter count accepted: keeps every tensor size and offset far from int64
 // overflow (and no machine holds 2^50 floats anyway).
@@ -45,24 +46,7 @@ int int_field(const io::JsonFields& f, const std::string& key, int def) {
     return static_cast<int>(f.integer(key, def, INT_MIN, INT_MAX));
 }
 
-// MoE options of docs/MODEL.md that moetrain does not implement yet: a config that sets one is
-// refused with a line naming it, rather than trained without it (and rather than the generic
-// "unknown key", since the key is part of the contract).
-const std::vector<std::string> kMoeKeysNotYet = {"routed_scaling", "bias_update_rate",
-                                                 "capacity_factor"};
-const std::string kNotYet = " is not implemented yet (docs/MODEL.md, \"Not implemented yet\")";
-
-void refuse_unimplemented(const json& j) {
-    if (!j.is_object()) return;  // JsonFields reports the type
-    for (const std::string& key : kMoeKeysNotYet)
-        MT_CHECK(!j.contains(key), "config: \"moe.", key, "\"", kNotYet);
-    const auto router = j.find("router");
-    MT_CHECK(router == j.end() || *router != "sigmoid_topk",
-             "config: \"moe.router\" = \"sigmoid_topk\"", kNotYet);
-}
-
 MoeConfig parse_moe(const json& j) {
-    refuse_unimplemented(j);
     io::JsonFields f(j, "config", "moe.", kMoeKeys);
     MoeConfig m;
     m.n_experts = int_field(f, "n_experts");
@@ -73,6 +57,9 @@ MoeConfig parse_moe(const json& j) {
     m.aux_loss_alpha = f.number("aux_loss_alpha", m.aux_loss_alpha);
     m.z_loss_alpha = f.number("z_loss_alpha", m.z_loss_alpha);
     m.first_layer = int_field(f, "first_layer", m.first_layer);
+    m.routed_scaling = f.number("routed_scaling", m.routed_scaling);
+    m.bias_update_rate = f.number("bias_update_rate", m.bias_update_rate);
+    m.capacity_factor = f.number("capacity_factor", m.capacity_factor);
     return m;
 }
 
@@ -83,6 +70,31 @@ void check_positive(const char* key, T value) {
 
 void check_non_negative(const char* key, double value) {
     MT_CHECK(value >= 0, "config: \"", key, "\" = ", value, " must be >= 0");
+}
+
+// The v2 routing options (MODEL.md 1-2): finite, in range, and only on the top-k routers.
+void validate_routing_options(const MoeConfig& m) {
+    MT_CHECK(std::isfinite(m.routed_scaling) && m.routed_scaling > 0,
+             "config: \"moe.routed_scaling\" = ", m.routed_scaling, " must be positive");
+    MT_CHECK(std::isfinite(m.bias_update_rate), "config: \"moe.bias_update_rate\" must be finite");
+    check_non_negative("moe.bias_update_rate", m.bias_update_rate);
+    MT_CHECK(std::isfinite(m.capacity_factor), "config: \"moe.capacity_factor\" must be finite");
+    check_non_negative("moe.capacity_factor", m.capacity_factor);
+    if (!m.topk_router()) {
+        MT_CHECK(m.routed_scaling == 1.0, "config: \"moe.routed_scaling\" = ", m.routed_scaling,
+                 " needs a top-k router (\"moe.router\" is \"hash\")");
+        MT_CHECK(m.bias_update_rate == 0, "config: \"moe.bias_update_rate\" = ", m.bias_update_rate,
+                 " needs a top-k router (\"moe.router\" is \"hash\")");
+        MT_CHECK(m.capacity_factor == 0, "config: \"moe.capacity_factor\" = ", m.capacity_factor,
+                 " needs a top-k router (\"moe.router\" is \"hash\")");
+    }
+    // c * k < 1 gives a capacity below the average first-choice load: first choices would be
+    // dropped by design, so it is refused rather than warned about.
+    MT_CHECK(
+        m.capacity_factor == 0 || m.capacity_factor * m.top_k >= 1.0,
+        "config: \"moe.capacity_factor\" = ", m.capacity_factor, " times \"moe.top_k\" = ", m.top_k,
+        " is below 1 (capacity under the average load of first choices; use >= ", 1.0 / m.top_k,
+        " or 0 for dropless)");
 }
 
 // Parameter count of the MODEL.md 6 tensor list, in double (overflow guard only).
@@ -141,7 +153,7 @@ void validate_config(const ModelConfig& c) {
     if (c.moe) {
         const MoeConfig& m = *c.moe;
         check_positive("moe.n_experts", m.n_experts);
-        if (m.router == RouterKind::softmax_topk) check_positive("moe.top_k", m.top_k);
+        if (m.topk_router()) check_positive("moe.top_k", m.top_k);
         MT_CHECK(m.router == RouterKind::hash || m.top_k <= m.n_experts,
                  "config: \"moe.top_k\" = ", m.top_k, " exceeds \"moe.n_experts\" = ", m.n_experts);
         MT_CHECK(m.n_shared_experts >= 0, "config: \"moe.n_shared_experts\" = ", m.n_shared_experts,
@@ -153,6 +165,7 @@ void validate_config(const ModelConfig& c) {
         MT_CHECK(m.first_layer >= 0 && m.first_layer <= c.n_layers,
                  "config: \"moe.first_layer\" = ", m.first_layer,
                  " is outside [0, \"n_layers\" = ", c.n_layers, "]");
+        validate_routing_options(m);
     }
     // Counts that size host-side structures (one entry per layer, expert or position) are
     // bounded too: a crafted config must fail here, not hang or allocate gigabytes while
@@ -206,6 +219,13 @@ ModelConfig parse_config(const std::string& json_text) {
     return c;
 }
 
+int64_t moe_capacity_rows(const MoeConfig& m, int64_t N) {
+    if (m.capacity_factor <= 0) return -1;
+    const double c = ((m.capacity_factor * static_cast<double>(N)) * m.top_k) / m.n_experts;
+    const int64_t all = N * m.top_k;  // a capacity of every selection never drops one
+    return c >= static_cast<double>(all) ? all : static_cast<int64_t>(std::ceil(c));
+}
+
 ModelConfig load_config_file(const std::string& path) {
     const std::string text = io::read_file(path, "config file", io::kMaxJsonFileBytes);
     try {
@@ -244,6 +264,9 @@ std::string config_to_json(const ModelConfig& c) {
         jm["aux_loss_alpha"] = m.aux_loss_alpha;
         jm["z_loss_alpha"] = m.z_loss_alpha;
         jm["first_layer"] = m.first_layer;
+        jm["routed_scaling"] = m.routed_scaling;
+        jm["bias_update_rate"] = m.bias_update_rate;
+        jm["capacity_factor"] = m.capacity_factor;
         j["moe"] = jm;
     } else {
         j["moe"] = nullptr;

@@ -128,6 +128,35 @@ const std::vector<ExpertLoad>& Model::expert_load() const {
     return impl_->expert_load();  // downloads the loads of the last forward once
 }
 
+const std::vector<ParamInfo>& Model::buffers() const {
+    return impl_->buffer_layout;
+}
+Tensor Model::buffers_flat() const {
+    return impl_->expert_bias;
+}
+
+namespace {
+const ParamInfo& buffer_info(const std::vector<ParamInfo>& buffers, const std::string& name) {
+    for (const ParamInfo& b : buffers)
+        if (b.name == name) return b;
+    fail("model has no buffer named '", name, "'");
+}
+}  // namespace
+
+std::vector<float> Model::get_buffer(const std::string& name) const {
+    const ParamInfo& b = buffer_info(impl_->buffer_layout, name);
+    std::vector<float> v(static_cast<size_t>(b.numel()));
+    impl_->dev.download(v.data(), impl_->expert_bias.view(b.offset, b.shape));
+    return v;
+}
+
+void Model::set_buffer(const std::string& name, const std::vector<float>& values) {
+    const ParamInfo& b = buffer_info(impl_->buffer_layout, name);
+    MT_CHECK(static_cast<int64_t>(values.size()) == b.numel(), "buffer '", name, "' has ",
+             b.numel(), " elements, got ", values.size());
+    impl_->dev.upload(impl_->expert_bias.view(b.offset, b.shape), values.data());
+}
+
 StepRun Model::last_step_run() const {
     return impl_->last_run;
 }

@@ -24,7 +24,7 @@ ModelCost model_cost(const ModelConfig& c) {
             continue;
         }
         const MoeConfig& m = *c.moe;
-        if (m.router == RouterKind::softmax_topk) active += int64_t{m.n_experts} * D;
+        if (m.topk_router()) active += int64_t{m.n_experts} * D;
         active += m.active_k() * mats * D * F + m.n_shared_experts * mats * D * F;
     }
     mc.active_matmul_params = active;

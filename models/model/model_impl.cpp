@@ -44,7 +44,47 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
     int moe_layers = 0;
     for (int l = 0; l < cfg.n_layers; ++l)
         moe_row_.push_back(cfg.is_moe_layer(l) ? moe_layers++ : -1);
-    if (moe_layers > 0) load_counts = dev.alloc(DType::i32, {moe_layers, cfg.moe->n_experts});
+    if (moe_layers == 0) return;
+    const MoeConfig& m = *cfg.moe;
+    const int64_t E = m.n_experts;
+    load_counts = dev.alloc(DType::i32, {moe_layers, E});
+    if (m.capacity_factor > 0) kept_counts = dev.alloc(DType::i32, {moe_layers, E});
+    if (!m.has_expert_bias()) return;
+    expert_bias = dev.alloc(DType::f32, {moe_layers, E});  // starts at 0 (MODEL.md 2)
+    step_counts = dev.alloc(DType::i32, {moe_layers, E});
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const int row = moe_row_[static_cast<size_t>(l)];
+        if (row < 0) continue;
+        ParamInfo b;
+        b.name = "layers." + std::to_string(l) + ".moe.router.expert_bias";
+        b.shape = {E};
+        b.offset = row * E;
+        buffer_layout.push_back(b);
+    }
+}
+
+void ModelImpl::begin_step_counts() {
+    if (step_counts) dev.fill(step_counts, 0.0f);
+}
+
+void ModelImpl::update_expert_bias() {
+    if (!expert_bias) return;
+    const int64_t E = cfg.moe->n_experts;
+    for (const ParamInfo& b : buffer_layout)
+        dev.expert_bias_update(expert_bias.view(b.offset, {E}), step_counts.view(b.offset, {E}), E,
+                               cfg.moe->bias_update_rate);
+}
+
+MoeRouting ModelImpl::moe_routing(const Workspace& ws, int l) const {
+    MoeRouting r;
+    const int row = moe_row_[static_cast<size_t>(l)];
+    if (row < 0) return r;
+    const int64_t E = cfg.moe->n_experts;
+    if (expert_bias) r.bias = expert_bias.view(row * E, {E});
+    if (!train_step_ || !ws.training) return r;
+    r.capacity = moe_capacity_rows(*cfg.moe, ws.N);
+    if (step_counts) r.step_counts = step_counts.view(row * E, {E});
+    return r;
 }
 
 void ModelImpl::set_precision(Precision p) {
@@ -203,7 +243,7 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         // The recompute (no aux_stats) needs no global statistics, but the expert-parallel
         // dispatch of the rows.
         moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing,
-                aux_stats || ep_comm ? moe_global(ws, l) : nullptr);
+                moe_routing(ws, l), aux_stats || ep_comm ? moe_global(ws, l) : nullptr);
     } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
@@ -226,7 +266,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale,
-                    moe_global(ws, l));
+                    moe_routing(ws, l), moe_global(ws, l));
         else
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);
@@ -240,9 +280,13 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
 
 void ModelImpl::record_load(const Workspace& ws, int l) {
     const int row = moe_row_[static_cast<size_t>(l)];
-    if (row < 0 || dp_pass_) return;  // a data-parallel pass wrote the global loads already
+    if (row < 0) return;
     const int64_t E = cfg.moe->n_experts;
-    dev.copy(load_counts.view(row * E, {E}), ws.layers[static_cast<size_t>(l)].moe.counts);
+    const MoeActs& a = ws.layers[static_cast<size_t>(l)].moe;
+    const bool dropped = moe_routing(ws, l).capacity >= 0;
+    if (kept_counts) dev.copy(kept_counts.view(row * E, {E}), a.counts);
+    if (dp_pass_) return;  // a data-parallel pass wrote the global loads already
+    dev.copy(load_counts.view(row * E, {E}), dropped ? a.chosen : a.counts);
 }
 
 void ModelImpl::loads_written() {
@@ -253,21 +297,38 @@ void ModelImpl::loads_written() {
 const std::vector<ExpertLoad>& ModelImpl::expert_load() {
     if (!load_recorded_ || load_fresh_) return load_;
     const int64_t E = cfg.moe->n_experts;
-    std::vector<int32_t> all(static_cast<size_t>(load_counts.numel()));
+    const size_t n = static_cast<size_t>(load_counts.numel());
+    std::vector<int32_t> all(n), kept;
+    std::vector<float> bias;
     dev.download(all.data(), load_counts);
+    if (kept_counts) {
+        kept.resize(n);
+        dev.download(kept.data(), kept_counts);
+    }
+    if (expert_bias) {
+        bias.resize(n);
+        dev.download(bias.data(), expert_bias);
+    }
     load_.clear();
     for (int l = 0; l < cfg.n_layers; ++l) {
         const int row = moe_row_[static_cast<size_t>(l)];
         if (row < 0) continue;
-        const auto first = all.begin() + row * E;
-        load_.push_back({l, std::vector<int32_t>(first, first + E)});
+        const size_t first = static_cast<size_t>(row * E), last = first + static_cast<size_t>(E);
+        ExpertLoad el{l, std::vector<int32_t>(all.begin() + first, all.begin() + last)};
+        for (size_t i = first; i < last && !kept.empty(); ++i) el.dropped += all[i] - kept[i];
+        if (!bias.empty()) {
+            el.bias_min = *std::min_element(bias.begin() + first, bias.begin() + last);
+            el.bias_max = *std::max_element(bias.begin() + first, bias.begin() + last);
+        }
+        load_.push_back(el);
     }
     load_fresh_ = true;
     return load_;
 }
 
 int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
-                                     float grad_scale, float weight, bool backward) {
+                                     float grad_scale, float weight, bool backward,
+                                     bool train_step) {
     MT_CHECK(B >= 1 && T >= 1, "batch shape B=", B, " T=", T, " must be positive");
     MT_CHECK(T <= cfg.max_seq_len, "sequence length T=", T, " exceeds max_seq_len ",
              cfg.max_seq_len);
@@ -277,6 +338,7 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     int64_t counted = load_batch(ws, x, y, 0);
     refresh_compute_weights();
     dp_pass_ = backward && dp_comm && dp_comm->size() > 1;
+    train_step_ = backward && train_step;
     if (dp_pass_) {  // the cross-entropy is the mean over the global micro-batch's targets
         MT_CHECK(counted < (int64_t{1} << 31) / dp_comm->size(), "too many targets per rank");
         int32_t all = static_cast<int32_t>(counted);
@@ -296,9 +358,11 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
     std::ostringstream key;  // the buffers are the workspace's, the model's and stats / micro
     key << (backward ? "train" : "eval") << " B" << B << " T" << T << std::hex
-        << " gs=" << bits(grad_scale) << " w=" << bits(weight) << " ce=" << bits(ce_scale);
+        << " gs=" << bits(grad_scale) << " w=" << bits(weight) << " ce=" << bits(ce_scale)
+        << (train_step_ ? " step" : "");
     run_step(key.str(), ws, queue);
     dp_pass_ = false;
+    train_step_ = false;
     loads_written();
     return counted;
 }

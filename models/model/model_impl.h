@@ -55,7 +55,20 @@ class ModelImpl {
     // its row of load_counts ([MoE layers, E] i32, on the device), downloaded only when
     // expert_load() is read, so a step reads nothing back per layer.
     Tensor load_counts;
+    // With a capacity: the rows each MoE layer admitted in the last forward ([MoE layers, E]
+    // i32, copied like load_counts; the loads above are the selections before dropping).
+    Tensor kept_counts;
     const std::vector<ExpertLoad>& expert_load();
+    // Expert bias (MODEL.md 2, moe.bias_update_rate > 0): `layers.{l}.moe.router.expert_bias`
+    // of every MoE layer, row by row of `expert_bias` ([MoE layers, E] f32, outside the
+    // parameter buffer: no gradient, no optimizer state); `buffer_layout` names them with
+    // their offsets into it. step_counts ([MoE layers, E] i32) sums the selections of the
+    // optimizer step's training micro-batches (before dropping; over every rank when data
+    // parallel), which update_expert_bias turns into the bias update after the optimizer step.
+    Tensor expert_bias, step_counts;
+    std::vector<ParamInfo> buffer_layout;
+    void begin_step_counts();
+    void update_expert_bias();
     // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
     // to exercise the chunked head.
     int64_t logit_budget = kLogitBudget;
@@ -95,8 +108,11 @@ class ModelImpl {
     // Returns the number of targets that counted. Validates ids, targets and T. After the
     // upload of the tokens, the device work is one recorded step (Device::run_recorded: a
     // CUDA Graph replay once warmed up); last_run says how the last one ran.
+    // A train_step micro-batch (the Trainer's) is where MODEL.md 2's training-only routing
+    // applies: capacity dropping, and the expert-bias counts added to step_counts. Every other
+    // pass (Model::forward_backward, gradcheck, eval, generation) is dropless.
     int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
-                              float weight, bool backward);
+                              float weight, bool backward, bool train_step = false);
     // How the last queue_micro_batch, forward_cached (always eager) or decode_step ran.
     StepRun last_run = StepRun::eager;
     // Forward over T new tokens per row at positions pos0.. using the per-layer KV cache,
@@ -144,6 +160,8 @@ class ModelImpl {
     // Expert parallel: the dispatch buffers of MoE layer l for workspace `ws` (every MoE
     // layer's planned on first use; one workspace's at a time).
     MoeDispatch* moe_dispatch(const Workspace& ws, int l);
+    // The routing state of MoE layer l in the pass being queued (MoeRouting).
+    MoeRouting moe_routing(const Workspace& ws, int l) const;
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
@@ -155,7 +173,8 @@ class ModelImpl {
     std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
     std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)
     bool load_recorded_ = false, load_fresh_ = false;
-    bool dp_pass_ = false;  // a data-parallel training micro-batch is being queued
+    bool dp_pass_ = false;     // a data-parallel training micro-batch is being queued
+    bool train_step_ = false;  // a train_step micro-batch is being queued
     MoeGlobal moe_global_;
     uint64_t dispatch_generation_ = 0;
     std::vector<MoeDispatch> dispatch_;

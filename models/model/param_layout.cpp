@@ -58,7 +58,7 @@ std::vector<ParamInfo> build_param_layout(const ModelConfig& c) {
         }
         const MoeConfig& m = *c.moe;
         const int64_t E = m.n_experts, F = c.d_ff;
-        if (m.router == RouterKind::softmax_topk) ls.add(p + ".moe.router.weight", {E, D});
+        if (m.topk_router()) ls.add(p + ".moe.router.weight", {E, D});
         if (c.ffn == FfnKind::swiglu) ls.add(p + ".moe.experts.w_gate", {E, F, D});
         ls.add(p + ".moe.experts.w_up", {E, F, D});
         ls.add(p + ".moe.experts.w_down", {E, D, F});

@@ -33,7 +33,7 @@ void TrainPasses::reset_stats() {
 
 int64_t TrainPasses::queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T,
                                        float grad_scale, float weight) {
-    return im_.queue_micro_batch(x, y, B, T, grad_scale, weight, true);
+    return im_.queue_micro_batch(x, y, B, T, grad_scale, weight, true, true);
 }
 
 std::array<float, 4> TrainPasses::read_stats() {
@@ -48,7 +48,16 @@ StepRun TrainPasses::last_run() const {
 void TrainPasses::params_changed() {
     im_.params_changed();
 }
+void TrainPasses::begin_step_counts() {
+    im_.begin_step_counts();
+}
+void TrainPasses::update_expert_bias() {
+    im_.update_expert_bias();
+}
 void TrainPasses::set_data_parallel(Communicator* comm) {
+    MT_CHECK(!comm || comm->size() <= 1 || !im_.cfg.moe || im_.cfg.moe->capacity_factor == 0,
+             "moe.capacity_factor is not supported with data-parallel training yet (",
+             comm ? comm->size() : 1, " ranks)");
     im_.dp_comm = comm;
 }
 void TrainPasses::set_expert_parallel(Communicator* group) {

@@ -25,16 +25,22 @@ class TrainPasses {
     // squared global gradient norm, which the trainer writes.
     Tensor stats() const;
     void reset_stats();
-    // One micro-batch queued (forward, loss terms * weight into stats, backward adding
-    // grad_scale * gradients); returns the targets that counted.
+    // One training micro-batch queued (forward, loss terms * weight into stats, backward adding
+    // grad_scale * gradients; MoE capacity applies and the expert-bias counts accumulate);
+    // returns the targets that counted.
     int64_t queue_micro_batch(const int32_t* x, const int32_t* y, int B, int T, float grad_scale,
                               float weight);
     std::array<float, 4> read_stats();  // one download
     static LossStats loss(const std::array<float, 4>& stats, int64_t tokens);
     StepRun last_run() const;  // how the last micro-batch's device work ran
     void params_changed();     // after an update wrote params()
+    // Expert bias (MODEL.md 2): zero the step's selection counts before its micro-batches, and
+    // update the biases from them after the optimizer step (device work; no-ops without one).
+    void begin_step_counts();
+    void update_expert_bias();
     // Data parallel: the passes agree on the global batch over `comm` (the MoE expert loads and
-    // the counted targets); nullptr = one process.
+    // the counted targets); nullptr = one process. A capacity (moe.capacity_factor) is refused
+    // over more than one rank: its admission order spans the global micro-batch.
     void set_data_parallel(Communicator* comm);
     // Expert parallel (with set_data_parallel): `group` is this rank's expert-parallel group,
     // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts

@@ -14,6 +14,7 @@ struct Planner {
     int64_t N;
     int64_t& bytes;  // running total of what was allocated
     DType lo;        // dtype of the activations only matrix products read (f32 or 16-bit)
+    bool training;   // a training workspace (the capacity buffers of MoE layers)
 
     Tensor alloc(DType t, Shape s) const {
         bytes += s.numel() * static_cast<int64_t>(dtype_size(t));
@@ -42,7 +43,7 @@ struct Planner {
         const MoeConfig& m = *c.moe;
         const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
         MoeActs a;
-        if (m.router == RouterKind::softmax_topk) {
+        if (m.topk_router()) {
             a.logits = f32({N, E});
             a.probs = f32({N, E});
             a.lse = f32({N});
@@ -50,6 +51,10 @@ struct Planner {
         }
         a.topk_idx = i32({N, k});
         a.counts = i32({E});
+        if (training && m.capacity_factor > 0) {
+            a.kept_idx = i32({N, k});
+            a.chosen = i32({E});
+        }
         a.row_token = i32({N * k});
         a.slot_row = i32({N * k});
         a.xg = gemm_only({N * k, D});
@@ -111,7 +116,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->recompute = training ? recompute : Recompute::none;
     ws->stored16 = training ? stored16 : DType::f32;
     const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
-    Planner p{dev, c, N, ws->bytes, ws->stored16};
+    Planner p{dev, c, N, ws->bytes, ws->stored16, training};
     ws->ids = p.i32({N});
     ws->targets = p.i32({N});
     ws->pos_ids = p.i32({N});

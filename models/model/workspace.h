@@ -36,9 +36,11 @@ struct FfnActs {
 };
 
 struct MoeActs {
-    Tensor logits, probs, lse;   // router [N, E], [N, E], [N] (softmax_topk)
+    Tensor logits, probs, lse;   // router [N, E], [N, E] (p or s), [N] (top-k routers)
     Tensor topk_idx, topk_w;     // [N, k] i32, f32 (topk_w unused by hash routing)
-    Tensor counts;               // [E] i32
+    Tensor counts;               // [E] i32, the rows each expert computes (after dropping)
+    Tensor kept_idx, chosen;     // capacity (training): [N, k] i32 admitted selections (-1 =
+                                 // dropped), [E] i32 selections before dropping
     Tensor row_token, slot_row;  // [N*k] i32 (Device::moe_sort)
     Tensor xg, yrows;            // expert input / output rows [N*k, D], sorted by expert
                                  // (a 16-bit xg is gathered into yrows first)

@@ -34,7 +34,7 @@ void bind_ffn(FfnActs& a, const Tensor& transient) {
 }  // namespace
 
 bool norm2_gemm_only(const ModelConfig& c, int layer) {
-    return !(c.is_moe_layer(layer) && c.moe->router == RouterKind::softmax_topk);
+    return !(c.is_moe_layer(layer) && c.moe->topk_router());
 }
 
 void bind_f32_transients(Workspace& ws) {

@@ -4,7 +4,8 @@
 // decayed tensors, one without weight decay for gains and biases). Loss terms and the squared
 // norm share one small device buffer, downloaded once per step; a non-finite loss or norm
 // stops the step before any parameter changes. In fp16 the loss gradient is scaled (dynamic
-// loss scaling): overflowing gradients skip the step and halve the scale instead.
+// loss scaling): overflowing gradients skip the step and halve the scale instead. After the
+// update, the expert biases of an expert-bias MoE model move by their step's counts.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -99,6 +100,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
 
     sync_parameters();
     im.reset_stats();
+    im.begin_step_counts();
     model_.zero_grads();
     int64_t tokens = 0;
     for (int a = 0; a < A; ++a) {
@@ -182,6 +184,7 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     }
     gather_parameters();
     im.params_changed();
+    im.update_expert_bias();  // after the parameter update, from the step's counts (MODEL.md 2)
     ++step_;
     st.step = step_;
     if (dynamic && ++clean_steps_ >= opts_.loss_scale_window) {

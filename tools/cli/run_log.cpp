@@ -32,6 +32,9 @@ LoggedStep parse_step(const nlohmann::json& j) {
             ll.max_share = l.at("max_share").get<double>();
             ll.empty = l.at("empty").get<int>();
             if (l.contains("counts")) ll.counts = l.at("counts").get<std::vector<int64_t>>();
+            ll.dropped = l.value("dropped", 0.0);
+            ll.bias_min = l.value("bias_min", 0.0);
+            ll.bias_max = l.value("bias_max", 0.0);
             s.expert_load.push_back(std::move(ll));
         }
     return s;

@@ -12,7 +12,9 @@ struct LoggedLayerLoad {
     int layer = 0;
     double min_share = 0, max_share = 0;
     int empty = 0;
-    std::vector<int64_t> counts;  // rows per expert (absent in logs of older versions)
+    std::vector<int64_t> counts;        // rows per expert (absent in logs of older versions)
+    double dropped = 0;                 // share of selections a capacity dropped (MODEL.md 2)
+    double bias_min = 0, bias_max = 0;  // the expert bias range (0 without one)
 };
 
 struct LoggedStep {

@@ -96,13 +96,25 @@ nlohmann::json ProgressPrinter::step(const StepStats& s, const std::vector<Exper
             int empty = static_cast<int>(std::count(l.counts.begin(), l.counts.end(), 0));
             double smin = total ? static_cast<double>(*mn) / total : 0;
             double smax = total ? static_cast<double>(*mx) / total : 0;
+            // MODEL.md 2: the share of selections a capacity dropped, the expert bias range.
+            const double dropped = total ? static_cast<double>(l.dropped) / total : 0;
             layers.push_back({{"layer", l.layer},
                               {"min_share", smin},
                               {"max_share", smax},
                               {"empty", empty},
-                              {"counts", l.counts}});
-            char buf[64];
-            std::snprintf(buf, sizeof buf, " L%d %.3f/%.3f/%d", l.layer, smin, smax, empty);
+                              {"counts", l.counts},
+                              {"dropped", dropped},
+                              {"bias_min", l.bias_min},
+                              {"bias_max", l.bias_max}});
+            char buf[160];
+            int len =
+                std::snprintf(buf, sizeof buf, " L%d %.3f/%.3f/%d", l.layer, smin, smax, empty);
+            if (l.dropped > 0)
+                len += std::snprintf(buf + len, sizeof buf - static_cast<size_t>(len),
+                                     " dropped %.3f", dropped);
+            if (l.bias_min != 0 || l.bias_max != 0)
+                std::snprintf(buf + len, sizeof buf - static_cast<size_t>(len), " bias %.4g..%.4g",
+                              l.bias_min, l.bias_max);
             load_text += buf;
         }
         j["expert_load"] = layers;

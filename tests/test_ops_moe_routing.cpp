@@ -1,0 +1,187 @@
+// Op tests, the MODEL.md v2 routing options on every backend against the float64 reference
+// (the router ops' sigmoid / bias / scaling cases are in test_ops_moe.cpp): the expert bias in
+// the selection only; moe_capacity (slot-then-token
+// priority, capacity 0, capacity above every load, offsets from other ranks, a bad index);
+// moe_sort, moe_combine and moe_combine_bwd with dropped selections (-1); add_counts and the
+// float64 expert_bias_update, whose fp32 results must match bit for bit.
+#include <cstring>
+
+#include "op_test_util.h"
+#include "reference_ops.h"
+
+using namespace moetrain;
+using namespace moetrain::test;
+
+TEST_CASE("ops: the expert bias decides the selection, never the weights") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        // One token, equal logits: without a bias experts 0, 1 win (ties to the lower index);
+        // the bias moves the choice to experts 3 then 2; weights stay the (equal) scores.
+        Tensor tl = to_device(dev, ref::Vec{0, 0, 0, 0}), tp = zeros(dev, 4), tlse = zeros(dev, 1);
+        Tensor tidx = zeros(dev, 2, DType::i32), tw = zeros(dev, 2);
+        RouterArgs ra;
+        ra.sigmoid = true;
+        ra.norm_topk = false;
+        ra.scaling = 3.0f;
+        dev.router_fwd(tp, tlse, tidx, tw, tl, to_device(dev, ref::Vec{0, 0, 0.25, 0.5}), 1, 4, 2,
+                       ra);
+        check_equal(from_device_i32(dev, tidx), {3, 2}, "biased selection");
+        check_close(from_device(dev, tw), {1.5, 1.5}, Tol{0, 0}, "weights sigmoid(0) * 3");
+        dev.router_fwd(tp, tlse, tidx, tw, tl, Tensor{}, 1, 4, 2, ra);
+        check_equal(from_device_i32(dev, tidx), {0, 1}, "unbiased ties to the lower index");
+    }
+}
+
+TEST_CASE("ops: moe_capacity admits slot by slot, then token by token") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        struct Case {
+            int64_t N, k, E, capacity;
+            ref::IVec idx, offsets;
+        };
+        Rng rng(12);
+        std::vector<Case> cases = {
+            // Token 1's first choice (expert 0) beats token 0's second choice (expert 0).
+            {2, 2, 3, 1, {1, 0, 0, 2}, {}},
+            {3, 2, 2, 0, {0, 1, 1, 0, 0, 1}, {}},        // capacity 0 drops everything
+            {4, 2, 4, 8, {0, 1, 0, 1, 0, 1, 0, 1}, {}},  // capacity above every load
+            {5, 1, 2, 2, {1, 1, 1, 0, 1}, {}},
+            // Other ranks already admitted 1 selection of expert 1 before slot 0 and 2 of
+            // expert 0 before slot 1.
+            {3, 2, 2, 2, {1, 0, 1, 0, 0, 1}, {0, 1, 2, 0}},
+            {300, 3, 16, 60, {}, {}},
+            {257, 2, 5, 100, {}, {}},
+        };
+        cases[5].idx = rng.ints(900, 0, 15);
+        cases[6].idx = rng.ints(514, 0, 2);  // three experts overloaded, two idle
+        cases[6].offsets = rng.ints(10, 0, 40);
+        for (const Case& c : cases) {
+            CAPTURE(c.N);
+            CAPTURE(c.k);
+            CAPTURE(c.E);
+            CAPTURE(c.capacity);
+            const int64_t nk = c.N * c.k;
+            Tensor tkept = to_device(dev, ref::IVec(static_cast<size_t>(nk), 99));
+            Tensor tc = to_device(dev, ref::IVec(static_cast<size_t>(c.E), 99));
+            dev.moe_capacity(tkept, tc, to_device(dev, c.idx),
+                             c.offsets.empty() ? Tensor{} : to_device(dev, c.offsets), c.N, c.k,
+                             c.E, c.capacity);
+            ref::IVec kept(static_cast<size_t>(nk)), counts(static_cast<size_t>(c.E));
+            ref::moe_capacity(kept, counts, c.idx, c.offsets, c.N, c.k, c.E, c.capacity);
+            check_equal(from_device_i32(dev, tkept), kept, "moe_capacity kept_idx");
+            check_equal(from_device_i32(dev, tc), counts, "moe_capacity counts (before dropping)");
+        }
+        check_equal(
+            [&] {
+                ref::IVec kept(4), counts(3);
+                ref::moe_capacity(kept, counts, {1, 0, 0, 2}, {}, 2, 2, 3, 1);
+                return kept;
+            }(),
+            {1, -1, 0, 2}, "the reference's priority order");
+        Tensor t = zeros(dev, 8, DType::i32);
+        CHECK_THROWS_AS(
+            (dev.moe_capacity(t, t, to_device(dev, ref::IVec{0, 7}), Tensor{}, 2, 1, 4, 1),
+             dev.synchronize()),
+            Error);
+    }
+}
+
+TEST_CASE("ops: moe_sort, moe_combine and moe_combine_bwd skip dropped selections") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        uint64_t seed = 41;
+        for (auto [N, k, E, dim, capacity] :
+             {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 3, 0},
+              {7, 2, 4, 33, 2},
+              {33, 3, 8, 65, 5},
+              {64, 1, 5, 16, 3},
+              {300, 2, 4, 8, 100}}) {
+            CAPTURE(N);
+            CAPTURE(k);
+            CAPTURE(capacity);
+            Rng rng(seed++);
+            const int64_t nk = N * k;
+            ref::IVec idx(static_cast<size_t>(nk));  // k distinct experts per token
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t j = 0; j < k; ++j)
+                    idx[n * k + j] = static_cast<int32_t>((n * (n % 3 == 0 ? 1 : 2) + j * 3) % E);
+            ref::IVec kept(static_cast<size_t>(nk)), chosen(static_cast<size_t>(E));
+            ref::moe_capacity(kept, chosen, idx, {}, N, k, E, capacity);
+
+            Tensor tc = to_device(dev, ref::IVec(static_cast<size_t>(E), 99));
+            Tensor trt = to_device(dev, ref::IVec(static_cast<size_t>(nk), 99));
+            Tensor tsr = zeros(dev, nk, DType::i32);
+            dev.moe_sort(tc, trt, tsr, to_device(dev, kept), N, k, E);
+            ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)),
+                slot_row(static_cast<size_t>(nk));
+            ref::moe_sort(counts, row_token, slot_row, kept, N, k, E);
+            check_equal(from_device_i32(dev, tc), counts, "moe_sort counts (admitted)");
+            check_equal(from_device_i32(dev, trt), row_token, "moe_sort row_token");
+            check_equal(from_device_i32(dev, tsr), slot_row, "moe_sort slot_row");
+
+            auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
+                 y0 = rng.normal(N * dim), dy = rng.normal(N * dim);
+            Tensor teo = to_device(dev, expert_out), tw = to_device(dev, w);
+            for (bool weighted : {true, false}) {
+                CAPTURE(weighted);
+                for (bool acc : {false, true}) {
+                    Tensor ty = to_device(dev, y0);
+                    dev.moe_combine(ty, teo, tsr, weighted ? tw : Tensor{}, N, k, dim, acc);
+                    auto y = y0;
+                    ref::moe_combine(y, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim,
+                                     acc);
+                    check_close(from_device(dev, ty), y, Tol{}, "moe_combine");
+                }
+                // Rows no admitted selection owns keep what was there (nothing writes them).
+                const ref::Vec marker(static_cast<size_t>(nk * dim), 7.0);
+                Tensor tdr = to_device(dev, marker), tdw = to_device(dev, ref::Vec(nk, 5.0));
+                dev.moe_combine_bwd(tdr, tdw, to_device(dev, dy), teo, tsr,
+                                    weighted ? tw : Tensor{}, N, k, dim);
+                ref::Vec dr = marker, dw(static_cast<size_t>(nk));
+                ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row, weighted ? w : ref::Vec{}, N,
+                                     k, dim);
+                check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
+                check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw (0 if dropped)");
+            }
+        }
+    }
+}
+
+TEST_CASE("ops: add_counts and the float64 expert_bias_update") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        Tensor acc = to_device(dev, ref::IVec{1, 2, 3, 4, 5});
+        dev.add_counts(acc, to_device(dev, ref::IVec{10, 0, -3, 7, 100}), 4);
+        check_equal(from_device_i32(dev, acc), {11, 2, 0, 11, 5}, "add_counts");
+
+        Rng rng(3);
+        for (int64_t E : {1, 2, 7, 64, 300}) {
+            CAPTURE(E);
+            for (double rate : {1e-3, 0.1, 1.0 / 3.0, 0.0}) {
+                CAPTURE(rate);
+                // Values whose fp32 sums with the rate round differently in fp32 and float64.
+                ref::Vec bias = rng.uniform(E, -0.05, 0.05);
+                bias[0] = 0.1f;
+                ref::IVec counts = rng.ints(E, 0, 20);
+                if (E > 2) counts[1] = counts[2];  // equal loads
+                Tensor tb = to_device(dev, bias);
+                dev.expert_bias_update(tb, to_device(dev, counts), E, rate);
+                ref::expert_bias_update(bias, counts, E, rate);
+                const std::vector<double> got = from_device(dev, tb);
+                for (int64_t e = 0; e < E; ++e) {
+                    const float g = static_cast<float>(got[e]), w = static_cast<float>(bias[e]);
+                    CAPTURE(e);
+                    CHECK(std::memcmp(&g, &w, sizeof g) == 0);
+                }
+            }
+        }
+        // Every expert at the mean (sign 0) leaves the bias alone.
+        Tensor tb = to_device(dev, ref::Vec{0.5, -0.25, 0.125});
+        dev.expert_bias_update(tb, to_device(dev, ref::IVec{4, 4, 4}), 3, 0.01);
+        check_close(from_device(dev, tb), {0.5, -0.25, 0.125}, Tol{0, 0}, "balanced: unchanged");
+    }
+}
