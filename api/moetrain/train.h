@@ -105,6 +105,10 @@ class Trainer {
     // included) and frees the whole ones. No-ops without ZeRO.
     void gather_moments();
     void scatter_moments();
+    // Expert parallel (a collective: every rank calls it): every expert's current weights from
+    // its owner, so that this rank can run the whole model alone (evaluation); a no-op
+    // otherwise. Between such calls a rank's copies of the other ranks' experts are stale.
+    void sync_experts();
     // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers.
     int64_t shard_first() const { return shard_lo_; }
     int64_t shard_count() const { return shard_hi_ - shard_lo_; }

@@ -222,10 +222,18 @@ void Trainer::gather_parameters() {
     dist_.comm->all_gather(dev, pshard_, q8 ? im.params().view(0, {im.n_decay()}) : im.params());
 }
 
+void Trainer::sync_experts() {
+    if (!ep()) return;
+    const Tensor params = TrainPasses(model_).params();
+    for (const auto& [b, owner] : expert_blocks_)
+        dist_.comm->broadcast(model_.device(), params.view(b.first, {b.count}), owner);
+    TrainPasses(model_).params_changed();
+}
+
 void Trainer::gather_moments() {
     if (ep() && !m_full_) {  // every expert block from its owner in group 0 (its replicas agree)
         Device& dev = model_.device();
-        const Tensor params = TrainPasses(model_).params();
+        sync_experts();
         if (m_) {
             const int64_t n = model_.num_params();
             m_full_ = dev.alloc(DType::f32, {n});
@@ -236,7 +244,7 @@ void Trainer::gather_moments() {
             owned_copy(v_full_, v_, true);
         }
         for (const auto& [b, owner] : expert_blocks_)
-            for (const Tensor& t : {params, m_full_, v_full_})
+            for (const Tensor& t : {m_full_, v_full_})
                 if (t) dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
         return;
     }

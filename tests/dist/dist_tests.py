@@ -428,6 +428,25 @@ def ep_opencl_np2():
 
 
 @test
+def ep_evaluates_every_expert():
+    # Rank 0 evaluates alone: it first gets the other ranks' current experts.
+    d = work("ep_eval")
+    data = corpus(d)
+    train(1, d, data, 4, "single", extra=["--eval-every", 5, "--eval-batches", 2])
+    train(2, d, data, 2, "multi", extra=["--eval-every", 5, "--eval-batches", 2,
+                                         "--expert-parallel", 2])
+    ev = {}
+    for run in ("single", "multi"):
+        with open(os.path.join(d, run + ".jsonl")) as f:
+            ev[run] = [json.loads(l) for l in f if '"split"' in l]
+    assert len(ev["single"]) == len(ev["multi"]) == 2, ev
+    for x, y in zip(ev["single"], ev["multi"]):
+        rel = abs(x["eval"]["loss"] - y["eval"]["loss"]) / x["eval"]["loss"]
+        assert x["step"] == y["step"] and rel <= 1e-5, (x, y)
+    print(f"ok: val losses of EP 2 match one process at steps {[x['step'] for x in ev['multi']]}")
+
+
+@test
 def ep_bit_identical():
     # Two expert-parallel runs with the same ranks write the same bytes (weights and moments).
     d = work("ep_bit_identical")
@@ -771,6 +790,13 @@ def dp_cuda_np2():
 def zero_cuda_np2():
     need_gpus(2)
     equivalence(2, device="cuda", extra=["--zero", 1])
+
+
+@test
+def ep_cuda_np2():
+    # NCCL's all-to-all-v (ncclSend / ncclRecv) and ncclCommSplit subgroups.
+    need_gpus(2)
+    ep_equivalence(2, 2, device="cuda")
 
 
 def opencl_available():

@@ -32,7 +32,10 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
             });
             Vec wp(c.N * c.E), wl(c.N), ww(c.N * c.k);
             IVec wi(c.N * c.k);
-            ref::router_fwd(wp, wl, wi, ww, logits, c.N, c.E, c.k, norm);
+            // The softmax router without bias or scaling (what the kernel runs).
+            moetrain::RouterArgs ra;
+            ra.norm_topk = norm;
+            ref::router_fwd(wp, wl, wi, ww, logits, Vec{}, c.N, c.E, c.k, ra);
             check_close(std::get<0>(fwd), wp, Tol{1e-5, 1e-7}, "probs");
             check_close(std::get<1>(fwd), wl, Tol{1e-5, 1e-6}, "lse");
             moetrain::test::check_equal(std::get<2>(fwd), wi, "topk_idx");
@@ -56,10 +59,10 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
                 return std::make_pair(dl, out);
             });
             Vec wdl(c.N * c.E), wout = {0.5, 0.25};
-            ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), idx, to_f64(w), counts, c.N, c.E,
-                            c.k, norm, aux_alpha, z_alpha, scale);
-            ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, aux_alpha,
-                                 z_alpha);
+            ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), logits, idx, to_f64(w), counts,
+                            c.N, c.E, c.k, ra, aux_alpha, z_alpha, scale);
+            ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, ra,
+                                 aux_alpha, z_alpha);
             check_close(bwd.first, wdl, Tol{1e-4, 1e-6}, "dlogits");
             check_close(bwd.second, wout, Tol{1e-5, 1e-7}, "aux, z");
         }

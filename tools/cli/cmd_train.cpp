@@ -368,7 +368,10 @@ int run_train(TrainArgs& a, DistRun& dist) {
         if (!a.out.empty() &&
             (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
-        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
+        const bool eval_now =
+            a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last);
+        if (eval_now) trainer.sync_experts();  // expert parallel: every expert's weights here
+        if (eval_now && dist.root()) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
