@@ -60,31 +60,16 @@ void BM_host_copy(benchmark::State& st) {
     rates(st, 0, 8.0 * kP);
 }
 
-BENCHMARK(BM_fill_grads)
-    ->Arg(29'900'000)
-    ->Arg(214'500'000)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_sum_squares)
-    ->Arg(29'900'000)
-    ->Arg(214'500'000)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_adamw)
-    ->Arg(29'900'000)
-    ->Arg(214'500'000)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_host_read)
-    ->Arg(29'900'000)
-    ->Arg(214'500'000)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_host_copy)
-    ->Arg(29'900'000)
-    ->Arg(214'500'000)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+// Every benchmark here runs at two parameter counts, in milliseconds of wall time.
+void parameter_counts(benchmark::internal::Benchmark* b) {
+    b->Arg(29'900'000)->Arg(214'500'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_fill_grads)->Apply(parameter_counts);
+BENCHMARK(BM_sum_squares)->Apply(parameter_counts);
+BENCHMARK(BM_adamw)->Apply(parameter_counts);
+BENCHMARK(BM_host_read)->Apply(parameter_counts);
+BENCHMARK(BM_host_copy)->Apply(parameter_counts);
 
 }  // namespace
 }  // namespace moetrain::bench

@@ -22,15 +22,8 @@ const char* kText =
     "token; an auxiliary loss keeps the load balanced so no expert starves. ";
 
 moetrain::ModelConfig tiny_moe() {
-    moetrain::ModelConfig c;
-    c.vocab_size = 256;  // bytes
-    c.d_model = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 16;
-    c.max_seq_len = 64;
-    c.d_ff = 128;
+    // 256 byte tokens, d_model 64, 2 layers, 4 heads sharing 2 KV heads, d_ff 128, 64 positions.
+    moetrain::ModelConfig c = moetrain::sized_config(256, 64, 2, 4, 2, 128, 64);
     moetrain::MoeConfig m;
     m.n_experts = 4;
     m.top_k = 2;

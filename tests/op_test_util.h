@@ -3,15 +3,14 @@
 // double / int32 vectors, and a tolerance check that reports the worst element.
 //
 // Typical use:
-//   for (auto& d : test_devices()) {
-//       SUBCASE(d.id.c_str()) { ... }      // or CAPTURE(d.id)
+//   for_each_test_device([&](Device& dev) {
 //       Rng rng(1);
 //       auto x = rng.normal(n);                       // f32-representable doubles
-//       Tensor tx = to_device(*d.dev, x);
-//       d.dev->act_fwd(Act::gelu, ty, tx, n);
+//       Tensor tx = to_device(dev, x);
+//       dev.act_fwd(Act::gelu, ty, tx, n);
 //       ref::act_fwd(Act::gelu, want, x, n);
-//       check_close(from_device(*d.dev, ty), want, Tol{}, "gelu");
-//   }
+//       check_close(from_device(dev, ty), want, Tol{}, "gelu");
+//   });
 #pragma once
 
 #include <doctest/doctest.h>
@@ -89,6 +88,15 @@ inline std::vector<DeviceUnderTest> test_devices() {
         for (auto& why : state->skipped) MESSAGE("op tests skip " << why);
     }
     return state->devices;
+}
+
+// Runs body(device) on every device of test_devices(), the device's id captured for failures.
+template <class F>
+void for_each_test_device(F&& body) {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        body(*d.dev);
+    }
 }
 
 // Whether the device captures Device::run_recorded into graphs (cuda, and cudasim, the CUDA

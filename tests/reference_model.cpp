@@ -320,16 +320,7 @@ Weights weights_from(const std::vector<ParamInfo>& params, const std::vector<flo
 }
 
 ModelConfig small_config() {
-    ModelConfig c;
-    c.vocab_size = 32;
-    c.d_model = 16;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 4;
-    c.max_seq_len = 16;
-    c.d_ff = 24;
-    return c;
+    return sized_config(32, 16, 2, 4, 2, 24, 16);
 }
 
 ModelConfig with_moe(ModelConfig c, int n_experts, int top_k, int first_layer) {

@@ -56,22 +56,8 @@ Vec rounded(Vec v, DType dtype) {
 // ---- dense algebra ----------------------------------------------------------------------
 
 Gemm gemm_dims(const GemmArgs& a) {
-    Gemm g;
-    g.ta = a.ta;
-    g.tb = a.tb;
-    g.m = a.m;
-    g.n = a.n;
-    g.k = a.k;
-    g.alpha = a.alpha;
-    g.beta = a.beta;
-    g.lda = a.lda;
-    g.ldb = a.ldb;
-    g.ldc = a.ldc;
-    g.batch = a.batch;
-    g.stride_a = a.stride_a;
-    g.stride_b = a.stride_b;
-    g.stride_c = a.stride_c;
-    return g;
+    return Gemm{a.ta,  a.tb,  a.m,   a.n,     a.k,        a.alpha,    a.beta,
+                a.lda, a.ldb, a.ldc, a.batch, a.stride_a, a.stride_b, a.stride_c};
 }
 
 void gemm(const Gemm& g, const Vec& a, const Vec& b, Vec& c) {

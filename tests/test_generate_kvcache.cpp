@@ -37,10 +37,9 @@ TEST_CASE("generate: KV-cache greedy tokens equal the argmax of a full forward p
     int config_no = 0;
     for (const ModelConfig& c : gen_configs()) {
         ++config_no;
-        for (auto& d : test::test_devices()) {
+        test::for_each_test_device([&](Device& dev) {
             CAPTURE(config_no);
-            CAPTURE(d.id);
-            Model m(*d.dev, c);
+            Model m(dev, c);
             rm::randomize_weights(m, 17);
             const int B = 2, T0 = 5, M = 9;
             const rm::Batch pb = rm::random_batch(c.vocab_size, B, T0, 31);
@@ -74,15 +73,14 @@ TEST_CASE("generate: KV-cache greedy tokens equal the argmax of a full forward p
                 }
             }
             CHECK(checked >= B * M - 2);
-        }
+        });
     }
 }
 
 TEST_CASE("generate: seeded sampling is reproducible; top_k = 1 is greedy; callback can stop") {
     const ModelConfig c = rm::with_moe(rm::small_config(), 4, 2, 1);
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         rm::randomize_weights(m, 2);
         const std::vector<int32_t> prompt = {1, 2, 3};
         GenerateOptions o;
@@ -110,7 +108,7 @@ TEST_CASE("generate: seeded sampling is reproducible; top_k = 1 is greedy; callb
         });
         CHECK(stopped.size() == 3);
         CHECK(streamed == stopped);
-    }
+    });
 }
 
 TEST_CASE("generate: errors name the problem") {

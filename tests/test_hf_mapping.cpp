@@ -17,16 +17,7 @@ using namespace moetrain;
 namespace {
 
 ModelConfig base() {
-    ModelConfig c;
-    c.vocab_size = 300;
-    c.d_model = 32;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 8;
-    c.max_seq_len = 16;
-    c.d_ff = 24;
-    return c;
+    return sized_config(300, 32, 2, 4, 2, 24, 16);
 }
 
 void check_cover(io::HfFamily f, const ModelConfig& c) {

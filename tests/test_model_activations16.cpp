@@ -105,16 +105,15 @@ std::vector<const Tensor*> tensors_of(const Workspace& ws) {
 }  // namespace
 
 TEST_CASE("act16: bf16 / fp16 activation storage is bit-identical to f32 storage") {
-    for (auto& d : test::test_devices()) {
+    test::for_each_test_device([&](Device& dev) {
         for (const auto& nc : configs()) {
             for (Precision p : k16) {
                 for (Recompute mode : kModes) {
-                    CAPTURE(d.id);
                     CAPTURE(nc.name);
                     CAPTURE(std::string(precision_name(p)));
                     CAPTURE(to_string(mode));
-                    const Run want = run(*d.dev, nc.cfg, p, mode, false);
-                    const Run got = run(*d.dev, nc.cfg, p, mode, true);
+                    const Run want = run(dev, nc.cfg, p, mode, false);
+                    const Run got = run(dev, nc.cfg, p, mode, true);
                     REQUIRE(got.fb.losses.size() == want.fb.losses.size());
                     for (size_t i = 0; i < got.fb.losses.size(); ++i) {
                         CHECK(got.fb.losses[i].ce == want.fb.losses[i].ce);
@@ -130,7 +129,7 @@ TEST_CASE("act16: bf16 / fp16 activation storage is bit-identical to f32 storage
                 }
             }
         }
-    }
+    });
 }
 
 TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference keep f32") {

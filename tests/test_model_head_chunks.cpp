@@ -15,9 +15,8 @@ namespace rm = moetrain::refmodel;
 TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
     ModelConfig c = rm::small_config();
     c.tie_embeddings = true;  // the head gradient lands in tok_emb together with the embedding's
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model whole(*d.dev, c), chunked(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model whole(dev, c), chunked(dev, c);
         ModelAccess::impl(chunked).logit_budget =
             3 * c.vocab_size;  // 3 rows per chunk: 16 = 5 x 3 + 1
         rm::randomize_weights(whole, 4);
@@ -44,5 +43,5 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
         for (size_t i = 0; i < xw.size(); ++i)
             lworst = std::max(lworst, double{std::abs(xw[i] - xc[i])});
         CHECK(lworst < 1e-5);
-    }
+    });
 }

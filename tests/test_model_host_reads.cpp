@@ -31,14 +31,13 @@ TEST_CASE("model: an MoE training step downloads nothing; expert loads are read 
     const std::vector<int32_t> stream =
         xb::token_stream(xb::config_moe_hash().cfg.vocab_size, 1024, 5);
     const xb::Batch batch = xb::batch_at(stream, 0, B, T);
-    for (auto& d : test::test_devices()) {
+    test::for_each_test_device([&](Device& dev) {
         for (const auto& nc : {xb::config_moe_softmax(), xb::config_moe_hash()})
             for (Recompute r : {Recompute::none, Recompute::ffn}) {
-                CAPTURE(d.id);
                 CAPTURE(nc.name);
                 CAPTURE(to_string(r));
-                ProfilingDevice prof(*d.dev);
-                Model m(prof, nc.cfg), bare(*d.dev, nc.cfg);
+                ProfilingDevice prof(dev);
+                Model m(prof, nc.cfg), bare(dev, nc.cfg);
                 for (Model* x : {&m, &bare}) {
                     x->init_weights(3);
                     x->set_recompute(r);
@@ -64,5 +63,5 @@ TEST_CASE("model: an MoE training step downloads nothing; expert loads are read 
                     CHECK(rows == int64_t{B} * T * nc.cfg.moe->active_k());  // dropless
                 }
             }
-    }
+    });
 }

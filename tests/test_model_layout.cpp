@@ -106,13 +106,7 @@ TEST_CASE("model: parameter names and shapes follow MODEL.md section 6") {
 
 TEST_CASE("model: seeded init has the documented statistics and is keyed by name") {
     auto dev = open_device("cpu");
-    ModelConfig c = rm::small_config();
-    c.d_model = 64;
-    c.n_heads = 4;
-    c.head_dim = 16;
-    c.d_ff = 128;
-    c.vocab_size = 256;
-    c.n_layers = 2;
+    ModelConfig c = sized_config(256, 64, 2, 4, 2, 128, 16);  // small_config, wider
     Model m(*dev, c);
     m.init_weights(7);
     CHECK(stddev(m.get_param("tok_emb.weight")) == doctest::Approx(0.02).epsilon(0.05));

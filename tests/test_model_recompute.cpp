@@ -138,11 +138,10 @@ int64_t shared_ffn_part(const ModelConfig& c, int64_t N) {
 }  // namespace
 
 TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-identical") {
-    for (auto& d : test::test_devices()) {
+    test::for_each_test_device([&](Device& dev) {
         for (const auto& nc : configs()) {
-            CAPTURE(d.id);
             CAPTURE(nc.name);
-            const FbRun want = forward_backward_run(*d.dev, nc.cfg, Recompute::none);
+            const FbRun want = forward_backward_run(dev, nc.cfg, Recompute::none);
             if (nc.cfg.moe && nc.cfg.moe->router == RouterKind::softmax_topk) {
                 CHECK(want.losses[0].aux > 0);  // the double counting check is not vacuous
                 CHECK(want.losses[0].z > 0);
@@ -150,7 +149,7 @@ TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-ide
             if (nc.cfg.moe) CHECK(want.routing.size() > 0);
             for (Recompute mode : kModes) {
                 CAPTURE(to_string(mode));
-                const FbRun got = forward_backward_run(*d.dev, nc.cfg, mode);
+                const FbRun got = forward_backward_run(dev, nc.cfg, mode);
                 REQUIRE(got.losses.size() == want.losses.size());
                 for (size_t i = 0; i < got.losses.size(); ++i)
                     check_loss(got.losses[i], want.losses[i]);
@@ -159,41 +158,39 @@ TEST_CASE("recompute: forward_backward losses, gradients, routing, loads bit-ide
                 check_loads(got.loads, want.loads);
             }
         }
-    }
+    });
 }
 
 TEST_CASE("recompute: bf16 and fp16 matrix products, gradients bit-identical too") {
     // The recompute multiplies with the same 16-bit working copy of the weights.
-    for (auto& d : test::test_devices()) {
+    test::for_each_test_device([&](Device& dev) {
         for (const auto& nc : {xb::config_dense(), xb::config_moe_softmax()}) {
             for (Precision p : {Precision::bf16, Precision::fp16}) {
-                CAPTURE(d.id);
                 CAPTURE(nc.name);
                 CAPTURE(precision_name(p));
                 ModelConfig c = nc.cfg;
                 c.n_layers = 3;
-                const FbRun want = forward_backward_run(*d.dev, c, Recompute::none, p);
+                const FbRun want = forward_backward_run(dev, c, Recompute::none, p);
                 for (Recompute mode : kModes) {
                     CAPTURE(to_string(mode));
-                    const FbRun got = forward_backward_run(*d.dev, c, mode, p);
+                    const FbRun got = forward_backward_run(dev, c, mode, p);
                     for (size_t i = 0; i < got.losses.size(); ++i)
                         check_loss(got.losses[i], want.losses[i]);
                     bits::check_bits(got.grads, want.grads, "gradients");
                 }
             }
         }
-    }
+    });
 }
 
 TEST_CASE("recompute: Trainer steps with accumulation bit-identical (no double counted stats)") {
-    for (auto& d : test::test_devices()) {
+    test::for_each_test_device([&](Device& dev) {
         for (const auto& nc : configs()) {
-            CAPTURE(d.id);
             CAPTURE(nc.name);
-            const TrainRun want = trainer_run(*d.dev, nc.cfg, Recompute::none);
+            const TrainRun want = trainer_run(dev, nc.cfg, Recompute::none);
             for (Recompute mode : kModes) {
                 CAPTURE(to_string(mode));
-                const TrainRun got = trainer_run(*d.dev, nc.cfg, mode);
+                const TrainRun got = trainer_run(dev, nc.cfg, mode);
                 REQUIRE(got.steps.size() == want.steps.size());
                 for (size_t s = 0; s < got.steps.size(); ++s) {
                     CAPTURE(s);
@@ -204,7 +201,7 @@ TEST_CASE("recompute: Trainer steps with accumulation bit-identical (no double c
                 check_loads(got.loads, want.loads);
             }
         }
-    }
+    });
 }
 
 TEST_CASE("recompute: the training workspace shrinks by the dropped activations") {

@@ -84,83 +84,83 @@ double rel_err(double got, double want) {
 
 constexpr int kB = 2, kT = 8;
 
+// body(case, model) for every case on every test device: a model of the case's config whose
+// weights rm::randomize_weights set from `seed`.
+template <class F>
+void for_each_random_model(uint64_t seed, F body) {
+    for (const Case& cs : cases()) {
+        CAPTURE(cs.name);
+        test::for_each_test_device([&](Device& dev) {
+            Model m(dev, cs.cfg);
+            rm::randomize_weights(m, seed);
+            body(cs, m);
+        });
+    }
+}
+
 }  // namespace
 
 TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
-    for (const auto& cs : cases()) {
-        for (auto& d : test::test_devices()) {
-            CAPTURE(cs.name);
-            CAPTURE(d.id);
-            Model m(*d.dev, cs.cfg);
-            rm::randomize_weights(m, 7);
-            const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 11, 5);
-            const LossStats ours = m.forward_loss(b.x.data(), b.y.data(), kB, kT);
-            const rm::Loss ref =
-                rm::loss(cs.cfg, rm::weights_from(m.params(), m.get_flat(m.params_flat())), b.x,
-                         b.y, kB, kT);
-            CHECK(rel_err(ours.ce, ref.ce) < 1e-5);
-            CHECK(std::abs(ours.aux - ref.aux) <= 1e-5 * std::abs(ref.aux) + 1e-9);
-            CHECK(std::abs(ours.z - ref.z) <= 1e-5 * std::abs(ref.z) + 1e-9);
-            CHECK(rel_err(ours.loss, ref.loss) < 1e-5);
-            CHECK(ours.tokens == kB * kT - (kB * kT) / 5);
-            // forward_backward reports the same loss as forward_loss.
-            const LossStats fb = m.forward_backward(b.x.data(), b.y.data(), kB, kT);
-            CHECK(rel_err(fb.loss, ours.loss) < 1e-6);
-        }
-    }
+    for_each_random_model(7, [&](const Case& cs, Model& m) {
+        const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 11, 5);
+        const LossStats ours = m.forward_loss(b.x.data(), b.y.data(), kB, kT);
+        const rm::Loss ref = rm::loss(
+            cs.cfg, rm::weights_from(m.params(), m.get_flat(m.params_flat())), b.x, b.y, kB, kT);
+        CHECK(rel_err(ours.ce, ref.ce) < 1e-5);
+        CHECK(std::abs(ours.aux - ref.aux) <= 1e-5 * std::abs(ref.aux) + 1e-9);
+        CHECK(std::abs(ours.z - ref.z) <= 1e-5 * std::abs(ref.z) + 1e-9);
+        CHECK(rel_err(ours.loss, ref.loss) < 1e-5);
+        CHECK(ours.tokens == kB * kT - (kB * kT) / 5);
+        // forward_backward reports the same loss as forward_loss.
+        const LossStats fb = m.forward_backward(b.x.data(), b.y.data(), kB, kT);
+        CHECK(rel_err(fb.loss, ours.loss) < 1e-6);
+    });
 }
 
 // Tolerance: |ours - fd| <= 1e-3 |fd| + 1e-4 max|grad of the tensor| + 1e-8, where fd is the
 // float64 central difference of the reference loss with step 1e-6 (truncation ~1e-12, rounding
 // ~1e-9: the 1e-8 floor covers tensors whose true gradient is 0, e.g. wk.bias under softmax).
 TEST_CASE("model: analytic gradients of every tensor match float64 finite differences") {
-    for (const auto& cs : cases()) {
-        for (auto& d : test::test_devices()) {
-            CAPTURE(cs.name);
-            CAPTURE(d.id);
-            Model m(*d.dev, cs.cfg);
-            rm::randomize_weights(m, 3);
-            const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 5, 7);
-            m.zero_grads();
-            m.forward_backward(b.x.data(), b.y.data(), kB, kT, 1.0f);
-            const std::vector<float> grads = m.get_flat(m.grads_flat());
-            rm::Weights w = rm::weights_from(m.params(), m.get_flat(m.params_flat()));
-            std::mt19937_64 rng(99);
-            for (const ParamInfo& p : m.params()) {
-                CAPTURE(p.name);
-                double gmax = 0;
-                for (int64_t i = 0; i < p.numel(); ++i)
-                    gmax =
-                        std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
-                std::vector<int64_t> sample;
-                if (p.numel() <= 16) {
-                    for (int64_t i = 0; i < p.numel(); ++i) sample.push_back(i);
-                } else {
-                    std::uniform_int_distribution<int64_t> pick(0, p.numel() - 1);
-                    for (int s = 0; s < 6; ++s) sample.push_back(pick(rng));
-                }
-                double worst = 0;
-                for (int64_t i : sample) {
-                    double& v = w[p.name][static_cast<size_t>(i)];
-                    const double v0 = v, h = 1e-6;
-                    v = v0 + h;
-                    const double lp = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
-                    v = v0 - h;
-                    const double lm = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
-                    v = v0;
-                    const double fd = (lp - lm) / (2 * h);
-                    const double ours = grads[static_cast<size_t>(p.offset + i)];
-                    const double allowed = 1e-3 * std::abs(fd) + 1e-4 * gmax + 1e-8;
-                    worst = std::max(worst, std::abs(ours - fd) / allowed);
-                    if (std::abs(ours - fd) > allowed) {
-                        CAPTURE(i);
-                        CAPTURE(ours);
-                        CAPTURE(fd);
-                        CHECK(std::abs(ours - fd) <= allowed);
-                    }
-                }
-                CHECK(worst <= 1.0);
+    for_each_random_model(3, [&](const Case& cs, Model& m) {
+        const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 5, 7);
+        m.zero_grads();
+        m.forward_backward(b.x.data(), b.y.data(), kB, kT, 1.0f);
+        const std::vector<float> grads = m.get_flat(m.grads_flat());
+        rm::Weights w = rm::weights_from(m.params(), m.get_flat(m.params_flat()));
+        std::mt19937_64 rng(99);
+        for (const ParamInfo& p : m.params()) {
+            CAPTURE(p.name);
+            double gmax = 0;
+            for (int64_t i = 0; i < p.numel(); ++i)
+                gmax = std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
+            std::vector<int64_t> sample;
+            if (p.numel() <= 16) {
+                for (int64_t i = 0; i < p.numel(); ++i) sample.push_back(i);
+            } else {
+                std::uniform_int_distribution<int64_t> pick(0, p.numel() - 1);
+                for (int s = 0; s < 6; ++s) sample.push_back(pick(rng));
             }
+            double worst = 0;
+            for (int64_t i : sample) {
+                double& v = w[p.name][static_cast<size_t>(i)];
+                const double v0 = v, h = 1e-6;
+                v = v0 + h;
+                const double lp = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
+                v = v0 - h;
+                const double lm = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
+                v = v0;
+                const double fd = (lp - lm) / (2 * h);
+                const double ours = grads[static_cast<size_t>(p.offset + i)];
+                const double allowed = 1e-3 * std::abs(fd) + 1e-4 * gmax + 1e-8;
+                worst = std::max(worst, std::abs(ours - fd) / allowed);
+                if (std::abs(ours - fd) > allowed) {
+                    CAPTURE(i);
+                    CAPTURE(ours);
+                    CAPTURE(fd);
+                    CHECK(std::abs(ours - fd) <= allowed);
+                }
+            }
+            CHECK(worst <= 1.0);
         }
-    }
+    });
 }

@@ -40,9 +40,8 @@ TEST_CASE("model: hash routing sends every token to its mix32 expert in every la
     ModelConfig c = rm::with_moe(rm::small_config(), 7, 1, 0);
     c.moe->router = RouterKind::hash;
     c.n_layers = 3;
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         m.init_weights(1);
         const rm::Batch b = rm::random_batch(c.vocab_size, 3, 10, 4);
         const LossStats s = m.forward_loss(b.x.data(), b.y.data(), 3, 10);
@@ -55,7 +54,7 @@ TEST_CASE("model: hash routing sends every token to its mix32 expert in every la
             CAPTURE(el.layer);
             CHECK(el.counts == want);
         }
-    }
+    });
 }
 
 TEST_CASE(
@@ -65,10 +64,9 @@ TEST_CASE(
         c.moe->norm_topk_prob = norm_topk;
         c.moe->aux_loss_alpha = 0.03;
         c.moe->z_loss_alpha = 0.002;
-        for (auto& d : test::test_devices()) {
-            CAPTURE(d.id);
+        test::for_each_test_device([&](Device& dev) {
             CAPTURE(norm_topk);
-            Model m(*d.dev, c);
+            Model m(dev, c);
             rm::randomize_weights(m, 2);
             zero_routers(m);
             const int B = 2, T = 6, N = B * T;
@@ -84,16 +82,15 @@ TEST_CASE(
             const rm::Loss ref = rm::loss(
                 c, rm::weights_from(m.params(), m.get_flat(m.params_flat())), b.x, b.y, B, T);
             CHECK(s.ce == doctest::Approx(ref.ce).epsilon(1e-5));
-        }
+        });
     }
 }
 
 TEST_CASE("model: norm_topk_prob changes the MoE output") {
     ModelConfig on = rm::with_moe(rm::small_config(), 4, 2, 0), off = on;
     off.moe->norm_topk_prob = false;
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model a(*d.dev, on), b(*d.dev, off);
+    test::for_each_test_device([&](Device& dev) {
+        Model a(dev, on), b(dev, off);
         rm::randomize_weights(a, 5);
         rm::randomize_weights(b, 5);
         const rm::Batch bt = rm::random_batch(on.vocab_size, 2, 8, 3);
@@ -103,5 +100,5 @@ TEST_CASE("model: norm_topk_prob changes the MoE output") {
         const auto ref_b = rm::loss(off, rm::weights_from(b.params(), b.get_flat(b.params_flat())),
                                     bt.x, bt.y, 2, 8);
         CHECK(lb == doctest::Approx(ref_b.ce).epsilon(1e-5));
-    }
+    });
 }

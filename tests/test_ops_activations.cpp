@@ -8,9 +8,7 @@ using namespace moetrain;
 using namespace moetrain::test;
 
 TEST_CASE("ops: act_fwd act_bwd gelu relu silu") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (Act a : {Act::gelu, Act::relu, Act::silu}) {
             for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{4099}}) {
                 CAPTURE(static_cast<int>(a));
@@ -28,13 +26,11 @@ TEST_CASE("ops: act_fwd act_bwd gelu relu silu") {
                 check_close(from_device(dev, tdx), dx, Tol{}, "act_bwd");
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: swiglu_fwd swiglu_bwd") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (int64_t n : {int64_t{1}, int64_t{33}, int64_t{4099}}) {
             CAPTURE(n);
             Rng rng(static_cast<uint64_t>(n));
@@ -50,13 +46,11 @@ TEST_CASE("ops: swiglu_fwd swiglu_bwd") {
             check_close(from_device(dev, tdg), dg, Tol{}, "swiglu dgate");
             check_close(from_device(dev, tdu), du, Tol{}, "swiglu dup");
         }
-    }
+    });
 }
 
 TEST_CASE("ops: softmax rows, in place, large logits") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (auto [rows, cols] :
              {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {17, 1000}, {64, 33}}) {
             CAPTURE(rows);
@@ -72,5 +66,5 @@ TEST_CASE("ops: softmax rows, in place, large logits") {
             dev.softmax(tx, tx, rows, cols);
             check_close(from_device(dev, tx), y, Tol{}, "softmax in place");
         }
-    }
+    });
 }

@@ -183,25 +183,24 @@ struct FreshState {
 }  // namespace
 
 TEST_CASE("ops: adamw8bit from a zero state takes the fp32 AdamW first step bit for bit") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         const int64_t n = 1500;
         Rng rng(11);
         const ref::Vec p = rng.normal(n), g = rng.normal(n, 0.01);
         const AdamWArgs a = step_args(1);
-        FreshState st(*d.dev, p);
+        FreshState st(dev, p);
         st.step(g, a);
         // The fp32 AdamW element update (mt_math.h, no FMA contraction) from m = v = 0.
         std::vector<float> want(p.begin(), p.end()), m(static_cast<size_t>(n)), v(m);
         for (int64_t i = 0; i < n; ++i)
             mt_adamw_update(&want[i], &m[i], &v[i], static_cast<float>(g[i]), a.lr, a.b1, a.b2,
                             a.eps, a.wd, a.bc1, a.bc2);
-        CHECK(same_bits(floats_from_device(*d.dev, st.p), want));
+        CHECK(same_bits(floats_from_device(dev, st.p), want));
         // The stored state is those moments, quantised with their block maxima.
-        const std::vector<float> am = floats_from_device(*d.dev, st.m_absmax),
-                                 av = floats_from_device(*d.dev, st.v_absmax);
-        const Codes m_codes = codes_from_device(*d.dev, st.m_codes),
-                    v_codes = codes_from_device(*d.dev, st.v_codes);
+        const std::vector<float> am = floats_from_device(dev, st.m_absmax),
+                                 av = floats_from_device(dev, st.v_absmax);
+        const Codes m_codes = codes_from_device(dev, st.m_codes),
+                    v_codes = codes_from_device(dev, st.v_codes);
         for (int64_t b = 0; b * 256 < n; ++b) {
             const int64_t i0 = b * 256, i1 = std::min(n, i0 + 256);
             float m_max = 0, v_max = 0;
@@ -218,26 +217,25 @@ TEST_CASE("ops: adamw8bit from a zero state takes the fp32 AdamW first step bit 
                 CHECK(v_codes[i] == v_code);
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: adamw8bit stores no m without v (a step without gradient stays bounded)") {
     // Element 0 has a gradient 1e-5 of its block's largest: its v (~1e-10 of the block's
     // absmax) rounds to 0, while its m (~1e-5) would not. Were m kept, the next step without a
     // gradient for it (an expert that got no tokens) would move it by lr * m_hat / eps ~ 0.5.
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         Rng rng(3);
         ref::Vec g = rng.normal(256);
         g[0] = 1e-5;
-        FreshState st(*d.dev, rng.normal(256));
+        FreshState st(dev, rng.normal(256));
         st.step(g, step_args(1));
-        CHECK(codes_from_device(*d.dev, st.v_codes)[0] == 0);
-        CHECK(codes_from_device(*d.dev, st.m_codes)[0] == 127);  // the code of 0
-        const float p1 = floats_from_device(*d.dev, st.p)[0];
+        CHECK(codes_from_device(dev, st.v_codes)[0] == 0);
+        CHECK(codes_from_device(dev, st.m_codes)[0] == 127);  // the code of 0
+        const float p1 = floats_from_device(dev, st.p)[0];
         g[0] = 0.0;
         st.step(g, step_args(2));
-        const float p2 = floats_from_device(*d.dev, st.p)[0];
+        const float p2 = floats_from_device(dev, st.p)[0];
         CHECK(p2 == doctest::Approx(p1 - 1e-3 * 0.1 * p1).epsilon(1e-6));  // weight decay only
-    }
+    });
 }

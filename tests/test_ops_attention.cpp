@@ -36,9 +36,7 @@ std::string dims_str(const AttnDims& d) {
 
 TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
     const Tol tol{1e-4, 2e-5};
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         uint64_t seed = 11;
         for (const AttnDims& a : kAttnCases) {
             INFO(dims_str(a));
@@ -87,13 +85,11 @@ TEST_CASE("ops: attention_fwd attention_bwd MHA GQA MQA decode capacity") {
             CHECK(from_device(dev, dk2) == from_device(dev, tdk));
             CHECK(from_device(dev, dv2) == from_device(dev, tdv));
         }
-    }
+    });
 }
 
 TEST_CASE("ops: attention rejects inconsistent dims") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         Tensor t = zeros(dev, 4096);
         AttnDims bad_heads{1, 2, 2, 2, 3, 2, 4};  // H % K != 0
         CHECK_THROWS_AS(dev.attention_fwd(t, t, t, t, t, bad_heads, 0.5f), Error);
@@ -112,5 +108,5 @@ TEST_CASE("ops: attention rejects inconsistent dims") {
                 (dev.attention_bwd(t, t, t, t, t, t, t, t, t, dev_len, 0.5f), dev.synchronize()),
                 Error);
         }
-    }
+    });
 }

@@ -47,36 +47,32 @@ TEST_CASE("ops: gemm every transpose, padded ld, alpha beta, batched") {
         {1, 100, 7, 3, 2, -1.0f, 0.0f}, {31, 63, 17, 3, 0, 1.0f, 0.25f},
         {5, 4, 0, 2, 1, 1.0f, 0.5f},
     };
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         uint64_t seed = 1;
         for (Trans ta : {Trans::N, Trans::T})
             for (Trans tb : {Trans::N, Trans::T})
-                for (const auto& c : cases) run_gemm(*d.dev, ta, tb, c, seed++);
-    }
+                for (const auto& c : cases) run_gemm(dev, ta, tb, c, seed++);
+    });
 }
 
 TEST_CASE("ops: gemm rejects a too small leading dimension") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         GemmArgs g;
         g.m = 4;
         g.n = 4;
         g.k = 4;
-        g.a = zeros(*d.dev, 16);
-        g.b = zeros(*d.dev, 16);
-        g.c = zeros(*d.dev, 16);
+        g.a = zeros(dev, 16);
+        g.b = zeros(dev, 16);
+        g.c = zeros(dev, 16);
         g.lda = 3;
         g.ldb = 4;
         g.ldc = 4;
-        CHECK_THROWS_AS(d.dev->gemm(g), Error);
-    }
+        CHECK_THROWS_AS(dev.gemm(g), Error);
+    });
 }
 
 TEST_CASE("ops: add axpby") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (int64_t n : awkward_sizes()) {
             CAPTURE(n);
             Rng rng(static_cast<uint64_t>(n));
@@ -93,13 +89,11 @@ TEST_CASE("ops: add axpby") {
             ref::axpby(y, 0.75, want, -1.5, n);
             check_close(from_device(dev, tb), y, Tol{}, "axpby");
         }
-    }
+    });
 }
 
 TEST_CASE("ops: add_bias bias_grad") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (auto [rows, cols] :
              {std::pair<int64_t, int64_t>{1, 1}, {7, 65}, {129, 3}, {300, 257}}) {
             CAPTURE(rows);
@@ -116,13 +110,11 @@ TEST_CASE("ops: add_bias bias_grad") {
             check_close(from_device(dev, tdb), wdb,
                         Tol{1e-4, 1e-5 * std::sqrt(static_cast<double>(rows))}, "bias_grad");
         }
-    }
+    });
 }
 
 TEST_CASE("ops: embedding_fwd embedding_bwd with duplicate ids") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (auto [n, dim, rows] :
              {std::tuple<int64_t, int64_t, int32_t>{1, 1, 1}, {17, 33, 5}, {200, 65, 300}}) {
             CAPTURE(n);
@@ -147,5 +139,5 @@ TEST_CASE("ops: embedding_fwd embedding_bwd with duplicate ids") {
             ref::embedding_bwd(want, dout, ids, n, dim);
             check_close(from_device(dev, tdt), want, Tol{}, "embedding_bwd");
         }
-    }
+    });
 }

@@ -48,12 +48,11 @@ int default_threads() {
 }  // namespace
 
 TEST_CASE("ops: determinism, repeated runs are bit-identical") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        auto first = reduction_outputs(*d.dev);
-        auto second = reduction_outputs(*d.dev);
+    for_each_test_device([&](Device& dev) {
+        auto first = reduction_outputs(dev);
+        auto second = reduction_outputs(dev);
         check_close(second, first, Tol{0, 0}, "second run");
-    }
+    });
 }
 
 TEST_CASE("ops: determinism, cpu gives the same bits with 1 thread and with all threads") {

@@ -12,9 +12,7 @@ using namespace moetrain::test;
 
 TEST_CASE("ops: the front door gives one message per problem on every backend") {
     std::unique_ptr<Device> other = open_device("cpu");  // a second device: foreign tensors
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         Tensor t = zeros(dev, 64), small = zeros(dev, 4), ints = zeros(dev, 64, DType::i32);
         auto message = [](auto&& call) {
             try {
@@ -78,5 +76,5 @@ TEST_CASE("ops: the front door gives one message per problem on every backend") 
         CHECK_NOTHROW(prof.add(t, t, t, 16));
         CHECK(message([&] { prof.add(t, small, t, 16); }) ==
               "add: tensor 'a' has 4 elements, the op needs 16");
-    }
+    });
 }

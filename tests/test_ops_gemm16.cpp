@@ -72,16 +72,15 @@ const Case kCases[] = {
 
 void run_all(DType compute) {
     const DType half = compute;
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         uint64_t seed = 1;
         for (DType ad : {DType::f32, half})
             for (DType bd : {DType::f32, half})
                 for (Trans ta : {Trans::N, Trans::T})
                     for (Trans tb : {Trans::N, Trans::T})
                         for (const Case& c : kCases)
-                            run_case(*d.dev, {compute, ad, bd, ta, tb}, c, seed++);
-    }
+                            run_case(dev, {compute, ad, bd, ta, tb}, c, seed++);
+    });
 }
 
 }  // namespace
@@ -100,33 +99,31 @@ TEST_CASE("ops: gemm16 f16 compute, f32 / f16 operands, every transpose, ld, alp
 // 64 + 16 + 8 rows and pads k = 70 to 128 when it packs both operands), and beta = 0 over a C
 // full of NaN (C must not be read).
 TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         for (DType compute : {DType::bf16, DType::f16}) {
-            run_case(*d.dev, {compute, DType::f32, compute, Trans::T, Trans::N},
+            run_case(dev, {compute, DType::f32, compute, Trans::T, Trans::N},
                      {40, 8, 1100, 1, 1, 1.0f, 0.5f}, 7);
             for (Trans ta : {Trans::N, Trans::T})
                 for (Trans tb : {Trans::N, Trans::T}) {
-                    run_case(*d.dev, {compute, DType::f32, DType::f32, ta, tb},
+                    run_case(dev, {compute, DType::f32, DType::f32, ta, tb},
                              {600, 9, 70, 2, 3, 0.5f, 0.25f}, 11);
-                    run_case(*d.dev, {compute, compute, DType::f32, ta, tb},
+                    run_case(dev, {compute, compute, DType::f32, ta, tb},
                              {600, 5, 33, 1, 0, 1.0f, 0.0f}, 12);
                 }
             GemmArgs g = padded_gemm(Trans::N, Trans::N, 13, 11, 20, 1.0f, 0.0f, 0, 1);
             g.compute = compute;
             Rng rng(9);
             auto a = rng.normal(g.m * g.k), b = rng.normal(g.k * g.n);
-            g.a = to_device_as(*d.dev, a, compute);
-            g.b = to_device(*d.dev, b);
-            g.c = to_device(*d.dev, std::vector<double>(static_cast<size_t>(g.m * g.n),
-                                                        std::numeric_limits<double>::quiet_NaN()));
-            d.dev->gemm(g);
+            g.a = to_device_as(dev, a, compute);
+            g.b = to_device(dev, b);
+            g.c = to_device(dev, std::vector<double>(static_cast<size_t>(g.m * g.n),
+                                                     std::numeric_limits<double>::quiet_NaN()));
+            dev.gemm(g);
             std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
             ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
-            check_close(from_device(*d.dev, g.c), want, Tol{1e-5, 1e-5},
-                        "gemm16 beta = 0 over NaN");
+            check_close(from_device(dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
         }
-    }
+    });
 }
 
 // Every element of A is p and of B is q, with p and q just above half an ulp of `compute` above
@@ -134,8 +131,7 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
 // of the rounded products is exact in f32, so C = k * round(p) * round(q) exactly (tolerance
 // 0); unrounded operands move C by k * ulp / 64 or more (ulp = spacing of `compute` at 1).
 TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
+    for_each_test_device([&](Device& dev) {
         for (DType compute : {DType::bf16, DType::f16}) {
             const std::string compute_name = dtype_name(compute);
             CAPTURE(compute_name);
@@ -145,25 +141,23 @@ TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") 
                 const int64_t m = 3, n = 5, k = 8;
                 GemmArgs g = padded_gemm(Trans::N, Trans::N, m, n, k, 1.0f, 0.0f, 0, 1);
                 g.compute = compute;
-                g.a = to_device(*d.dev, std::vector<double>(static_cast<size_t>(m * k), p));
-                g.b = to_device(*d.dev, std::vector<double>(static_cast<size_t>(k * n), q));
-                g.c = zeros(*d.dev, m * n);
-                d.dev->gemm(g);
+                g.a = to_device(dev, std::vector<double>(static_cast<size_t>(m * k), p));
+                g.b = to_device(dev, std::vector<double>(static_cast<size_t>(k * n), q));
+                g.c = zeros(dev, m * n);
+                dev.gemm(g);
                 const double rp = p == tie ? 1.0 : 1 + ulp, rq = q == tie ? 1.0 : 1 + ulp;
                 CHECK(ref::round_to(p, compute) == rp);
                 CHECK(ref::round_to(q, compute) == rq);
-                check_close(from_device(*d.dev, g.c),
+                check_close(from_device(dev, g.c),
                             std::vector<double>(static_cast<size_t>(m * n), k * rp * rq), Tol{0, 0},
                             "gemm16 of rounded operands");
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: gemm16 rejects dtype combinations outside the contract") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         auto args = [&](DType compute, DType a, DType b, DType c) {
             GemmArgs g;
             g.compute = compute;
@@ -190,7 +184,7 @@ TEST_CASE("ops: gemm16 rejects dtype combinations outside the contract") {
                              Error);
         CHECK_NOTHROW(dev.gemm(args(bf16, bf16, f32, f32)));
         CHECK_NOTHROW(dev.gemm(args(f16, f32, f16, f32)));
-    }
+    });
 }
 
 // The CPU packing's branch-free conversions agree bit for bit with dtype.h: every f16 pattern,

@@ -128,8 +128,7 @@ std::vector<std::pair<int64_t, std::vector<int32_t>>> group_cases() {
 }
 
 void run_all(GroupDim dim) {
-    for (auto& dut : test_devices()) {
-        CAPTURE(dut.id);
+    for_each_test_device([&](Device& dev) {
         uint64_t seed = 1;
         for (const auto& [cap, rows] : group_cases()) {
             CAPTURE(cap);
@@ -137,11 +136,11 @@ void run_all(GroupDim dim) {
             for (const Dtypes& d : kDtypes)
                 for (Trans tb : {Trans::N, Trans::T}) {
                     if (dim == GroupDim::k && tb == Trans::T) continue;
-                    run_case(*dut.dev, {dim, tb, 1.0f, 0.0f, 0}, d, z, seed++);
-                    run_case(*dut.dev, {dim, tb, 0.5f, 1.0f, 3}, d, z, seed++);
+                    run_case(dev, {dim, tb, 1.0f, 0.0f, 0}, d, z, seed++);
+                    run_case(dev, {dim, tb, 0.5f, 1.0f, 3}, d, z, seed++);
                 }
         }
-    }
+    });
 }
 
 }  // namespace
@@ -156,9 +155,7 @@ TEST_CASE("ops: gemm_grouped dim k (rows of A and B per group, one C per group)"
 
 // The sizes are read when the op runs: the same tensor with new sizes gives the new grouping.
 TEST_CASE("ops: gemm_grouped reads the group sizes on every call") {
-    for (auto& dut : test_devices()) {
-        CAPTURE(dut.id);
-        Device& dev = *dut.dev;
+    for_each_test_device([&](Device& dev) {
         const Sizes z{12, 5, 4, {}};
         GemmArgs g = grouped_args({GroupDim::m, Trans::T, 1.0f, 0.0f, 0}, z);
         Rng rng(3);
@@ -174,13 +171,11 @@ TEST_CASE("ops: gemm_grouped reads the group sizes on every call") {
             ref::gemm_grouped(ref::gemm_dims(g), a, b, want, r, GroupDim::m);
             check_close(from_device(dev, g.c), want, Tol{1e-4, 1e-5}, "gemm_grouped regrouped");
         }
-    }
+    });
 }
 
 TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
-    for (auto& dut : test_devices()) {
-        CAPTURE(dut.id);
-        Device& dev = *dut.dev;
+    for_each_test_device([&](Device& dev) {
         const Sizes z{8, 3, 4, {}};
         auto args = [&](GroupDim dim) {
             GemmArgs g = grouped_args({dim, Trans::N, 1.0f, 0.0f, 0},
@@ -230,5 +225,5 @@ TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
                 Error);
             CHECK_NOTHROW(run({5, 0, 3}));
         }
-    }
+    });
 }

@@ -53,9 +53,7 @@ TEST_CASE("ops: kv_append host and device positions, f32 bf16 u8") {
         int32_t dev;  // the device-side offset; none when kNone
     };
     constexpr int32_t kNone = -1000;
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (const Case& c :
              {Case{1, 1, 1, 1, 0, kNone}, Case{2, 3, 9, 7, 2, kNone}, Case{3, 1, 6, 33, 0, 5},
               Case{2, 4, 11, 5, 7, -2}, Case{2, 2, 40, 65, 10, 28}}) {
@@ -82,13 +80,11 @@ TEST_CASE("ops: kv_append host and device positions, f32 bf16 u8") {
                 CHECK(download_as(dev, tc) == want);
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: kv_append rejects overflow and mismatched dtypes, reports a bad device offset") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         const int64_t B = 2, T = 2, S = 5, row_len = 3;
         const std::vector<double> cache(B * S * row_len, 7.0), rows(B * T * row_len, 1.0);
         Tensor tc = to_device(dev, cache), tr = to_device(dev, rows);
@@ -103,5 +99,5 @@ TEST_CASE("ops: kv_append rejects overflow and mismatched dtypes, reports a bad 
                             Error);
             CHECK(from_device(dev, tc) == cache);
         }
-    }
+    });
 }

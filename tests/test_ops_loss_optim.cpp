@@ -12,9 +12,7 @@ using namespace moetrain;
 using namespace moetrain::test;
 
 TEST_CASE("ops: cross_entropy with ignored targets and gradient") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         uint64_t seed = 41;
         for (auto [N, V] :
              {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {7, 33}, {33, 1000}, {64, 257}}) {
@@ -37,13 +35,11 @@ TEST_CASE("ops: cross_entropy with ignored targets and gradient") {
         }
         Tensor t = zeros(dev, 8);
         CHECK_THROWS_AS(dev.cross_entropy(t, t, to_device(dev, ref::IVec{4}), 1, 4, 1.0f), Error);
-    }
+    });
 }
 
 TEST_CASE("ops: sum sum_squares") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{17}, int64_t{8193}, int64_t{100003}}) {
             for (bool acc : {false, true}) {
                 CAPTURE(n);
@@ -61,13 +57,11 @@ TEST_CASE("ops: sum sum_squares") {
                 check_close(from_device(dev, tss), ss, Tol{}, "sum_squares");
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: adamw sgd with and without clipping") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         const int64_t n = 1027;
         for (float clip : {0.0f, 1.0f, 1000.0f}) {
             for (float gscale : {1.0f, 0.25f}) {
@@ -100,13 +94,11 @@ TEST_CASE("ops: adamw sgd with and without clipping") {
                 check_close(from_device(dev, tp2), sp, Tol{}, "sgd p");
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: sample greedy ties, temperature, top-k, top-p") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         const int64_t B = 5, V = 67;
         struct Case {
             float temperature;
@@ -144,5 +136,5 @@ TEST_CASE("ops: sample greedy ties, temperature, top-k, top-p") {
                 }
             }
         }
-    }
+    });
 }

@@ -19,9 +19,7 @@ TEST_CASE("ops: identity backend_name name synchronize") {
 }
 
 TEST_CASE("ops: alloc_buffer is zeroed, upload download round trip") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (int64_t n : awkward_sizes()) {
             Tensor t = dev.alloc(DType::f32, Shape{n});
             auto z = from_device(dev, t);
@@ -45,13 +43,11 @@ TEST_CASE("ops: alloc_buffer is zeroed, upload download round trip") {
         std::vector<uint8_t> back(5);
         dev.download(back.data(), u.view(7, Shape{5}));
         CHECK(std::equal(back.begin(), back.end(), bytes.begin() + 7));
-    }
+    });
 }
 
 TEST_CASE("ops: copy between views") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         Rng rng(3);
         auto x = rng.normal(37);
         Tensor src = to_device(dev, x);
@@ -62,13 +58,11 @@ TEST_CASE("ops: copy between views") {
         std::copy(x.begin() + 5, x.begin() + 25, want.begin() + 11);
         check_close(got, want, Tol{0, 0}, "copy");
         CHECK_THROWS_AS(dev.copy(dst, dev.alloc(DType::i32, Shape{50})), Error);
-    }
+    });
 }
 
 TEST_CASE("ops: fill every dtype") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         const int64_t n = 33;
         for (DType t : {DType::f32, DType::bf16, DType::f16, DType::i32, DType::u8}) {
             INFO("dtype " << std::string(dtype_name(t)));
@@ -106,13 +100,11 @@ TEST_CASE("ops: fill every dtype") {
             for (int64_t i = 1; i <= n; ++i)
                 REQUIRE(decode(static_cast<size_t>(i)) == ref::round_to(value, t));
         }
-    }
+    });
 }
 
 TEST_CASE("ops: convert f32 bf16 f16 both ways") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         Rng rng(5);
         auto x = rng.normal(257, 3.0);
         x[0] = 0.0;
@@ -144,17 +136,15 @@ TEST_CASE("ops: convert f32 bf16 f16 both ways") {
         for (size_t i = 0; i < bits.size(); ++i)
             REQUIRE(bits[i] == f32_to_f16(bf16_to_f32(f32_to_bf16(static_cast<float>(x[i])))));
         CHECK_THROWS_AS(dev.convert(dev.alloc(DType::i32, Shape{257}), f), Error);
-    }
+    });
 }
 
 TEST_CASE("ops: wrong arguments throw moetrain::Error") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         Tensor small = zeros(dev, 4), ints = zeros(dev, 16, DType::i32), big = zeros(dev, 16);
         CHECK_THROWS_AS(dev.add(big, small, big, 16), Error);          // too few elements
         CHECK_THROWS_AS(dev.add(big, ints, big, 16), Error);           // wrong dtype
         CHECK_THROWS_AS(dev.act_fwd(Act::relu, big, big, -1), Error);  // negative size
         CHECK_THROWS_AS(dev.add(big, Tensor{}, big, 16), Error);       // empty tensor
-    }
+    });
 }

@@ -15,9 +15,7 @@ const std::pair<int64_t, int64_t> kNormShapes[] = {{1, 1}, {3, 7}, {17, 64}, {65
 }
 
 TEST_CASE("ops: rmsnorm_fwd rmsnorm_bwd") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (auto [rows, dim] : kNormShapes) {
             CAPTURE(rows);
             CAPTURE(dim);
@@ -43,13 +41,11 @@ TEST_CASE("ops: rmsnorm_fwd rmsnorm_bwd") {
                             Tol{1e-4, 2e-5 * std::sqrt(static_cast<double>(rows))}, "rmsnorm dg");
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: layernorm_fwd layernorm_bwd with and without bias") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         for (auto [rows, dim] : kNormShapes) {
             if (dim == 1)
                 continue;  // variance 0: the output is b, the gradient 0 (not informative)
@@ -90,13 +86,11 @@ TEST_CASE("ops: layernorm_fwd layernorm_bwd with and without bias") {
                 }
             }
         }
-    }
+    });
 }
 
 TEST_CASE("ops: rope forward, inverse, position offset") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
+    for_each_test_device([&](Device& dev) {
         struct Case {
             int64_t B, T, nh, hd, pos0;
             float theta;
@@ -146,5 +140,5 @@ TEST_CASE("ops: rope forward, inverse, position offset") {
                             Error);
             CHECK(from_device(dev, x8) == std::vector<double>(16, 1.0));
         }
-    }
+    });
 }

@@ -2,7 +2,9 @@
 // against central finite differences (float64, step 1e-6) of the reference forward ops, on
 // small sizes, so that the ground truth the device tests compare with is trusted. Tolerance
 // rel 1e-5, abs 1e-7 (central differences are O(h^2) accurate; rounding ~1e-10).
+#include <array>
 #include <functional>
+#include <tuple>
 
 #include "op_test_util.h"
 #include "reference_ops.h"
@@ -30,6 +32,22 @@ Vec numeric_grad(const std::function<double(const Vec&)>& f, Vec x, double h = 1
     return g;
 }
 
+// Each analytic gradient grads[i] of f(inputs...) against the central differences of f in
+// input i alone (the other inputs held), reported under names[i].
+template <class F, size_t N>
+void check_input_grads(F f, const std::array<Vec, N>& inputs,
+                       const std::array<const Vec*, N>& grads,
+                       const std::array<const char*, N>& names) {
+    for (size_t i = 0; i < N; ++i) {
+        auto fi = [&](const Vec& v) {
+            std::array<Vec, N> args = inputs;
+            args[i] = v;
+            return std::apply(f, args);
+        };
+        check_close(*grads[i], numeric_grad(fi, inputs[i]), kFdTol, names[i]);
+    }
+}
+
 double dot(const Vec& a, const Vec& b) {
     double s = 0;
     for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -52,10 +70,7 @@ TEST_CASE("ops: reference rmsnorm_bwd layernorm_bwd match finite differences") {
         Vec y(x.size()), rs(rows), dx(x.size()), dg(dim, 0.0);
         ref::rmsnorm_fwd(y, rs, x, g, rows, dim, eps);
         ref::rmsnorm_bwd(dx, dg, r, x, g, rs, rows, dim, false);
-        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g); }, x), kFdTol,
-                    "rmsnorm dx");
-        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v); }, g), kFdTol,
-                    "rmsnorm dg");
+        check_input_grads(f, std::array{x, g}, {&dx, &dg}, {"rmsnorm dx", "rmsnorm dg"});
     }
     {
         auto f = [&](const Vec& xx, const Vec& gg, const Vec& bb) {
@@ -66,12 +81,8 @@ TEST_CASE("ops: reference rmsnorm_bwd layernorm_bwd match finite differences") {
         Vec y(x.size()), mu(rows), rs(rows), dx(x.size()), dg(dim, 0.0), db(dim, 0.0);
         ref::layernorm_fwd(y, mu, rs, x, g, b, rows, dim, eps);
         ref::layernorm_bwd(dx, dg, db, r, x, g, mu, rs, rows, dim, false);
-        check_close(dx, numeric_grad([&](const Vec& v) { return f(v, g, b); }, x), kFdTol,
-                    "layernorm dx");
-        check_close(dg, numeric_grad([&](const Vec& v) { return f(x, v, b); }, g), kFdTol,
-                    "layernorm dg");
-        check_close(db, numeric_grad([&](const Vec& v) { return f(x, g, v); }, b), kFdTol,
-                    "layernorm db");
+        check_input_grads(f, std::array{x, g, b}, {&dx, &dg, &db},
+                          {"layernorm dx", "layernorm dg", "layernorm db"});
     }
 }
 
@@ -88,12 +99,8 @@ TEST_CASE("ops: reference attention_bwd matches finite differences (GQA, decode,
         };
         Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)), dv(static_cast<size_t>(nk));
         ref::attention_bwd(dq, dk, dv, r, q, k, v, d, scale);
-        check_close(dq, numeric_grad([&](const Vec& x) { return f(x, k, v); }, q), kFdTol,
-                    "attention dq");
-        check_close(dk, numeric_grad([&](const Vec& x) { return f(q, x, v); }, k), kFdTol,
-                    "attention dk");
-        check_close(dv, numeric_grad([&](const Vec& x) { return f(q, k, x); }, v), kFdTol,
-                    "attention dv");
+        check_input_grads(f, std::array{q, k, v}, {&dq, &dk, &dv},
+                          {"attention dq", "attention dk", "attention dv"});
     }
 }
 
@@ -119,9 +126,7 @@ TEST_CASE("ops: reference act_bwd swiglu_bwd match finite differences") {
         ref::swiglu_fwd(h, gg, uu, n);
         return dot(r, h);
     };
-    check_close(dg, numeric_grad([&](const Vec& v) { return f(v, up); }, x), kFdTol,
-                "swiglu dgate");
-    check_close(du, numeric_grad([&](const Vec& v) { return f(x, v); }, up), kFdTol, "swiglu dup");
+    check_input_grads(f, std::array{x, up}, {&dg, &du}, {"swiglu dgate", "swiglu dup"});
 }
 
 TEST_CASE("ops: reference router_bwd matches finite differences of top-k weights + aux + z") {
@@ -201,10 +206,7 @@ TEST_CASE("ops: reference moe_combine_bwd embedding_bwd bias_grad match finite d
         };
         Vec drows(rows.size()), dw(w.size());
         ref::moe_combine_bwd(drows, dw, dy, rows, slot_row, w, N, k, dim);
-        check_close(drows, numeric_grad([&](const Vec& v) { return f(v, w); }, rows), kFdTol,
-                    "combine drows");
-        check_close(dw, numeric_grad([&](const Vec& v) { return f(rows, v); }, w), kFdTol,
-                    "combine dw");
+        check_input_grads(f, std::array{rows, w}, {&drows, &dw}, {"combine drows", "combine dw"});
     }
     {
         const int64_t n = 5, dim = 3, V = 4;

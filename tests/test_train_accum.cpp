@@ -27,8 +27,7 @@ ModelConfig accum_config() {
 
 TEST_CASE("train: accumulating 2 half batches equals one full batch") {
     const ModelConfig c = accum_config();
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
+    test::for_each_test_device([&](Device& dev) {
         const int B = 4, T = 8;
         const rm::Batch b = rm::random_batch(c.vocab_size, B, T, 21);
         // SGD: the update is linear in the gradient, so rounding differences stay rounding-sized
@@ -37,7 +36,7 @@ TEST_CASE("train: accumulating 2 half batches equals one full batch") {
         o.optimizer = OptimizerKind::sgd;
         o.lr = 0.1;
         o.total_steps = 3;
-        Model full(*d.dev, c), half(*d.dev, c);
+        Model full(dev, c), half(dev, c);
         rm::randomize_weights(full, 8);
         rm::randomize_weights(half, 8);
         Trainer t1(full, o);
@@ -59,18 +58,17 @@ TEST_CASE("train: accumulating 2 half batches equals one full batch") {
         for (size_t i = 0; i < pf.size(); ++i)
             worst = std::max(worst, double{std::abs(pf[i] - ph[i])});
         CHECK(worst < 1e-6);
-    }
+    });
 }
 
 TEST_CASE("train: the same seed gives bit-identical losses over 5 steps") {
     ModelConfig c = rm::with_moe(rm::small_config(), 4, 2, 1);
     c.moe->z_loss_alpha = 0.001;
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
+    test::for_each_test_device([&](Device& dev) {
         std::vector<std::vector<double>> runs;
         std::vector<std::vector<float>> finals;
         for (int run = 0; run < 2; ++run) {
-            Model m(*d.dev, c);
+            Model m(dev, c);
             m.init_weights(1234);
             TrainOptions o;
             o.lr = 3e-3;
@@ -90,14 +88,13 @@ TEST_CASE("train: the same seed gives bit-identical losses over 5 steps") {
         CHECK(runs[0] == runs[1]);
         CHECK(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * sizeof(float)) ==
               0);
-    }
+    });
 }
 
 TEST_CASE("train: training lowers the loss on a repeated batch") {
     const ModelConfig c = rm::with_moe(rm::small_config(), 4, 2, 1);
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         m.init_weights(3);
         TrainOptions o;
         o.lr = 1e-2;
@@ -108,5 +105,5 @@ TEST_CASE("train: training lowers the loss on a repeated batch") {
         double last = first;
         for (int s = 1; s < 20; ++s) last = tr.step(b.x.data(), b.y.data(), 2, 8).loss.ce;
         CHECK(last < first - 0.5);
-    }
+    });
 }

@@ -63,9 +63,8 @@ std::vector<bool> decay_mask(const Model& m) {
 
 TEST_CASE("train: two AdamW steps with clipping equal the hand computation") {
     const ModelConfig c = rm::with_moe(rm::small_config(), 4, 2, 1);
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         rm::randomize_weights(m, 4);
         const int B = 2, T = 8;
         const rm::Batch b = rm::random_batch(c.vocab_size, B, T, 9);
@@ -110,14 +109,13 @@ TEST_CASE("train: two AdamW steps with clipping equal the hand computation") {
             p = got;
         }
         CHECK(tr.steps_done() == 2);
-    }
+    });
 }
 
 TEST_CASE("train: one SGD step without clipping is p - lr g") {
     const ModelConfig c = rm::small_config();
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         rm::randomize_weights(m, 6);
         const rm::Batch b = rm::random_batch(c.vocab_size, 2, 8, 1);
         TrainOptions o;
@@ -135,14 +133,13 @@ TEST_CASE("train: one SGD step without clipping is p - lr g") {
         for (size_t i = 0; i < p.size(); ++i)
             worst = std::max(worst, std::abs(got[i] - (p[i] - 0.5 * double{g[i]})));
         CHECK(worst < 1e-6);
-    }
+    });
 }
 
 TEST_CASE("train: a non-finite loss throws before the update") {
     const ModelConfig c = rm::small_config();
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m(dev, c);
         m.init_weights(1);
         std::vector<float> w = m.get_param("lm_head.weight");
         w[3] = std::numeric_limits<float>::infinity();
@@ -156,7 +153,7 @@ TEST_CASE("train: a non-finite loss throws before the update") {
         const std::vector<float> after = m.get_flat(m.params_flat());
         CHECK(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)) == 0);
         CHECK(tr.steps_done() == 0);
-    }
+    });
 }
 
 TEST_CASE("train: invalid options are rejected by name") {

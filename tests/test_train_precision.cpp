@@ -69,9 +69,8 @@ TEST_CASE("precision: 16-bit products round their operands, and follow weight up
     const ModelConfig c = xb::config_moe_softmax().cfg;
     const xb::Batch b =
         xb::batch_at(xb::token_stream(c.vocab_size, 4096, 5), 0, xb::kTrainB, xb::kTrainT);
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
-        Model m32(*d.dev, c), m16(*d.dev, c);
+    test::for_each_test_device([&](Device& dev) {
+        Model m32(dev, c), m16(dev, c);
         m32.init_weights(11);
         m16.set_precision(Precision::bf16);
         m16.init_weights(11);
@@ -93,7 +92,7 @@ TEST_CASE("precision: 16-bit products round their operands, and follow weight up
         // Back to fp32: exactly the fp32 model again.
         m16.set_precision(Precision::fp32);
         CHECK(loss_of(m16, b).ce == l32b);
-    }
+    });
 }
 
 TEST_CASE("precision: an fp16 overflow skips the step, halves the scale, changes nothing else") {
@@ -101,11 +100,10 @@ TEST_CASE("precision: an fp16 overflow skips the step, halves the scale, changes
     const std::vector<int32_t> stream = xb::token_stream(c.vocab_size, 4096, 9);
     const xb::Batch b0 = xb::batch_at(stream, 0, xb::kTrainB, xb::kTrainT);
     const xb::Batch b1 = xb::batch_at(stream, 1, xb::kTrainB, xb::kTrainT);
-    for (auto& d : test::test_devices()) {
-        CAPTURE(d.id);
+    test::for_each_test_device([&](Device& dev) {
         TrainOptions o = xb::curve_options(10);
         o.loss_scale_init = std::ldexp(1.0, 40);  // loss gradients far beyond fp16's 65504
-        Model a(*d.dev, c), ref(*d.dev, c);
+        Model a(dev, c), ref(dev, c);
         for (Model* m : {&a, &ref}) {
             m->set_precision(Precision::fp16);
             m->init_weights(5);
@@ -137,7 +135,7 @@ TEST_CASE("precision: an fp16 overflow skips the step, halves the scale, changes
         const std::vector<float> pr = ref.get_flat(ref.params_flat());
         CHECK(std::memcmp(pa.data(), pr.data(), pa.size() * sizeof(float)) == 0);
         CHECK(std::memcmp(pa.data(), p0.data(), pa.size() * sizeof(float)) != 0);
-    }
+    });
 }
 
 TEST_CASE("precision: the fp16 loss scale doubles after its window and survives a checkpoint") {

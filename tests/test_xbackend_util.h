@@ -68,16 +68,7 @@ struct NamedConfig {
 
 // V 64, D 32, 2 layers, 4 heads of 8, F 48, max_seq_len 32: rmsnorm, rope, swiglu, untied.
 inline ModelConfig base_config() {
-    ModelConfig c;
-    c.vocab_size = 64;
-    c.d_model = 32;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 4;
-    c.head_dim = 8;
-    c.max_seq_len = 32;
-    c.d_ff = 48;
-    return c;
+    return sized_config(64, 32, 2, 4, 4, 48, 32);
 }
 
 inline MoeConfig moe_block(int experts, int top_k, RouterKind router) {

@@ -57,6 +57,11 @@ struct ModelConfig {
     double rope_theta_eff() const;
 };
 
+// A config of these sizes (head_dim = d_model / n_heads) with every other setting at its
+// default: the starting point of the presets and of configs built in code.
+ModelConfig sized_config(int vocab_size, int d_model, int n_layers, int n_heads, int n_kv_heads,
+                         int d_ff, int max_seq_len);
+
 // Parse and validate a JSON config. Throws moetrain::Error naming the key on unknown keys,
 // wrong types, missing required keys and inconsistent values.
 ModelConfig parse_config(const std::string& json_text);

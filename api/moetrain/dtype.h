@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "moetrain/enum_names.h"
+
 namespace moetrain {
 
 enum class DType : uint8_t { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, u8 = 4 };
@@ -23,20 +25,14 @@ inline size_t dtype_size(DType t) {
     return 0;
 }
 
+inline constexpr EnumName<DType> kDtypeNames[] = {{DType::f32, "f32"},
+                                                  {DType::bf16, "bf16"},
+                                                  {DType::f16, "f16"},
+                                                  {DType::i32, "i32"},
+                                                  {DType::u8, "u8"}};
+
 inline const char* dtype_name(DType t) {
-    switch (t) {
-        case DType::f32:
-            return "f32";
-        case DType::bf16:
-            return "bf16";
-        case DType::f16:
-            return "f16";
-        case DType::i32:
-            return "i32";
-        case DType::u8:
-            return "u8";
-    }
-    return "?";
+    return enum_name(kDtypeNames, t);
 }
 
 // bf16 <-> f32 (round to nearest even; NaN stays NaN).

@@ -6,29 +6,23 @@
 #include <string>
 
 #include "moetrain/dtype.h"
+#include "moetrain/enum_names.h"
 #include "moetrain/error.h"
 
 namespace moetrain {
 
 enum class Precision { fp32, bf16, fp16 };
 
+inline constexpr EnumName<Precision> kPrecisionNames[] = {
+    {Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}};
+
 inline const char* precision_name(Precision p) {
-    switch (p) {
-        case Precision::fp32:
-            return "fp32";
-        case Precision::bf16:
-            return "bf16";
-        case Precision::fp16:
-            return "fp16";
-    }
-    return "?";
+    return enum_name(kPrecisionNames, p);
 }
 
 inline Precision parse_precision(const std::string& s) {
-    if (s == "fp32") return Precision::fp32;
-    if (s == "bf16") return Precision::bf16;
-    if (s == "fp16") return Precision::fp16;
-    fail("unknown precision '", s, "' (fp32, bf16, fp16)");
+    if (auto p = enum_value(kPrecisionNames, s)) return *p;
+    fail("unknown precision '", s, "' (", enum_name_list(kPrecisionNames), ")");
 }
 
 // The element type matrix products round their operands to.

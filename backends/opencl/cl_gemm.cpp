@@ -11,52 +11,30 @@
 #include <vector>
 
 #include "cl_device.h"
+#include "moetrain/enum_names.h"
 #include "shared/gemm_dtypes.h"
 #include "shared/grouped_gemm.h"
 
 namespace moetrain::opencl {
 namespace {
 
+// CLBlast's own status codes by name; the others are OpenCL codes (cl_error_name).
 const char* status_name(clblast::StatusCode s) {
-    using S = clblast::StatusCode;
-    switch (s) {
-        case S::kNotImplemented:
-            return "kNotImplemented";
-        case S::kInvalidMatrixA:
-            return "kInvalidMatrixA";
-        case S::kInvalidMatrixB:
-            return "kInvalidMatrixB";
-        case S::kInvalidMatrixC:
-            return "kInvalidMatrixC";
-        case S::kInvalidDimension:
-            return "kInvalidDimension";
-        case S::kInvalidLeadDimA:
-            return "kInvalidLeadDimA";
-        case S::kInvalidLeadDimB:
-            return "kInvalidLeadDimB";
-        case S::kInvalidLeadDimC:
-            return "kInvalidLeadDimC";
-        case S::kInsufficientMemoryA:
-            return "kInsufficientMemoryA";
-        case S::kInsufficientMemoryB:
-            return "kInsufficientMemoryB";
-        case S::kInsufficientMemoryC:
-            return "kInsufficientMemoryC";
-        case S::kInsufficientMemoryTemp:
-            return "kInsufficientMemoryTemp";
-        case S::kInvalidBatchCount:
-            return "kInvalidBatchCount";
-        case S::kInvalidLocalMemUsage:
-            return "kInvalidLocalMemUsage";
-        case S::kDatabaseError:
-            return "kDatabaseError";
-        case S::kUnknownError:
-            return "kUnknownError";
-        case S::kUnexpectedError:
-            return "kUnexpectedError";
-        default:
-            return cl_error_name(static_cast<cl_int>(s));
-    }
+#define MT_CLBLAST_STATUS(x) \
+    { clblast::StatusCode::x, #x }
+    static constexpr EnumName<clblast::StatusCode> kNames[] = {
+        MT_CLBLAST_STATUS(kNotImplemented),      MT_CLBLAST_STATUS(kInvalidMatrixA),
+        MT_CLBLAST_STATUS(kInvalidMatrixB),      MT_CLBLAST_STATUS(kInvalidMatrixC),
+        MT_CLBLAST_STATUS(kInvalidDimension),    MT_CLBLAST_STATUS(kInvalidLeadDimA),
+        MT_CLBLAST_STATUS(kInvalidLeadDimB),     MT_CLBLAST_STATUS(kInvalidLeadDimC),
+        MT_CLBLAST_STATUS(kInsufficientMemoryA), MT_CLBLAST_STATUS(kInsufficientMemoryB),
+        MT_CLBLAST_STATUS(kInsufficientMemoryC), MT_CLBLAST_STATUS(kInsufficientMemoryTemp),
+        MT_CLBLAST_STATUS(kInvalidBatchCount),   MT_CLBLAST_STATUS(kInvalidLocalMemUsage),
+        MT_CLBLAST_STATUS(kDatabaseError),       MT_CLBLAST_STATUS(kUnknownError),
+        MT_CLBLAST_STATUS(kUnexpectedError)};
+#undef MT_CLBLAST_STATUS
+    const char* name = enum_name(kNames, s, nullptr);
+    return name ? name : cl_error_name(static_cast<cl_int>(s));
 }
 
 clblast::Transpose trans(Trans t) {

@@ -21,6 +21,14 @@ constexpr std::array<uint32_t, 256> make_table() {
     return t;
 }
 constexpr std::array<uint32_t, 256> kTable = make_table();
+// The check value of the CRC-32C catalogue: crc32c("123456789") = 0xE3069283.
+constexpr uint32_t check() {
+    uint32_t c = 0xFFFFFFFFu;
+    for (char ch : {'1', '2', '3', '4', '5', '6', '7', '8', '9'})
+        c = kTable[(c ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+static_assert(check() == 0xE3069283u, "CRC-32C table");
 
 uint32_t crc_table(const unsigned char* p, size_t n, uint32_t c) {
     for (size_t i = 0; i < n; ++i) c = kTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);

@@ -15,36 +15,28 @@
 
 #include "io/hf_mapping.h"
 #include "io/json.h"
+#include "moetrain/enum_names.h"
 #include "moetrain/error.h"
 
 namespace moetrain::io {
 
+namespace {
+constexpr EnumName<HfFamily> kArchitectures[] = {{HfFamily::gpt2, "GPT2LMHeadModel"},
+                                                 {HfFamily::llama, "LlamaForCausalLM"},
+                                                 {HfFamily::mixtral, "MixtralForCausalLM"},
+                                                 {HfFamily::qwen2_moe, "Qwen2MoeForCausalLM"}};
+constexpr EnumName<HfFamily> kModelTypes[] = {{HfFamily::gpt2, "gpt2"},
+                                              {HfFamily::llama, "llama"},
+                                              {HfFamily::mixtral, "mixtral"},
+                                              {HfFamily::qwen2_moe, "qwen2_moe"}};
+}  // namespace
+
 const char* hf_architecture(HfFamily f) {
-    switch (f) {
-        case HfFamily::gpt2:
-            return "GPT2LMHeadModel";
-        case HfFamily::llama:
-            return "LlamaForCausalLM";
-        case HfFamily::mixtral:
-            return "MixtralForCausalLM";
-        case HfFamily::qwen2_moe:
-            return "Qwen2MoeForCausalLM";
-    }
-    return "?";
+    return enum_name(kArchitectures, f);
 }
 
 const char* hf_model_type(HfFamily f) {
-    switch (f) {
-        case HfFamily::gpt2:
-            return "gpt2";
-        case HfFamily::llama:
-            return "llama";
-        case HfFamily::mixtral:
-            return "mixtral";
-        case HfFamily::qwen2_moe:
-            return "qwen2_moe";
-    }
-    return "?";
+    return enum_name(kModelTypes, f);
 }
 
 namespace {

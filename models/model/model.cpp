@@ -2,25 +2,22 @@
 // the recompute mode and workspace size).
 
 #include "model/model_impl.h"
+#include "moetrain/enum_names.h"
 
 namespace moetrain {
 
+namespace {
+constexpr EnumName<Recompute> kRecomputeNames[] = {
+    {Recompute::none, "none"}, {Recompute::block, "block"}, {Recompute::ffn, "ffn"}};
+}  // namespace
+
 std::string to_string(Recompute r) {
-    switch (r) {
-        case Recompute::none:
-            return "none";
-        case Recompute::block:
-            return "block";
-        case Recompute::ffn:
-            return "ffn";
-    }
-    return "?";
+    return enum_name(kRecomputeNames, r);
 }
 
 Recompute parse_recompute(const std::string& s) {
-    for (Recompute r : {Recompute::none, Recompute::block, Recompute::ffn})
-        if (s == to_string(r)) return r;
-    throw Error("unknown recompute mode '" + s + "' (none, block, ffn)");
+    if (auto r = enum_value(kRecomputeNames, s)) return *r;
+    throw Error("unknown recompute mode '" + s + "' (" + enum_name_list(kRecomputeNames) + ")");
 }
 
 Model::Model(Device& device, const ModelConfig& config)

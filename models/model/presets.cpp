@@ -8,12 +8,11 @@
 #include "moetrain/error.h"
 
 namespace moetrain {
-namespace {
 
-ModelConfig base(int vocab, int d_model, int n_layers, int n_heads, int n_kv_heads, int d_ff,
-                 int max_seq_len) {
+ModelConfig sized_config(int vocab_size, int d_model, int n_layers, int n_heads, int n_kv_heads,
+                         int d_ff, int max_seq_len) {
     ModelConfig c;
-    c.vocab_size = vocab;
+    c.vocab_size = vocab_size;
     c.d_model = d_model;
     c.n_layers = n_layers;
     c.n_heads = n_heads;
@@ -23,6 +22,8 @@ ModelConfig base(int vocab, int d_model, int n_layers, int n_heads, int n_kv_hea
     c.max_seq_len = max_seq_len;
     return c;
 }
+
+namespace {
 
 // GPT-2 style: layernorm with biases, learned positions, gelu, tied embeddings.
 ModelConfig gpt_style(ModelConfig c) {
@@ -44,7 +45,7 @@ ModelConfig with_moe(ModelConfig c, int n_experts, int top_k) {
 
 ModelConfig tiny() {
     // Layer 0 dense, layer 1 MoE (4 experts, top-2, 1 shared expert, z-loss on).
-    ModelConfig c = with_moe(base(256, 64, 2, 4, 2, 128, 128), 4, 2);
+    ModelConfig c = with_moe(sized_config(256, 64, 2, 4, 2, 128, 128), 4, 2);
     c.moe->n_shared_experts = 1;
     c.moe->z_loss_alpha = 0.001;
     c.moe->first_layer = 1;
@@ -54,10 +55,11 @@ ModelConfig tiny() {
 const std::vector<std::pair<std::string, std::function<ModelConfig()>>>& presets() {
     static const std::vector<std::pair<std::string, std::function<ModelConfig()>>> table = {
         {"tiny", tiny},
-        {"dense-small", [] { return gpt_style(base(8192, 512, 8, 8, 8, 2048, 1024)); }},
-        {"moe-mini", [] { return with_moe(base(8192, 512, 8, 8, 1, 1024, 1024), 16, 4); }},
-        {"gpt2-124m", [] { return gpt_style(base(50304, 768, 12, 12, 12, 3072, 1024)); }},
-        {"seed-moe", [] { return with_moe(base(32000, 768, 30, 12, 1, 6144, 2048), 16, 4); }},
+        {"dense-small", [] { return gpt_style(sized_config(8192, 512, 8, 8, 8, 2048, 1024)); }},
+        {"moe-mini", [] { return with_moe(sized_config(8192, 512, 8, 8, 1, 1024, 1024), 16, 4); }},
+        {"gpt2-124m", [] { return gpt_style(sized_config(50304, 768, 12, 12, 12, 3072, 1024)); }},
+        {"seed-moe",
+         [] { return with_moe(sized_config(32000, 768, 30, 12, 1, 6144, 2048), 16, 4); }},
     };
     return table;
 }

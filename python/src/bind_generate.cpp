@@ -16,13 +16,7 @@ namespace moetrain::python {
 namespace {
 GenerateOptions options(int max_new_tokens, float temperature, int64_t top_k, float top_p,
                         uint64_t seed) {
-    GenerateOptions g;
-    g.max_new_tokens = max_new_tokens;
-    g.temperature = temperature;
-    g.top_k = top_k;
-    g.top_p = top_p;
-    g.seed = seed;
-    return g;
+    return GenerateOptions{max_new_tokens, temperature, top_k, top_p, seed};
 }
 
 std::vector<int32_t> run(Model& model, std::vector<int32_t> prompt, const GenerateOptions& g) {

@@ -6,7 +6,6 @@
 Every user error must end in exactly one stderr line "moetrain: error: ..." and a non-zero
 exit status below 128 (no abort, no crash, no stack trace).
 """
-import argparse
 import json
 import os
 import random
@@ -18,73 +17,18 @@ import subprocess
 import sys
 import time
 
-ARGS = None
-TESTS = {}
-
-
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
-
-
-def run(*argv, ok=True, timeout=600):
-    p = subprocess.run([ARGS.moetrain, *map(str, argv)], capture_output=True, text=True,
-                       encoding="utf-8", errors="replace",
-                       timeout=timeout)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"moetrain {' '.join(map(str, argv))} failed ({p.returncode}):\n"
-                             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p
-
-
-def expect_error(argv, must_contain):
-    p = run(*argv, ok=False)
-    err = p.stderr.strip().splitlines()
-    assert p.returncode != 0, f"expected failure for {argv}, got exit 0:\n{p.stdout[-2000:]}"
-    assert 0 < p.returncode < 128, f"{argv}: crashed with exit {p.returncode}: {p.stderr}"
-    assert len(err) == 1, f"{argv}: expected one stderr line, got:\n{p.stderr}"
-    assert err[0].startswith("moetrain: error: "), f"{argv}: bad message: {err[0]}"
-    for word in ([must_contain] if isinstance(must_contain, str) else must_contain):
-        assert word.lower() in err[0].lower(), f"{argv}: '{word}' not in: {err[0]}"
-    print(f"ok: {' '.join(map(str, argv))[:90]}\n    -> {err[0]}")
-    return err[0]
-
-
-def work(name):
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def corpus(d, n_bytes=60000, seed=0):
-    """An English-like text: sentences from a small vocabulary (deterministic)."""
-    rng = random.Random(seed)
-    words = ("the king and queen of a far land spoke to their people about bread wine and war "
-             "while the young prince rode north to find his brother in the old castle").split()
-    out = []
-    size = 0
-    while size < n_bytes:
-        s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
-        s = s[0].upper() + s[1:] + ".\n"
-        out.append(s)
-        size += len(s)
-    path = os.path.join(d, "corpus.txt")
-    with open(path, "w") as f:
-        f.write("".join(out)[:n_bytes])
-    return path
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_testlib import (ARGS, TESTS, Skip, corpus, expect_error, last_json,  # noqa: E402,F401
+                         main, read_json, read_log, run, step_losses, test, work, write)
 
 TINY = ["--device", "cpu", "--preset", "tiny", "--batch", "4", "--seq", "32", "--threads", "1"]
 
 
-def read_log(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def step_losses(path):
-    return [(r["step"], r["loss"]) for r in read_log(path) if "eval" not in r]
+def tiny_checkpoint(d, steps):
+    """The corpus in d and a TINY run of `steps` steps in d/run: (corpus, its checkpoint)."""
+    data = corpus(d)
+    run("train", *TINY, "--data", data, "--steps", steps, "--out", f"{d}/run")
+    return data, f"{d}/run/step_{steps:06d}"
 
 
 @test
@@ -149,15 +93,15 @@ def train_eval_generate():
     assert len(evals) == 2 and evals[0]["step"] == 3
     p = run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 4, "--seq", 32,
             "--batches", 2)
-    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j = last_json(p)
     assert set(j) >= {"ce", "aux", "z", "loss", "tokens"}, j
     assert abs(j["loss"] - evals[-1]["eval"]["loss"]) < 1e-6, (j, evals[-1])
     g1 = run("generate", "--checkpoint", f"{d}/run", "--prompt", "The king", "--max-new", 20,
              "--temperature", 0, "--json")
     g2 = run("generate", "--checkpoint", f"{d}/run/step_000006", "--prompt", "The king",
              "--max-new", 20, "--temperature", 0, "--json")
-    j1 = json.loads(g1.stdout.strip().splitlines()[-1])
-    j2 = json.loads(g2.stdout.strip().splitlines()[-1])
+    j1 = last_json(g1)
+    j2 = last_json(g2)
     assert len(j1["tokens"]) == 20 and j1 == j2, (j1, j2)
     s1 = run("generate", "--checkpoint", f"{d}/run", "--max-new", 20, "--temperature", 1.0,
              "--top-k", 20, "--top-p", 0.9, "--seed", 7, "--json")
@@ -167,7 +111,7 @@ def train_eval_generate():
     # Longer than the model's max_seq_len (128 for tiny): the context window slides.
     g3 = run("generate", "--checkpoint", f"{d}/run", "--prompt", "The", "--max-new", 300,
              "--temperature", 0.9, "--seed", 5, "--json")
-    j3 = json.loads(g3.stdout.strip().splitlines()[-1])
+    j3 = last_json(g3)
     assert len(j3["tokens"]) == 300, len(j3["tokens"])
 
 
@@ -195,8 +139,7 @@ def adamw8bit_trains_saves_resumes():
     run("train", *common, "--optimizer", "adamw8bit", "--stop-at", 3, "--out", f"{d}/run",
         "--log-json", f"{d}/a.jsonl")
     ck = f"{d}/run/step_000003"
-    with open(f"{ck}/state.json") as f:
-        state = json.load(f)
+    state = read_json(f"{ck}/state.json")
     assert state["optimizer_state"] == "adamw8bit_moments", state
     assert state["train"]["optimizer"] == "adamw8bit", state
     with open(f"{ck}/optimizer.safetensors", "rb") as f:
@@ -223,7 +166,7 @@ def adamw8bit_trains_saves_resumes():
     for opt in ("adamw", "adamw8bit"):
         p = run("plan", "--preset", "tiny", "--batch", 4, "--seq", 32, "--memory-gb", 1,
                 "--optimizer", opt)
-        plans[opt] = json.loads(p.stdout.strip().splitlines()[-1])["optimizer"]
+        plans[opt] = last_json(p)["optimizer"]
     assert plans["adamw"] / 4 <= plans["adamw8bit"] <= plans["adamw"] / 4 * 1.02, plans
 
 
@@ -231,9 +174,9 @@ def adamw8bit_trains_saves_resumes():
 def plan_capacity_and_device_errors():
     # A plan for the machine's own cpu, a given capacity, and every bad --device in one line.
     base = ["plan", "--preset", "tiny", "--batch", 4, "--seq", 32]
-    cpu = json.loads(run(*base, "--device", "cpu").stdout.strip().splitlines()[-1])
+    cpu = last_json(run(*base, "--device", "cpu"))
     assert cpu["capacity"] > 1e9 and cpu["fits"], cpu
-    tight = json.loads(run(*base, "--memory-gb", 0.001).stdout.strip().splitlines()[-1])
+    tight = last_json(run(*base, "--memory-gb", 0.001))
     assert tight["capacity"] == 1e6 and not tight["fits"] and tight["total"] == cpu["total"], tight
     expect_error([*base, "--device", "nope"], ["unknown device 'nope'", "--memory-gb"])
     expect_error([*base, "--device", "cpu:7"], ["does not exist", "--memory-gb"])
@@ -300,12 +243,6 @@ def loss_falls_below_unigram_entropy():
     assert losses[-1] < h - 0.3, (losses[-1], h)
 
 
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
 @test
 def errors_data_and_config():
     d = work("errors_data_and_config")
@@ -356,16 +293,14 @@ def errors_devices():
     has_gpu = any(line.startswith("cuda") and "unavailable" not in line
                   for line in run("info").stdout.splitlines())
     if not has_gpu:
-        msg = expect_error([*base, "--device", "cuda"], "cuda")
+        msg = expect_error([*base, "--device", "cuda"], "cuda").error
         assert "not available" in msg, msg
 
 
 @test
 def errors_checkpoints():
     d = work("errors_checkpoints")
-    data = corpus(d)
-    run("train", *TINY, "--data", data, "--steps", 1, "--out", f"{d}/run")
-    ck = f"{d}/run/step_000001"
+    data, ck = tiny_checkpoint(d, 1)
     ev = ["eval", "--data", data, "--batch", 2, "--seq", 16, "--checkpoint"]
     expect_error([*ev, f"{d}/missing"], "missing")
     expect_error([*ev, f"{d}"], "checkpoint")  # a dir with no step_* and no model files
@@ -412,21 +347,19 @@ def errors_checkpoints():
 @test
 def nan_loss_keeps_last_checkpoint():
     d = work("nan_loss")
-    data = corpus(d)
-    run("train", *TINY, "--data", data, "--steps", 2, "--out", f"{d}/run")
-    good = f"{d}/run/step_000002"
+    data, good = tiny_checkpoint(d, 2)
     # A learning rate that overflows the weights (to Inf) in the first resumed step: the run
     # must stop with one line naming the step and the last good checkpoint, and write nothing
     # bad (save every step: the non-finite weights are refused; every 5: the next loss is NaN).
     for save_every in [1, 5]:
-        msg = expect_error(["train", *TINY, "--data", data, "--steps", 20,
-                            "--lr", "1e39", "--clip", 0, "--min-lr", "1e39", "--resume", good,
-                            "--out", f"{d}/run", "--save-every", save_every],
-                           ["step", "non-finite", "step_000002"])
+        expect_error(["train", *TINY, "--data", data, "--steps", 20,
+                      "--lr", "1e39", "--clip", 0, "--min-lr", "1e39", "--resume", good,
+                      "--out", f"{d}/run", "--save-every", save_every],
+                     ["step", "non-finite", "step_000002"])
         assert sorted(os.listdir(f"{d}/run")) == ["step_000002"], os.listdir(f"{d}/run")
     p = run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 2, "--seq", 16,
             "--batches", 1)
-    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j = last_json(p)
     assert j["loss"] is not None and j["loss"] < 100, j
 
 
@@ -493,13 +426,13 @@ def kill_during_checkpoint_writing():
 def bench_and_gradcheck():
     p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 2, "--seq", 16,
             "--steps", 2, "--warmup", 1, "--profile")
-    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j = last_json(p)
     assert set(j) >= {"tokens_per_s", "ms_per_step", "gflops", "mfu", "peak_rss_mb"}, j
     assert j["tokens_per_s"] > 0 and "gemm" in p.stdout
     # --generate N decodes N tokens (a 120-token prompt leaves room for 8 of tiny's 128).
     p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
             "--generate", 8, "--warmup", 0)
-    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j = last_json(p)
     assert j["tokens_per_s"] > 0 and j["graph_replayed_steps"] == 0, j
     g = run("gradcheck", "--device", "cpu", "--preset", "tiny")
     assert "passed" in g.stdout, g.stdout
@@ -532,7 +465,7 @@ def recompute_modes():
     for mode in ["none", "ffn", "block"]:
         p = run("bench", *model, "--batch", 2, "--seq", 32, "--steps", 1, "--warmup", 0,
                 "--recompute", mode)
-        j = json.loads(p.stdout.strip().splitlines()[-1])
+        j = last_json(p)
         assert j["recompute"] == mode and f"activations: recompute {mode}" in p.stdout, p.stdout
         act[mode] = (j["activation_mb"], j["workspace_mb"])
     print("activation MB, workspace MB:", act)
@@ -540,10 +473,6 @@ def recompute_modes():
     assert act["block"][1] < act["ffn"][1] < act["none"][1], act
     expect_error(["train", *TINY, "--data", data, "--steps", 1, "--recompute", "layer"],
                  ["recompute", "layer"])
-
-
-class Skip(Exception):
-    pass
 
 
 @test
@@ -581,38 +510,16 @@ def pytorch_parity():
         full = write(f"{d}/{name}.full.json", run("config", "--config", conf).stdout)
         run("train", "--device", "cpu", "--config", conf, "--data", data, "--steps", 3,
             "--batch", 4, "--seq", 32, "--lr", "3e-3", "--out", f"{d}/{name}", "--quiet")
-        ours = json.loads(run("eval", "--checkpoint", f"{d}/{name}", "--data", data, "--split",
-                              "train", "--batch", 4, "--seq", 32, "--batches", 1)
-                          .stdout.strip().splitlines()[-1])
+        ours = last_json(run("eval", "--checkpoint", f"{d}/{name}", "--data", data, "--split",
+                             "train", "--batch", 4, "--seq", 32, "--batches", 1))
         p = subprocess.run([py, script, "--config", full, "--checkpoint",
                             f"{d}/{name}/step_000003", "--data", data, "--batch", "4", "--seq",
                             "32"], capture_output=True, text=True, check=True)
-        theirs = json.loads(p.stdout.strip().splitlines()[-1])
+        theirs = last_json(p)
         for k in ["loss", "ce", "aux", "z"]:
             assert abs(ours[k] - theirs[k]) <= 1e-5 * max(1.0, abs(theirs[k])), (name, k, ours,
                                                                                 theirs)
         print(f"{name}: moetrain {ours['loss']:.7f} pytorch {theirs['loss']:.7f}")
-
-
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    ARGS = ap.parse_args()
-    if ARGS.list:
-        print(";".join(TESTS))
-        return 0
-    os.makedirs(ARGS.work, exist_ok=True)
-    try:
-        TESTS[ARGS.name]()
-    except Skip as e:
-        print(f"{ARGS.name}: skipped: {e}")
-        return 77
-    print(f"{ARGS.name}: passed")
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ SIGKILL chaos, injected IO faults, memory limits. Registered with ctest like cli
 
     harden_tests.py --moetrain build/moetrain --work DIR [--fault-lib LIB] TEST_NAME
 """
-import argparse
 import hashlib
 import json
 import os
@@ -17,55 +16,17 @@ import subprocess
 import sys
 import time
 
-ARGS = None
-TESTS = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cli_testlib  # noqa: E402
+from cli_testlib import (ARGS, Skip, expect_error, last_json, main, read_json, run,  # noqa: E402
+                         test, work)
+
 TINY = ["--device", "cpu", "--preset", "tiny", "--batch", "2", "--seq", "16", "--threads", "1"]
 
 
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
-
-
-def run(*argv, ok=True, env=None, timeout=600):
-    p = subprocess.run([ARGS.moetrain, *map(str, argv)], capture_output=True, text=True,
-                       encoding="utf-8", errors="replace", timeout=timeout, env=env)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"moetrain {' '.join(map(str, argv))} failed ({p.returncode}):\n"
-                             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p
-
-
-def expect_error(argv, must_contain, env=None):
-    p = run(*argv, ok=False, env=env)
-    err = p.stderr.strip().splitlines()
-    assert p.returncode != 0, f"expected failure for {argv}, got exit 0:\n{p.stdout[-2000:]}"
-    assert 0 < p.returncode < 128, f"{argv}: crashed with exit {p.returncode}: {p.stderr}"
-    assert len(err) == 1, f"{argv}: expected one stderr line, got:\n{p.stderr[-3000:]}"
-    assert err[0].startswith("moetrain: error: "), f"{argv}: bad message: {err[0]}"
-    for word in ([must_contain] if isinstance(must_contain, str) else must_contain):
-        assert word.lower() in err[0].lower(), f"{argv}: '{word}' not in: {err[0]}"
-    print(f"ok: {' '.join(map(str, argv))[:100]}\n    -> {err[0][:300]}")
-    return p
-
-
-def work(name):
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def corpus(d, n_bytes=20000, seed=0):
-    rng = random.Random(seed)
-    words = "the king and queen spoke to their people about bread wine and war".split()
-    text = ""
-    while len(text) < n_bytes:
-        text += " ".join(rng.choice(words) for _ in range(rng.randint(4, 12))) + ".\n"
-    path = os.path.join(d, "corpus.txt")
-    with open(path, "w") as f:
-        f.write(text[:n_bytes])
-    return path
+def corpus(d):
+    """The shared test corpus, small: these cases train only a few steps of batch 2."""
+    return cli_testlib.corpus(d, 20000)
 
 
 def tree_digest(d):
@@ -267,8 +228,7 @@ def small_checkpoint(d, optimizer="adamw"):
 def checksums_are_crc32c_of_files_and_tensors():
     d = work("checksums_are_crc32c")
     _, ck = small_checkpoint(d)
-    with open(f"{ck}/state.json") as f:
-        state = json.load(f)
+    state = read_json(f"{ck}/state.json")
     sums = state["checksums"]
     for name in ["model.safetensors", "optimizer.safetensors"]:
         with open(f"{ck}/{name}", "rb") as f:
@@ -284,7 +244,7 @@ def checksums_are_crc32c_of_files_and_tensors():
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert sums["state.json"] == f"crc32c:{crc32c(text.encode()):08x}", text[:200]
     p = run("verify", ck)
-    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j = last_json(p)
     n = sum(len(safetensors_layout(f"{ck}/{x}")[1])
             for x in ["model.safetensors", "optimizer.safetensors"])
     assert j["checksummed"] and j["tensors"] == n, (j, n)
@@ -369,7 +329,7 @@ def tokenizer_copy_flips_are_detected():
     ck = f"{d}/run/step_000002"
     blob = open(f"{ck}/tokenizer.json", "rb").read()
     assert blob == open(tok, "rb").read()
-    j = json.loads(run("verify", ck).stdout.strip().splitlines()[-1])
+    j = last_json(run("verify", ck))
     assert j["tokenizer"] == "tokenizer.json", j
     rng = random.Random(23)
     flip_dir = f"{d}/flipped"
@@ -400,14 +360,13 @@ def tokenizer_copy_flips_are_detected():
 def checkpoints_without_checksums_load_with_a_warning():
     d = work("without_checksums")
     data, ck = small_checkpoint(d)
-    with open(f"{ck}/state.json") as f:
-        state = json.load(f)
+    state = read_json(f"{ck}/state.json")
     del state["checksums"]
     with open(f"{ck}/state.json", "w") as f:
         json.dump(state, f, indent=2)
     p = run("verify", ck)
     assert "no checksums" in p.stderr and p.stderr.startswith("moetrain: warning: "), p.stderr
-    assert json.loads(p.stdout.strip().splitlines()[-1])["checksummed"] is False
+    assert last_json(p)["checksummed"] is False
     p = run("train", *TINY, "--data", data, "--steps", 3, "--resume", f"{d}/run", "--out",
             f"{d}/run", "--quiet")
     assert "no checksums" in p.stderr, p.stderr
@@ -737,31 +696,5 @@ def endless_and_deep_inputs_are_refused():
         expect_error([*sub, "--config", f"{d}/layers.json"], "n_layers")
 
 
-class Skip(Exception):
-    pass
-
-
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--fault-lib", default="")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    ARGS = ap.parse_args()
-    if ARGS.list:
-        print(";".join(TESTS))
-        return 0
-    os.makedirs(ARGS.work, exist_ok=True)
-    try:
-        TESTS[ARGS.name]()
-    except Skip as e:
-        print(f"{ARGS.name}: skipped: {e}")
-        return 77
-    print(f"{ARGS.name}: passed")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(lambda ap: ap.add_argument("--fault-lib", default="")))

@@ -6,7 +6,6 @@ end in one line. Stdlib only, plus Debian's chromium. One ctest test per case:
 
     report_tests.py --moetrain build/moetrain --work DIR TEST_NAME
 """
-import argparse
 import json
 import os
 import re
@@ -16,31 +15,8 @@ import sys
 import time
 from html.parser import HTMLParser
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_tests import corpus  # noqa: E402  (the deterministic English-like test corpus)
-
-ARGS = None
-TESTS = {}
-
-
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
-
-
-def run(*argv, ok=True):
-    p = subprocess.run([ARGS.moetrain, *map(str, argv)], capture_output=True, text=True,
-                       timeout=600)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"moetrain {argv} failed:\n{p.stdout[-2000:]}\n{p.stderr}")
-    return p
-
-
-def work(name):
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_testlib import ARGS, corpus, expect_error, main, run, test, work  # noqa: E402
 
 
 def chromium():
@@ -188,35 +164,25 @@ def report_errors_are_one_line():
              ([f"{d}/nosteps", "--out", f"{d}/r.html"], "no training steps"),
              ([f"{d}/bad", "--out", f"{d}/no/such/dir/r.html"], "line 2")]
     for argv, word in cases:
-        p = run("report", *argv, ok=False)
-        lines = p.stderr.strip().splitlines()
-        assert p.returncode == 1 and len(lines) == 1, (argv, p.stderr)
-        assert lines[0].startswith("moetrain: error: ") and word in lines[0], lines
+        p = expect_error(["report", *argv], word)
+        assert p.returncode == 1 and word in p.error, (argv, p.error)
     open(f"{d}/bad/log.jsonl", "w").write('{"step": 1, "loss": 2.0}\n')
     p = run("report", f"{d}/bad", "--out", f"{d}/no/such/dir/r.html", ok=False)
     assert p.returncode == 1 and "cannot write" in p.stderr, p.stderr
     assert not os.path.exists(f"{d}/r.html")
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--screenshot", help="write a PNG of the report of RUNDIR (docs)")
-    ap.add_argument("name", nargs="?")
-    ARGS = ap.parse_args()
-    if ARGS.list:
-        print(";".join(TESTS))
-        return
-    if ARGS.screenshot:
-        out = os.path.join(ARGS.work, "report.html")
-        run("report", ARGS.name, "--out", out)
-        render(out, screenshot=ARGS.screenshot)
-        return
-    TESTS[ARGS.name]()
+def screenshot_mode():
+    """--screenshot PNG: render the report of the run directory given as the case (docs)."""
+    if not ARGS.screenshot:
+        return None
+    out = os.path.join(ARGS.work, "report.html")
+    run("report", ARGS.name, "--out", out)
+    render(out, screenshot=ARGS.screenshot)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(lambda ap: ap.add_argument("--screenshot",
+                                             help="write a PNG of the report of RUNDIR (docs)"),
+                  screenshot_mode))

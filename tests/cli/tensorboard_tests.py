@@ -6,43 +6,17 @@ case:
 
     tensorboard_tests.py --moetrain build/moetrain --work DIR TEST_NAME
 """
-import argparse
 import glob
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_tests import corpus  # noqa: E402  (the deterministic English-like test corpus)
-
-ARGS = None
-TESTS = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_testlib import corpus, main, run, test, work  # noqa: E402
 
 STEP_TAGS = ["loss", "ce", "aux", "z", "lr", "grad_norm", "tokens_per_s", "loss_scale"]
-
-
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
-
-
-def run(*argv, ok=True):
-    p = subprocess.run([ARGS.moetrain, *map(str, argv)], capture_output=True, text=True,
-                       timeout=600)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"moetrain {argv} failed:\n{p.stdout[-2000:]}\n{p.stderr}")
-    return p
-
-
-def work(name):
-    d = os.path.join(ARGS.work, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
 
 
 def train(d, data, steps, *extra):
@@ -165,19 +139,5 @@ def unusable_directory_is_one_line_error():
     assert lines[0].startswith("moetrain: error: --tensorboard: cannot create directory"), lines
 
 
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    ARGS = ap.parse_args()
-    if ARGS.list:
-        print(";".join(TESTS))
-        return
-    TESTS[ARGS.name]()
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

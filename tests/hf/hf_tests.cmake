@@ -10,24 +10,10 @@ moetrain_warnings(moetrain_hf_logits)
 if(NOT TARGET moetrain_cli OR NOT Python3_FOUND)
   return()
 endif()
-function(moetrain_hf_register python script prefix)
-  execute_process(COMMAND ${python} ${script} --list
-                  OUTPUT_VARIABLE cases OUTPUT_STRIP_TRAILING_WHITESPACE
-                  RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${script} --list failed (${rc})")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${script}
-               ${CMAKE_CURRENT_LIST_DIR}/hf_testlib.py)
-  foreach(t ${cases})
-    add_test(NAME ${prefix}:${t}
-             COMMAND ${python} ${script} --moetrain $<TARGET_FILE:moetrain_cli>
-                     --logits $<TARGET_FILE:moetrain_hf_logits>
-                     --work ${CMAKE_BINARY_DIR}/hf-work ${t})
-    set_tests_properties(${prefix}:${t} PROPERTIES TIMEOUT 600)
-  endforeach()
-endfunction()
-moetrain_hf_register(${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hf/hf_cli_tests.py cli-hf)
+set(logits ARGS --logits $<TARGET_FILE:moetrain_hf_logits>)
+moetrain_add_cli_script(cli-hf ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/hf_cli_tests.py
+                        ${logits})
 if(MOETRAIN_TEST_PYTHON)
-  moetrain_hf_register(${MOETRAIN_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_interop_tests.py hf)
+  moetrain_add_cli_script(hf ${MOETRAIN_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_interop_tests.py
+                          ${logits})
 endif()

@@ -268,30 +268,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
         ->required()
         ->check(positive());
-    cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(positive());
-    cmd->add_option("--warmup", a->warmup, "untimed steps (generate: untimed runs) first")
-        ->capture_default_str()
-        ->check(non_negative());
-    cmd->add_option("--peak-gflops", a->peak_gflops, "device peak for MFU")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--steps", a->steps, "timed steps", positive());
+    add_defaulted(cmd, "--warmup", a->warmup, "untimed steps (generate: untimed runs) first",
+                  non_negative());
+    add_defaulted(cmd, "--peak-gflops", a->peak_gflops, "device peak for MFU", positive());
     cmd->add_option("--generate", a->generate,
                     "time KV-cache decoding of N tokens instead of training steps")
         ->check(non_negative());
-    cmd->add_option("--bandwidth-gbs", a->bandwidth_gbs,
-                    "memory bandwidth for the decode bound (GB/s)")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--bandwidth-gbs", a->bandwidth_gbs,
+                  "memory bandwidth for the decode bound (GB/s)", positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
     cmd->add_option("--recompute", a->recompute,
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
                     "FFN / MoE internals)")
         ->capture_default_str();
-    cmd->callback([a, &exit_code] {
-        run_bench(*a);
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [a] { run_bench(*a); });
 }
 
 }  // namespace moetrain::cli

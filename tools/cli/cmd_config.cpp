@@ -11,10 +11,7 @@ void add_config_command(CLI::App& app, int& exit_code) {
     auto m = std::make_shared<ModelChoice>();
     auto* cmd = app.add_subcommand("config", "print a preset's (or config file's) full JSON");
     m->add_options(cmd);
-    cmd->callback([m, &exit_code] {
-        std::printf("%s\n", config_to_json(m->resolve()).c_str());
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [m] { std::printf("%s\n", config_to_json(m->resolve()).c_str()); });
 }
 
 }  // namespace moetrain::cli

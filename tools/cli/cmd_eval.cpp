@@ -68,8 +68,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<EvalArgs>();
     auto* cmd = app.add_subcommand("eval", "evaluate a checkpoint; last line is JSON");
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
+    add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")
         ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();
@@ -79,14 +78,11 @@ void add_eval_command(CLI::App& app, int& exit_code) {
         ->check(non_negative());
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
-    cmd->add_option("--batches", a->batches, "number of batches")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--batches", a->batches, "number of batches", positive());
     a->dev.add_options(cmd);
-    cmd->callback([a, cmd, &exit_code] {
+    on_run(cmd, exit_code, [a, cmd] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_eval(*a);
-        exit_code = 0;
     });
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/hf.h"
 
@@ -32,20 +33,14 @@ void run_export(const ExportArgs& a) {
 void add_export_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<ExportArgs>();
     auto* cmd = app.add_subcommand("export", "write a checkpoint in another format");
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
-    cmd->add_option("--format", a->format, "hf: a transformers model directory")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"hf"}));
+    add_checkpoint_option(cmd, a->checkpoint);
+    add_defaulted(cmd, "--format", a->format, "hf: a transformers model directory",
+                  CLI::IsMember({"hf"}));
     cmd->add_option("--out", a->out, "output directory (replaced atomically)")->required();
-    cmd->add_option("--max-shard-mb", a->max_shard_mb,
-                    "split the weights into shards with an index above this size (MB)")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    cmd->callback([a, &exit_code] {
-        run_export(*a);
-        exit_code = 0;
-    });
+    add_defaulted(cmd, "--max-shard-mb", a->max_shard_mb,
+                  "split the weights into shards with an index above this size (MB)",
+                  CLI::PositiveNumber);
+    on_run(cmd, exit_code, [a] { run_export(*a); });
 }
 
 }  // namespace moetrain::cli

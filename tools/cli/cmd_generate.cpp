@@ -118,27 +118,21 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<GenerateArgs>();
     auto* cmd = app.add_subcommand("generate", "sample text from a checkpoint");
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--checkpoint", a->checkpoint, "checkpoint dir or run dir (newest step)")
-        ->required();
+    add_checkpoint_option(cmd, a->checkpoint);
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
     cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()->check(positive());
-    cmd->add_option("--temperature", a->temperature, "0 = greedy")
-        ->capture_default_str()
-        ->check(non_negative());
-    cmd->add_option("--top-k", a->top_k, "keep the k most probable tokens (0 = off)")
-        ->capture_default_str()
-        ->check(non_negative());
-    cmd->add_option("--top-p", a->top_p, "nucleus sampling threshold (1 = off)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+    add_defaulted(cmd, "--temperature", a->temperature, "0 = greedy", non_negative());
+    add_defaulted(cmd, "--top-k", a->top_k, "keep the k most probable tokens (0 = off)",
+                  non_negative());
+    add_defaulted(cmd, "--top-p", a->top_p, "nucleus sampling threshold (1 = off)",
+                  CLI::Range(0.0, 1.0));
     cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
     a->dev.add_options(cmd);
     cmd->add_flag("--json", a->json, "print only a JSON object with the sampled ids and text");
     a->tokenizer.add_options(cmd);
-    cmd->callback([a, cmd, &exit_code] {
+    on_run(cmd, exit_code, [a, cmd] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;
         run_generate(*a);
-        exit_code = 0;
     });
 }
 

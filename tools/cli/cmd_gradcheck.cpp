@@ -35,12 +35,8 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("gradcheck", "finite-difference check of every gradient");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
-    cmd->add_option("--batch", a->opts.batch, "batch size")
-        ->capture_default_str()
-        ->check(positive());
-    cmd->add_option("--seq", a->opts.seq_len, "sequence length")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--batch", a->opts.batch, "batch size", positive());
+    add_defaulted(cmd, "--seq", a->opts.seq_len, "sequence length", positive());
     cmd->add_option("--seed", a->opts.seed, "init and data seed")->capture_default_str();
     cmd->callback([a, &exit_code] { exit_code = run_gradcheck(*a); });
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "common.h"
 #include "moetrain/hf.h"
 
 namespace moetrain::cli {
@@ -38,10 +39,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--out", a->out, "checkpoint directory to create")->required();
     cmd->add_flag("--no-tokenizer", a->no_tokenizer,
                   "leave DIR/tokenizer.json out (else it becomes the checkpoint's tokenizer)");
-    cmd->callback([a, &exit_code] {
-        run_import(*a);
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [a] { run_import(*a); });
 }
 
 }  // namespace moetrain::cli

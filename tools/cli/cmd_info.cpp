@@ -8,7 +8,7 @@ namespace moetrain::cli {
 
 void add_info_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("info", "list backends and devices (available or not, and why)");
-    cmd->callback([&exit_code] {
+    on_run(cmd, exit_code, [] {
         for (const auto& b : list_backends()) {
             bool usable = b.loaded && b.reason.empty();
             std::printf("%-7s %s\n", b.name.c_str(),
@@ -22,7 +22,6 @@ void add_info_command(CLI::App& app, int& exit_code) {
                 std::printf("\n");
             }
         }
-        exit_code = 0;
     });
 }
 

@@ -143,30 +143,21 @@ void add_plan_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--optimizer", a->optimizer, "adamw | adamw8bit | sgd")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"adamw", "adamw8bit", "sgd"}));
-    cmd->add_option("--recompute", a->recompute, "none | block | ffn")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"none", "block", "ffn"}));
-    cmd->add_option("--ranks", a->ranks, "data-parallel ranks (mpirun -np N); --batch is per rank")
-        ->capture_default_str()
-        ->check(positive());
-    cmd->add_option("--zero", a->zero, "1 = ZeRO-1: the AdamW moments sharded over the ranks")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1));
-    cmd->add_option("--expert-parallel", a->expert_parallel,
-                    "E: groups of E ranks split the experts (per-rank memory and the "
-                    "all-to-all-v of the routed rows)")
-        ->capture_default_str()
-        ->check(positive());
-    cmd->add_option("--accum", a->accum, "micro-batches per step (collective counts)")
-        ->capture_default_str()
-        ->check(positive());
-    cmd->callback([a, &exit_code] {
-        run_plan(*a);
-        exit_code = 0;
-    });
+    add_defaulted(cmd, "--optimizer", a->optimizer, "adamw | adamw8bit | sgd",
+                  CLI::IsMember({"adamw", "adamw8bit", "sgd"}));
+    add_defaulted(cmd, "--recompute", a->recompute, "none | block | ffn",
+                  CLI::IsMember({"none", "block", "ffn"}));
+    add_defaulted(cmd, "--ranks", a->ranks,
+                  "data-parallel ranks (mpirun -np N); --batch is per rank", positive());
+    add_defaulted(cmd, "--zero", a->zero,
+                  "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks", CLI::Range(0, 1));
+    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
+                  "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
+                  "of the routed rows)",
+                  positive());
+    add_defaulted(cmd, "--accum", a->accum, "micro-batches per step (collective counts)",
+                  positive());
+    on_run(cmd, exit_code, [a] { run_plan(*a); });
 }
 
 }  // namespace moetrain::cli

@@ -245,10 +245,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
         ->required();
     cmd->add_option("--out", a->out, "HTML file to write")->required();
     cmd->add_option("--log", a->log, "the run's --log-json file (default RUNDIR/log.jsonl)");
-    cmd->callback([a, &exit_code] {
-        run_report(*a);
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [a] { run_report(*a); });
 }
 
 }  // namespace moetrain::cli

@@ -188,21 +188,16 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--data", a->data, "text or .jsonl files, directories or globs")->required();
     cmd->add_option("--out", a->out, "output directory")->required();
     cmd->add_option("--prefix", a->prefix, "shard name prefix")->capture_default_str();
-    cmd->add_option("--shard-tokens", a->shard_tokens, "tokens per shard")
-        ->capture_default_str()
-        ->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}));
-    cmd->add_option("--val-tokens", a->val_tokens, "the first N tokens go to _val_ shards")
-        ->capture_default_str()
-        ->check(non_negative());
+    add_defaulted(cmd, "--shard-tokens", a->shard_tokens, "tokens per shard",
+                  CLI::Range(int64_t{1}, int64_t{INT32_MAX}));
+    add_defaulted(cmd, "--val-tokens", a->val_tokens, "the first N tokens go to _val_ shards",
+                  non_negative());
     cmd->add_option("--eot", a->eot, "end-of-text id between documents (default: the tokenizer's)")
         ->check(non_negative());
     cmd->add_option("--threads", a->threads, "files tokenised at once (0 = all cores)")
         ->check(non_negative());
     cmd->add_flag("--quiet", a->quiet, "no progress line");
-    cmd->callback([a, &exit_code] {
-        run_tokenize(*a);
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [a] { run_tokenize(*a); });
 }
 
 }  // namespace moetrain::cli

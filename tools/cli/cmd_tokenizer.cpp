@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -35,39 +36,41 @@ void add_info(CLI::App* parent) {
     });
 }
 
-void add_encode(CLI::App* parent) {
+// `tokenizer NAME FILE` with the tokenizer options: run(tokenizer, FILE's bytes) on the file.
+void add_file_command(CLI::App* parent, const char* name, const char* help, const char* file_help,
+                      std::function<void(const Tokenizer&, const std::string&)> run) {
     auto t = std::make_shared<TokenizerChoice>();
     auto file = std::make_shared<std::string>();
-    auto* cmd = parent->add_subcommand("encode", "print the ids of a file's bytes as a JSON array");
+    auto* cmd = parent->add_subcommand(name, help);
     t->add_options(cmd);
-    cmd->add_option("file", *file, "text file")->required();
-    cmd->callback([t, file] {
-        auto tok = t->load();
-        std::vector<int32_t> ids = tok->encode(read_input(*file));
-        std::printf("%s\n", nlohmann::json(ids).dump().c_str());
-    });
+    cmd->add_option("file", *file, file_help)->required();
+    cmd->callback([t, file, run = std::move(run)] { run(*t->load(), *file); });
+}
+
+void add_encode(CLI::App* parent) {
+    add_file_command(parent, "encode", "print the ids of a file's bytes as a JSON array",
+                     "text file", [](const Tokenizer& tok, const std::string& file) {
+                         std::vector<int32_t> ids = tok.encode(read_input(file));
+                         std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+                     });
 }
 
 void add_decode(CLI::App* parent) {
-    auto t = std::make_shared<TokenizerChoice>();
-    auto file = std::make_shared<std::string>();
-    auto* cmd = parent->add_subcommand("decode", "write the bytes of a JSON array of ids");
-    t->add_options(cmd);
-    cmd->add_option("file", *file, "JSON file with an array of ids")->required();
-    cmd->callback([t, file] {
-        auto tok = t->load();
-        nlohmann::json j = nlohmann::json::parse(read_input(*file), nullptr, false);
-        MT_CHECK(j.is_array(), *file, ": not a JSON array of ids");
-        std::vector<int32_t> ids;
-        for (const auto& v : j) {
-            MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
-                         v.get<int64_t>() <= INT32_MAX,
-                     *file, ": not a JSON array of ids");
-            ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-        }
-        std::string text = tok->decode(ids);
-        std::fwrite(text.data(), 1, text.size(), stdout);
-    });
+    add_file_command(parent, "decode", "write the bytes of a JSON array of ids",
+                     "JSON file with an array of ids",
+                     [](const Tokenizer& tok, const std::string& file) {
+                         nlohmann::json j = nlohmann::json::parse(read_input(file), nullptr, false);
+                         MT_CHECK(j.is_array(), file, ": not a JSON array of ids");
+                         std::vector<int32_t> ids;
+                         for (const auto& v : j) {
+                             MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
+                                          v.get<int64_t>() <= INT32_MAX,
+                                      file, ": not a JSON array of ids");
+                             ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+                         }
+                         std::string text = tok.decode(ids);
+                         std::fwrite(text.data(), 1, text.size(), stdout);
+                     });
 }
 
 void add_train(CLI::App* parent) {

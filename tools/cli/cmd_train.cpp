@@ -437,34 +437,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
         ->check(positive());
     cmd->add_option("--seq", a->seq, "sequence length T (--resume: the checkpoint's)")
         ->check(positive());
-    cmd->add_option("--accum", a->accum, "micro-batches per optimizer step")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--accum", a->accum, "micro-batches per optimizer step", positive());
     cmd->add_option("--optimizer", a->optimizer,
                     "adamw | adamw8bit (8-bit block-quantised moments) | sgd")
         ->capture_default_str();
     add_precision_option(cmd, a->precision);
-    cmd->add_option("--lr", a->lr, "peak learning rate")
-        ->capture_default_str()
-        ->check(non_negative());
+    add_defaulted(cmd, "--lr", a->lr, "peak learning rate", non_negative());
     cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")
         ->check(non_negative());
-    cmd->add_option("--warmup", a->warmup, "warmup steps")
-        ->capture_default_str()
-        ->check(non_negative());
-    cmd->add_option("--wd", a->wd, "AdamW weight decay")
-        ->capture_default_str()
-        ->check(non_negative());
-    cmd->add_option("--b1", a->b1, "AdamW beta1")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--b2", a->b2, "AdamW beta2")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--eps", a->eps, "AdamW epsilon")->capture_default_str()->check(positive());
-    cmd->add_option("--clip", a->clip, "global-norm clip (0 = off)")
-        ->capture_default_str()
-        ->check(non_negative());
+    add_defaulted(cmd, "--warmup", a->warmup, "warmup steps", non_negative());
+    add_defaulted(cmd, "--wd", a->wd, "AdamW weight decay", non_negative());
+    add_defaulted(cmd, "--b1", a->b1, "AdamW beta1", CLI::Range(0.0, 1.0));
+    add_defaulted(cmd, "--b2", a->b2, "AdamW beta2", CLI::Range(0.0, 1.0));
+    add_defaulted(cmd, "--eps", a->eps, "AdamW epsilon", positive());
+    add_defaulted(cmd, "--clip", a->clip, "global-norm clip (0 = off)", non_negative());
     cmd->add_option("--seed", a->seed, "init seed")->capture_default_str();
     auto* init = cmd->add_option("--init-from", a->init_from,
                                  "start from a checkpoint's weights (fresh optimizer)");
@@ -476,9 +462,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
         ->check(non_negative());
     cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")
         ->check(non_negative());
-    cmd->add_option("--eval-batches", a->eval_batches, "val batches per evaluation")
-        ->capture_default_str()
-        ->check(positive());
+    add_defaulted(cmd, "--eval-batches", a->eval_batches, "val batches per evaluation", positive());
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--tensorboard", a->tensorboard,
                     "write TensorBoard event files (the --log-json scalars) into DIR");
@@ -497,20 +481,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--comm", a->comm,
                     "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
         ->capture_default_str();
-    cmd->add_option("--zero", a->zero,
-                    "1 = ZeRO-1: shard the AdamW moments over the ranks (mpirun -np N)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1));
-    cmd->add_option("--expert-parallel", a->expert_parallel,
-                    "E: groups of E ranks split the experts of every MoE layer (E divides the "
-                    "experts and the ranks); routed rows go to their expert's rank")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--overlap", a->overlap,
-                    "1: each layer's gradient all-reduce starts during the backward (plain data "
-                    "parallelism over mpi); 0: all after the backward")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1));
+    add_defaulted(cmd, "--zero", a->zero,
+                  "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N)",
+                  CLI::Range(0, 1));
+    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
+                  "E: groups of E ranks split the experts of every MoE layer (E divides the "
+                  "experts and the ranks); routed rows go to their expert's rank",
+                  CLI::PositiveNumber);
+    add_defaulted(cmd, "--overlap", a->overlap,
+                  "1: each layer's gradient all-reduce starts during the backward (plain data "
+                  "parallelism over mpi); 0: all after the backward",
+                  CLI::Range(0, 1));
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         DistRun dist(a->comm, a->dev.device);

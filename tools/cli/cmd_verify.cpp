@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/error.h"
 #include "moetrain/safetensors.h"
@@ -65,10 +66,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand(
         "verify", "check a checkpoint's checksums and structure without loading a model");
     cmd->add_option("checkpoint", *path, "checkpoint dir or run dir (newest step)")->required();
-    cmd->callback([path, &exit_code] {
-        run_verify(*path);
-        exit_code = 0;
-    });
+    on_run(cmd, exit_code, [path] { run_verify(*path); });
 }
 
 }  // namespace moetrain::cli

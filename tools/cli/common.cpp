@@ -129,6 +129,10 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
 }
 
+void add_checkpoint_option(CLI::App* cmd, std::string& path) {
+    cmd->add_option("--checkpoint", path, "checkpoint dir or run dir (newest step)")->required();
+}
+
 double peak_rss_mb() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

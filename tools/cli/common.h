@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "moetrain/backend.h"
 #include "moetrain/config.h"
@@ -44,8 +45,27 @@ TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
 CLI::Validator positive();
 CLI::Validator non_negative();
 
+// An option whose --help shows its default value, checked by `check`.
+template <class T>
+CLI::Option* add_defaulted(CLI::App* cmd, const std::string& name, T& value,
+                           const std::string& help, const CLI::Validator& check) {
+    return cmd->add_option(name, value, help)->capture_default_str()->check(check);
+}
+
+// The subcommand's action: `run` on the parsed options, then exit status 0 (errors throw).
+template <class F>
+void on_run(CLI::App* cmd, int& exit_code, F run) {
+    cmd->callback([run = std::move(run), &exit_code] {
+        run();
+        exit_code = 0;
+    });
+}
+
 // --precision fp32|bf16|fp16 (Model::set_precision), default fp32.
 void add_precision_option(CLI::App* cmd, std::string& precision);
+
+// --checkpoint DIR (required): a checkpoint directory, or a run directory (its newest step).
+void add_checkpoint_option(CLI::App* cmd, std::string& path);
 
 double peak_rss_mb();                         // ru_maxrss of this process, MiB
 std::string format_duration(double seconds);  // "1:02:03" / "02:03"

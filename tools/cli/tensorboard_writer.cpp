@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "crc32c.h"
+#include "io/crc32c.h"
 #include "moetrain/error.h"
 
 namespace moetrain::cli {
@@ -21,6 +21,11 @@ void put_varint(std::string& out, uint64_t v) {
         v >>= 7;
     }
     out.push_back(static_cast<char>(v));
+}
+// TFRecord's masked CRC32C: rotated right by 15 bits, plus 0xa282ead8.
+uint32_t masked_crc32c(const void* data, size_t n) {
+    const uint32_t c = io::crc32c(data, n);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 template <typename T>
 void put_fixed(std::string& out, T v) {  // little-endian, as x86 stores it
