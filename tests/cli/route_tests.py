@@ -133,15 +133,16 @@ def export_refuses_the_expert_bias():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", required=True)
-    ap.add_argument("--work", required=True)
+    ap.add_argument("--moetrain", default="")
+    ap.add_argument("--work", default="")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("name", nargs="?")
-    args = ap.parse_args()
+    args = ap.parse_args(namespace=cli_tests.ARGS)  # the shared ARGS of cli_testlib
     if args.list:
         print(";".join(TESTS))
         return 0
-    cli_tests.ARGS = args
+    if not args.moetrain or not args.work:
+        ap.error("--moetrain and --work are needed to run a case")
     os.makedirs(args.work, exist_ok=True)
     TESTS[args.name]()
     print(f"{args.name}: passed")
