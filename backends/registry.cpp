@@ -63,6 +63,7 @@ class Registry {
     std::vector<Entry*> entries() {
         std::lock_guard<std::mutex> lock(mu_);
         std::vector<Entry*> out;
+        out.reserve(order_.size());
         for (auto& e : order_) out.push_back(&entries_[e]);
         return out;
     }

@@ -4,9 +4,8 @@
  * so no reduction order can differ. */
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-__kernel void mt_expert_bias_update(__global float* bias, long bias_off,
-                                    __global const int* counts, long counts_off, int E,
-                                    double rate) {
+__kernel void mt_expert_bias_update(__global float* bias, long bias_off, __global const int* counts,
+                                    long counts_off, int E, double rate) {
     int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
     double sum = 0.0;
     for (int e = 0; e < E; ++e) sum += (double)counts[counts_off + e];

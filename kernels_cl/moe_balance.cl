@@ -6,8 +6,8 @@
 /* hist[ch, e] = number of selections of e among priority positions of chunk ch; an expert
  * index outside [0, E) is reported (code 9) and counted nowhere. 2-D range (e, ch). */
 __kernel void mt_capacity_count(__global int* hist, long hist_off, __global const int* topk_idx,
-                                long idx_off, long N, int k, long chunk, int E,
-                                __global int* err, long err_off) {
+                                long idx_off, long N, int k, long chunk, int E, __global int* err,
+                                long err_off) {
     long e = get_global_id(0), ch = get_global_id(1);
     if (e >= E) return;
     long slots = N * k;
@@ -39,9 +39,8 @@ __kernel void mt_capacity_offsets(__global int* counts, long counts_off, __globa
 
 /* kept_idx[n, j] = e when offsets[j, e] + (selections of e before it in priority order) is
  * below capacity, else -1; hist[ch, e] holds the selections of e before chunk ch. */
-__kernel void mt_capacity_admit(__global int* kept_idx, long kept_off,
-                                __global const int* hist, long hist_off,
-                                __global const int* topk_idx, long idx_off,
+__kernel void mt_capacity_admit(__global int* kept_idx, long kept_off, __global const int* hist,
+                                long hist_off, __global const int* topk_idx, long idx_off,
                                 __global const int* offsets, long offsets_off, int has_offsets,
                                 long N, int k, long chunk, int E, long capacity) {
     long e = get_global_id(0), ch = get_global_id(1);

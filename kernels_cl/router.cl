@@ -70,13 +70,12 @@ float mt_router_g(int e, __global const float* pr, __global const int* idx,
  * 2 z_alpha lse softmax(logits) / N. */
 __kernel void mt_router_bwd(__global float* dlogits, long dl_off, __global const float* dtopk_w,
                             long dw_off, __global const float* probs, long probs_off,
-                            __global const float* lse, long lse_off,
-                            __global const float* logits, long logits_off,
-                            __global const int* topk_idx, long idx_off,
+                            __global const float* lse, long lse_off, __global const float* logits,
+                            long logits_off, __global const int* topk_idx, long idx_off,
                             __global const float* topk_w, long w_off, __global const int* counts,
                             long counts_off, long N, int E, int k, int norm_topk, int sigmoid,
-                            float a, float aux_alpha, float z_alpha, float scale,
-                            __global int* err, long err_off) {
+                            float a, float aux_alpha, float z_alpha, float scale, __global int* err,
+                            long err_off) {
     long n = get_global_id(0);
     if (n >= N) return;
     __global const float* pr = probs + probs_off + n * E;
@@ -109,8 +108,8 @@ __kernel void mt_router_bwd(__global float* dlogits, long dl_off, __global const
     float zc = scale * z_alpha * 2.0f * l / (float)N;
     if (sigmoid) {
         for (int e = 0; e < E; ++e) {
-            float g = mt_router_g(e, pr, idx, dtw, counts, counts_off, k, norm_topk, a, total,
-                                  wdot, aux_coef, fnorm, sigmoid, S, fs);
+            float g = mt_router_g(e, pr, idx, dtw, counts, counts_off, k, norm_topk, a, total, wdot,
+                                  aux_coef, fnorm, sigmoid, S, fs);
             float sm = zc != 0.0f ? mt_expf(lr[e] - l) : 0.0f;
             dlogits[dl_off + n * E + e] = pr[e] * (1.0f - pr[e]) * g + zc * sm;
         }

@@ -17,6 +17,13 @@
 
 namespace mtk {
 
+// tk_dev: the device length added to Tk (may be nullptr); err: where an invalid one is reported.
+struct AttnShape {
+    int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+    const int32_t* tk_dev = nullptr;
+    int32_t* err = nullptr;
+};
+
 // Adds the device length to d.Tk (when d.tk_dev is set). False when that leaves [Tq, S]: the
 // first thread of the grid reports it and every thread returns (grid-uniform, before any
 // barrier), so nothing is written.
@@ -291,6 +298,7 @@ void attention_bwd_nc(Stream s, float* dq, float* dk, float* dv, const float* do
               lse, D, d, scale, attn_tile(d.hd));
 }
 
+// Sizes as moetrain::AttnDims; hd <= kMaxHeadDim.
 void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k, const float* v,
                    const AttnShape& d, float scale) {
     if (d.B <= 0 || d.Tq <= 0 || d.H <= 0 || d.hd <= 0) return;
@@ -310,6 +318,7 @@ void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* 
     }
 }
 
+// scratch: attn_bwd_scratch_bytes(B, H, Tq).
 void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
                    const float* k, const float* v, const float* o, const float* lse,
                    const AttnShape& d, float scale, float* scratch) {

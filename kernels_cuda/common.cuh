@@ -14,7 +14,7 @@
 
 #include "launch.h"
 #include "mt_math.h"
-#include "ops.h"
+#include "kernel_interface.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -98,7 +98,8 @@ __device__ __forceinline__ unsigned warp_id() {
     return threadIdx.x / kWarp;
 }
 
-// Reports an invalid index (ops.h ErrorCode) into the device error word; the first report wins.
+// Reports an invalid index (kernel_interface.h ErrorCode) into the device error word; the first
+// report wins.
 __device__ __forceinline__ void report_error(int32_t* err, int32_t code, int32_t value) {
     if (err && atomicCAS(reinterpret_cast<int*>(err), 0, static_cast<int>(code)) == 0)
         err[1] = value;

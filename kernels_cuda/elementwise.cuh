@@ -69,6 +69,7 @@ void fill_elements(Stream s, T* out, uint32_t bits, int64_t n) {
     MT_LAUNCH(fill_kernel<T>, elementwise(sp.groups, vec_singles<W>(sp)), s, out, value, word, sp);
 }
 
+// out[i] = the elem_bytes-wide bit pattern `bits` (elem_bytes 1, 2 or 4).
 void fill(Stream s, void* out, int elem_bytes, uint32_t bits, int64_t n) {
     if (n <= 0) return;
     if (elem_bytes == 4)

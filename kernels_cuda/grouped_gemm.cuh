@@ -22,6 +22,19 @@
 
 namespace mtk {
 
+// Dim m pointer-array inputs: A's first row and its row stride, B_0 and the distance between
+// consecutive B_i, both in bytes of the operands the products read; C (f32) with its row stride
+// in elements; the C that dummy entries write.
+struct GroupedOperands {
+    const void* a = nullptr;
+    int64_t a_row_bytes = 0;
+    const void* b = nullptr;
+    int64_t b_group_bytes = 0;
+    float* c = nullptr;
+    int64_t ldc = 0;
+    float* dummy_c = nullptr;
+};
+
 namespace gp = moetrain::grouped;
 
 // Thread 0 scans the sizes into spans; every thread gets the tile total of the scan.
@@ -124,6 +137,7 @@ __global__ void grouped_reduce_kernel(float* c, int64_t stride_c, int64_t ldc,
     }
 }
 
+// One block: spans[groups] from sizes, then the `entries` pointers of every class (entry_tile).
 void grouped_pointers(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity,
                       int64_t tile, int64_t big, int64_t entries, const GroupedOperands& o,
                       gp::Span* spans, const void** a_ptrs, const void** b_ptrs, float** c_ptrs,
@@ -133,6 +147,7 @@ void grouped_pointers(Stream s, const int32_t* sizes, int64_t groups, int64_t ca
                   entries, o, spans, a_ptrs, b_ptrs, c_ptrs, err);
 }
 
+// One block: spans[groups], then table[tiles] of the padded tiles (tile_of, rounding up).
 void grouped_tiles(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity, int64_t tile,
                    int64_t tiles, gp::Span* spans, gp::Tile* table, int32_t* err) {
     if (groups > 0 && tiles > 0)
@@ -140,6 +155,7 @@ void grouped_tiles(Stream s, const int32_t* sizes, int64_t groups, int64_t capac
                   spans, table, err);
 }
 
+// C_i = beta * C_i for i < groups (C_i = c + i * stride_c, m x n, row stride ldc).
 void grouped_scale(Stream s, float* c, int64_t groups, int64_t stride_c, int64_t m, int64_t n,
                    int64_t ldc, float beta) {
     if (groups * m * n > 0)
@@ -147,6 +163,9 @@ void grouped_scale(Stream s, float* c, int64_t groups, int64_t stride_c, int64_t
                   ldc, beta);
 }
 
+// The `count` tiles table[0 .. count) of TM = tile rows each, copied from src (rows of `cols`,
+// row stride ld) into dst compact (count * tile rows of cols), converted to dst_kind; rows past
+// a tile's end and dummy tiles are zero.
 void grouped_pad(Stream s, void* dst, FloatKind dst_kind, const void* src, FloatKind src_kind,
                  int64_t ld, int64_t cols, const gp::Tile* table, int64_t count, int64_t tile) {
     if (count * tile * cols > 0)
@@ -155,6 +174,7 @@ void grouped_pad(Stream s, void* dst, FloatKind dst_kind, const void* src, Float
                   count, tile);
 }
 
+// C_{table[p].group} += partial p (compact m x n, p < count, in order); dummies skipped.
 void grouped_reduce(Stream s, float* c, int64_t stride_c, int64_t ldc, const float* partials,
                     const gp::Tile* table, int64_t count, int64_t m, int64_t n) {
     if (count > 0 && m * n > 0)

@@ -25,6 +25,8 @@ __global__ void kv_append_kernel(E* __restrict__ cache, const E* __restrict__ ro
     }
 }
 
+// cache[b, pos0 + pos_dev[0] + t, :] = rows[b, t, :], elements of 1, 2 or 4 bytes (pos_dev
+// may be nullptr).
 void kv_append(Stream s, void* cache, const void* rows, int elem_bytes, int64_t B, int64_t T,
                int64_t S, int64_t row_len, int64_t pos0, const int32_t* pos_dev, int32_t* err) {
     const int64_t n = B * T * row_len;

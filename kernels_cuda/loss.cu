@@ -1,2 +1,18 @@
-// nvcc translation unit for the cross-entropy loss (see loss.cuh).
+// CudaDevice ops: cross-entropy with the in-place logits gradient. Each turns its tensors into
+// pointers and calls the launcher of loss.cuh on the device stream (docs/CUDA.md).
 #include "loss.cuh"
+
+#include "cuda/cuda_device.h"
+
+namespace moetrain::cuda {
+
+void CudaDevice::cross_entropy_impl(const Tensor& losses, const Tensor& logits,
+                                    const Tensor& targets, int64_t N, int64_t V, float grad_scale) {
+    const char* op = "cross_entropy";
+    mtk::cross_entropy(stream(op), f32(losses), f32(logits), i32(targets), N, V, grad_scale,
+                       error_word());
+    launched(op);
+    check_device_error();  // a bad target must fail here, not at a later download
+}
+
+}  // namespace moetrain::cuda

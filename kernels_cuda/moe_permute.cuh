@@ -5,43 +5,34 @@
 // caller passes: cub in the backend) giving each (expert, chunk) its first sorted row, the
 // expert counts from the scan, and the placement, where each slot's rank among the same
 // expert in its chunk is counted in slot order. The result equals the sequential stable
-// counting sort. Out-of-range indices (expert, row) are skipped and reported through the
-// device error word.
+// counting sort. A selection dropped by capacity (expert -1, moe_balance.cuh) gets no row:
+// slot_row -1, skipped by the combine and its backward. Other out-of-range indices (expert,
+// row) are skipped and reported through the device error word.
 #pragma once
 
 #include "common.cuh"
+#include "expert_count.cuh"
 #include "vector_access.cuh"
 
 namespace mtk {
-
-// hist[e][chunk] (expert-major, chunks = gridDim.x) = slots of the chunk routed to expert e.
-__global__ void moe_count_kernel(const int32_t* __restrict__ topk_idx, int64_t slots, int E,
-                                 int32_t* __restrict__ hist, int32_t* err) {
-    int32_t* h = mt_dynamic_shared<int32_t>();
-    for (int e = threadIdx.x; e < E; e += blockDim.x) h[e] = 0;
-    __syncthreads();
-    int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (slot < slots) {
-        const int32_t e = topk_idx[slot];
-        if (in_range(e, E))
-            atomicAdd(&h[e], 1);
-        else
-            report_error(err, kErrSortExpert, e);
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
-        hist[static_cast<int64_t>(e) * gridDim.x + blockIdx.x] = h[e];
-}
 
 // counts[e] = (base + count of expert e's last chunk) - base of its first chunk, where base is
 // the exclusive scan of hist (0 when there are no chunks, i.e. no tokens).
 __global__ void moe_counts_kernel(const int32_t* __restrict__ hist,
                                   const int32_t* __restrict__ base, int64_t chunks, int E,
                                   int32_t* __restrict__ counts) {
-    for (int64_t e = global_thread(); e < E; e += grid_threads()) {
-        const int64_t last = e * chunks + chunks - 1;
-        counts[e] = chunks > 0 ? base[last] + hist[last] - base[e * chunks] : 0;
-    }
+    for (int64_t e = global_thread(); e < E; e += grid_threads())
+        counts[e] = expert_total(hist, base, chunks, e);
+}
+
+// row_token[r] = 0 for the rows r in [total, slots) no expert owns (total = the admitted
+// selections, < slots only when some were dropped): a valid token that is never combined.
+// total = the last histogram entry's base + count (the scan runs over every expert in order).
+__global__ void moe_unowned_rows_kernel(const int32_t* __restrict__ hist,
+                                        const int32_t* __restrict__ base, int64_t items,
+                                        int64_t slots, int32_t* __restrict__ row_token) {
+    const int64_t total = base[items - 1] + hist[items - 1];
+    for (int64_t r = total + global_thread(); r < slots; r += grid_threads()) row_token[r] = 0;
 }
 
 __global__ void moe_place_kernel(const int32_t* __restrict__ topk_idx, int64_t slots, int k, int E,
@@ -50,13 +41,15 @@ __global__ void moe_place_kernel(const int32_t* __restrict__ topk_idx, int64_t s
     __shared__ int32_t expert[kSortChunk];
     const int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int32_t raw = slot < slots ? topk_idx[slot] : -1;
-    const int32_t e = in_range(raw, E) ? raw : -1;  // invalid: reported by moe_count_kernel
+    const int32_t e = in_range(raw, E) ? raw : -1;  // invalid: reported by expert_hist_kernel
     expert[threadIdx.x] = e;
     __syncthreads();
-    if (e < 0) return;
-    int32_t rank = 0;
-    for (unsigned t = 0; t < threadIdx.x; ++t) rank += expert[t] == e;
-    const int32_t row = base[static_cast<int64_t>(e) * gridDim.x + blockIdx.x] + rank;
+    if (e < 0) {
+        if (slot < slots) slot_row[slot] = -1;  // dropped (or invalid): no row
+        return;
+    }
+    const int32_t row =
+        base[static_cast<int64_t>(e) * gridDim.x + blockIdx.x] + rank_in_chunk(expert, e);
     slot_row[slot] = row;
     row_token[row] = static_cast<int32_t>(slot / k);
 }
@@ -103,8 +96,8 @@ __device__ __forceinline__ void moe_combine_by(Width<W> vw, float* __restrict__ 
         Lanes<float, W> acc{};
         for (int j = 0; j < k; ++j) {
             const int32_t row = slot_row[n * k + j];
-            if (!in_range(row, nrows)) {
-                if (c == 0) report_error(err, kErrCombineRow, row);
+            if (!in_range(row, nrows)) {  // -1: a dropped selection, skipped silently
+                if (c == 0 && row != -1) report_error(err, kErrCombineRow, row);
                 continue;
             }
             const float wj = weight ? weight[n * k + j] : 1.0f;
@@ -138,6 +131,10 @@ __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restr
     const int64_t slot = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
     if (slot >= slots) return;  // whole warp
     const int64_t n = slot / k, row = slot_row[slot];
+    if (row == -1) {  // a dropped selection: no row, no weight gradient (whole warp)
+        if (dw && lane_id() == 0) dw[slot] = 0.0f;
+        return;
+    }
     if (!in_range(row, nrows)) {  // whole warp
         if (lane_id() == 0) report_error(err, kErrCombineBwdRow, static_cast<int32_t>(row));
         return;
@@ -153,6 +150,9 @@ __global__ void moe_combine_bwd_kernel(float* __restrict__ drows, float* __restr
     if (dw && lane_id() == 0) dw[slot] = dot;
 }
 
+// E <= kMaxExperts.
+// scan_temp_bytes = scan.temp_bytes(moe_sort_scan_items(N*k, E)); scratch (256-byte
+// aligned): moe_sort_scratch_bytes(N*k, E, scan_temp_bytes).
 void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
               const int32_t* topk_idx, int64_t N, int64_t k, int64_t E, const ExclusiveScan& scan,
               size_t scan_temp_bytes, void* scratch, int32_t* err) {
@@ -163,15 +163,19 @@ void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
     auto* hist = static_cast<int32_t*>(scratch);
     auto* base = reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + hist_bytes);
     if (slots > 0) {
-        MT_LAUNCH(moe_count_kernel, moe_count(slots, E), s, topk_idx, slots, e, hist, err);
+        MT_LAUNCH(expert_hist_kernel<false>, moe_count(slots, E), s, topk_idx, N,
+                  static_cast<int>(k), e, hist, true, kErrSortExpert, err);
         scan.run(s, hist, base, items, static_cast<char*>(scratch) + 2 * hist_bytes,
                  scan_temp_bytes);
     }
     // No tokens: chunks = 0 and every count is 0.
     MT_LAUNCH(moe_counts_kernel, moe_counts(E), s, hist, base, chunks, e, counts);
-    if (slots > 0)
+    if (slots > 0) {
         MT_LAUNCH(moe_place_kernel, moe_place(slots), s, topk_idx, slots, static_cast<int>(k), e,
                   base, row_token, slot_row);
+        MT_LAUNCH(moe_unowned_rows_kernel, elementwise(slots), s, hist, base, items, slots,
+                  row_token);
+    }
 }
 
 void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const int32_t* index,
@@ -182,6 +186,7 @@ void gather_rows(Stream s, float* dst, const float* src, int64_t src_rows, const
               index, R, dim, vec4, err);
 }
 
+// w may be nullptr (all weights 1); rows has nrows rows of dim.
 void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int32_t* slot_row,
                  const float* w, int64_t N, int64_t k, int64_t dim, bool accumulate, int32_t* err) {
     if (N <= 0 || dim <= 0) return;
@@ -190,6 +195,7 @@ void moe_combine(Stream s, float* y, const float* rows, int64_t nrows, const int
               slot_row, w, N, static_cast<int>(k), dim, accumulate, vec4, err);
 }
 
+// dw and w may be nullptr; drows and rows have nrows rows of dim.
 void moe_combine_bwd(Stream s, float* drows, float* dw, const float* dy, const float* rows,
                      int64_t nrows, const int32_t* slot_row, const float* w, int64_t N, int64_t k,
                      int64_t dim, int32_t* err) {

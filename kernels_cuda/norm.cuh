@@ -136,6 +136,7 @@ void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g
         MT_LAUNCH(rmsnorm_fwd_kernel, per_row(rows, dim), s, y, rstd, x, g, dim, eps);
 }
 
+// scratch: colsum_scratch_bytes(rows, dim) (also layernorm_bwd).
 void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x, const float* g,
                  const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx, float* scratch) {
     if (rows <= 0 || dim <= 0) return;

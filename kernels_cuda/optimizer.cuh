@@ -13,6 +13,10 @@
 
 namespace mtk {
 
+struct AdamWParams {
+    float lr = 0, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0, bc1 = 1, bc2 = 1;
+};
+
 __device__ __forceinline__ float clip_coef(const float* gnorm_sq, float clip, float grad_scale) {
     return (gnorm_sq && clip > 0.0f) ? mt_clip_coef(gnorm_sq[0], grad_scale, clip) : 1.0f;
 }
@@ -84,6 +88,7 @@ __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g, f
     });
 }
 
+// gnorm_sq may be nullptr when clip <= 0 (adamw, adamw8bit, sgd).
 void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& a,
            const float* gnorm_sq, float clip, float grad_scale) {
     if (n <= 0) return;
@@ -92,6 +97,8 @@ void adamw(Stream s, float* p, const float* g, float* m, float* v, int64_t n, co
               clip, grad_scale, sp);
 }
 
+// 8-bit AdamW (moetrain::Device::adamw8bit): codes [n], absmax [ceil(n / 256)]; table: the
+// MT_QMAP_LEN quantisation maps of mt_math.h in device memory.
 void adamw8bit(Stream s, float* p, const float* g, uint8_t* m_codes, uint8_t* v_codes,
                float* m_absmax, float* v_absmax, const float* table, int64_t n,
                const AdamWParams& a, const float* gnorm_sq, float clip, float grad_scale) {

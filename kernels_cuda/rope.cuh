@@ -31,6 +31,7 @@ __global__ void rope_kernel(float* __restrict__ x, int64_t T, int64_t nh, int64_
     }
 }
 
+// pos_dev: the device-side position offset added to pos0 (may be nullptr).
 void rope(Stream s, float* x, int64_t B, int64_t T, int64_t nh, int64_t hd, float theta,
           int64_t pos0, const int32_t* pos_dev, bool inverse, int32_t* err) {
     int64_t pairs = B * T * nh * (hd / 2);

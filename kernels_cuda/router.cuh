@@ -1,7 +1,8 @@
-// MoE routing (MODEL.md 2-3): softmax top-k router forward/backward, the aux and z loss terms,
-// and hash routing. One warp per token: the lanes stride over the E experts, warp reductions
-// combine them; the k selected experts (k <= kMaxTopK) are chosen one at a time by a warp
-// argmax with ties to the lower index and kept in registers by every lane.
+// MoE routing (docs/MODEL.md 2-3): the softmax / sigmoid top-k router forward and backward
+// (selection by score + expert bias, routed scaling), the aux and z loss terms, and hash
+// routing. One warp per token: the lanes stride over the E experts, warp reductions combine
+// them; the k selected experts (k <= kMaxTopK) are chosen one at a time by a warp argmax of
+// the selection key with ties to the lower index and kept in registers by every lane.
 #pragma once
 
 #include "common.cuh"
@@ -20,10 +21,23 @@ __device__ __forceinline__ void warp_argmax(float& v, int& idx) {
     }
 }
 
+// Router options of one call (moetrain::RouterArgs plus the expert bias, which may be nullptr).
+struct RouterOpts {
+    bool sigmoid = false;
+    bool norm_topk = true;
+    float scaling = 1.0f;
+    const float* bias = nullptr;
+};
+
+// score[n,e] = softmax(l[n])[e] or sigmoid(l[n,e]) (m, inv: the row's max and 1 / sum exp).
+__device__ __forceinline__ float router_score(const RouterOpts& o, float l, float m, float inv) {
+    return o.sigmoid ? mt_sigmoid(l) : expf(l - m) * inv;
+}
+
 __global__ void router_fwd_kernel(float* __restrict__ probs, float* __restrict__ lse,
                                   int32_t* __restrict__ topk_idx, float* __restrict__ topk_w,
                                   const float* __restrict__ logits, int64_t N, int E, int k,
-                                  bool norm_topk) {
+                                  RouterOpts o) {
     const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
     if (n >= N) return;  // whole warp
     const float* l = logits + n * E;
@@ -36,45 +50,55 @@ __global__ void router_fwd_kernel(float* __restrict__ probs, float* __restrict__
     for (int e = lane; e < E; e += kWarp) s += expf(l[e] - m);
     s = warp_sum(s);
     const float inv = 1.0f / s;
-    for (int e = lane; e < E; e += kWarp) p[e] = expf(l[e] - m) * inv;
+    for (int e = lane; e < E; e += kWarp) p[e] = router_score(o, l[e], m, inv);
     if (lane == 0) lse[n] = m + logf(s);
 
     int chosen[kMaxTopK];
     float chosen_p[kMaxTopK];
     float total = 0.0f;
     for (int j = 0; j < k; ++j) {
-        float best = -1.0f;
+        float best = -INFINITY, best_p = 0.0f;
         int best_e = E;
         for (int e = lane; e < E; e += kWarp) {
             bool taken = false;
             for (int i = 0; i < j; ++i) taken = taken || chosen[i] == e;
-            float pe = expf(l[e] - m) * inv;  // bit-identical to what was stored in p[e]
-            if (!taken && (pe > best || (pe == best && e < best_e))) {
-                best = pe;
+            const float pe = router_score(o, l[e], m, inv);  // bit-identical to p[e]
+            const float q = o.bias ? pe + o.bias[e] : pe;    // the selection key
+            if (!taken && (q > best || (q == best && e < best_e))) {
+                best = q;
                 best_e = e;
+                best_p = pe;
             }
         }
         warp_argmax(best, best_e);
         chosen[j] = best_e;
-        chosen_p[j] = best;
-        total += best;
+        // The winner's score, from the lane that holds expert best_e (lane best_e % 32).
+        chosen_p[j] = __shfl_sync(kFullMask, best_p, best_e % static_cast<int>(kWarp));
+        total += chosen_p[j];
     }
     if (lane == 0) {
         for (int j = 0; j < k; ++j) {
             topk_idx[n * k + j] = chosen[j];
-            topk_w[n * k + j] = norm_topk ? chosen_p[j] / total : chosen_p[j];
+            const float w = o.norm_topk ? chosen_p[j] / total : chosen_p[j];
+            topk_w[n * k + j] = w * o.scaling;
         }
     }
 }
 
-// dlogits = p * (dp - sum_e p dp) + scale * z_alpha * 2 lse p / N, where dp holds the top-k
-// weight gradient (through the renormalisation) plus scale * aux_alpha * E * f_e / N.
+// d loss / d score[n,e] = ds_e: the top-k weight gradient (through the renormalisation and the
+// routed scaling a: w_j = a s_j / S, so ds_i += (a dw_i - sum_j dw_j w_j) / S) plus the aux
+// term, scale * aux_alpha * E * f_e / N for softmax (f_e = counts[e] / (N k)) and, for sigmoid
+// (P_e = mean_n s_e / T, T = sum_j s_j), scale * aux_alpha * E * (f_e / T - sum_j f_j s_j / T^2)
+// / N. Then dlogits = p * (ds - sum_e p ds) + zc * p for softmax, s (1 - s) ds + zc *
+// softmax(l) for sigmoid, with zc = scale * z_alpha * 2 lse / N (d lse / d l = softmax(l),
+// read from the logits when probs holds sigmoid scores).
 __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __restrict__ dtopk_w,
                                   const float* __restrict__ probs, const float* __restrict__ lse,
+                                  const float* __restrict__ logits,
                                   const int32_t* __restrict__ topk_idx,
                                   const float* __restrict__ topk_w,
                                   const int32_t* __restrict__ counts, int64_t N, int E, int k,
-                                  bool norm_topk, float aux_alpha, float z_alpha, float scale,
+                                  RouterOpts o, float aux_alpha, float z_alpha, float scale,
                                   int32_t* err) {
     const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp_id();
     if (n >= N) return;  // whole warp
@@ -93,32 +117,60 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
     const float aux_coef =
         scale * aux_alpha * static_cast<float>(E) / (nN * nN * static_cast<float>(k));
     const int lane = static_cast<int>(lane_id());
+    float T = 1.0f, fs = 0.0f;  // sigmoid: sum_e s_e and sum_e counts[e] s_e
+    if (o.sigmoid) {
+        T = 0.0f;
+        for (int e = lane; e < E; e += kWarp) {
+            T += p[e];
+            fs += static_cast<float>(counts[e]) * p[e];
+        }
+        T = warp_sum(T);
+        fs = warp_sum(fs);
+    }
     float pdp = 0.0f;
     for (int e = lane; e < E; e += kWarp) {
-        float dp = aux_coef * static_cast<float>(counts[e]);
+        float dp = o.sigmoid ? aux_coef * (static_cast<float>(counts[e]) / T - fs / (T * T))
+                             : aux_coef * static_cast<float>(counts[e]);
         for (int j = 0; j < k; ++j)
-            if (idx[j] == e)
-                dp += norm_topk ? (dtopk_w[n * k + j] - dot) / sel : dtopk_w[n * k + j];
+            if (idx[j] == e) {
+                const float dw = dtopk_w[n * k + j];
+                dp += o.norm_topk ? (o.scaling * dw - dot) / sel : o.scaling * dw;
+            }
         pdp += p[e] * dp;
         dlogits[n * E + e] = dp;  // dp kept in the output until pdp is known
     }
     pdp = warp_sum(pdp);
     const float zc = scale * z_alpha * 2.0f * lse[n] / nN;
     for (int e = lane; e < E; e += kWarp) {
-        float dp = dlogits[n * E + e];  // written by this lane above
-        dlogits[n * E + e] = p[e] * (dp - pdp) + zc * p[e];
+        const float dp = dlogits[n * E + e];  // written by this lane above
+        if (o.sigmoid)
+            dlogits[n * E + e] = p[e] * (1.0f - p[e]) * dp + zc * expf(logits[n * E + e] - lse[n]);
+        else
+            dlogits[n * E + e] = p[e] * (dp - pdp) + zc * p[e];
     }
 }
 
-// out[0] += aux_alpha * E * sum_{n,e} f_e p[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one
-// block.
+// out[0] += aux_alpha * E * sum_{n,e} f_e P[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one
+// block. P = p (softmax) or s_e / sum_j s_j (sigmoid: one row per thread for the row sums).
 __global__ void router_aux_loss_kernel(float* out, const float* __restrict__ probs,
                                        const float* __restrict__ lse,
                                        const int32_t* __restrict__ counts, int64_t N, int64_t E,
-                                       int64_t k, float aux_alpha, float z_alpha) {
+                                       int64_t k, bool sigmoid, float aux_alpha, float z_alpha) {
     float aux = 0.0f, z = 0.0f;
-    for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x)
-        aux += static_cast<float>(counts[i % E]) * probs[i];
+    if (sigmoid) {
+        for (int64_t n = threadIdx.x; n < N; n += blockDim.x) {
+            const float* p = probs + n * E;
+            float T = 0.0f, fs = 0.0f;
+            for (int64_t e = 0; e < E; ++e) {
+                T += p[e];
+                fs += static_cast<float>(counts[e]) * p[e];
+            }
+            aux += fs / T;
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x)
+            aux += static_cast<float>(counts[i % E]) * probs[i];
+    }
     for (int64_t n = threadIdx.x; n < N; n += blockDim.x) z += lse[n] * lse[n];
     aux = block_sum(aux);
     z = block_sum(z);
@@ -135,28 +187,30 @@ __global__ void hash_route_kernel(int32_t* __restrict__ topk_idx, const int32_t*
         topk_idx[n] = mt_hash_expert(ids[n], layer, E);
 }
 
+// k <= kMaxTopK in every router launcher.
 void router_fwd(Stream s, float* probs, float* lse, int32_t* topk_idx, float* topk_w,
-                const float* logits, int64_t N, int64_t E, int64_t k, bool norm_topk) {
+                const float* logits, int64_t N, int64_t E, int64_t k, const RouterOpts& o) {
     if (N > 0)
         MT_LAUNCH(router_fwd_kernel, warp_per_item(N), s, probs, lse, topk_idx, topk_w, logits, N,
-                  static_cast<int>(E), static_cast<int>(k), norm_topk);
+                  static_cast<int>(E), static_cast<int>(k), o);
 }
 
+// logits: the forward's input (read for the z-loss term when o.sigmoid); o.bias is not read.
 void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* probs,
-                const float* lse, const int32_t* topk_idx, const float* topk_w,
-                const int32_t* counts, int64_t N, int64_t E, int64_t k, bool norm_topk,
+                const float* lse, const float* logits, const int32_t* topk_idx, const float* topk_w,
+                const int32_t* counts, int64_t N, int64_t E, int64_t k, const RouterOpts& o,
                 float aux_alpha, float z_alpha, float scale, int32_t* err) {
     if (N > 0)
-        MT_LAUNCH(router_bwd_kernel, warp_per_item(N), s, dlogits, dtopk_w, probs, lse, topk_idx,
-                  topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), norm_topk, aux_alpha,
-                  z_alpha, scale, err);
+        MT_LAUNCH(router_bwd_kernel, warp_per_item(N), s, dlogits, dtopk_w, probs, lse, logits,
+                  topk_idx, topk_w, counts, N, static_cast<int>(E), static_cast<int>(k), o,
+                  aux_alpha, z_alpha, scale, err);
 }
 
 void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
-                     const int32_t* counts, int64_t N, int64_t E, int64_t k, float aux_alpha,
-                     float z_alpha) {
+                     const int32_t* counts, int64_t N, int64_t E, int64_t k, bool sigmoid,
+                     float aux_alpha, float z_alpha) {
     if (N > 0)
-        MT_LAUNCH(router_aux_loss_kernel, one_block(), s, out, probs, lse, counts, N, E, k,
+        MT_LAUNCH(router_aux_loss_kernel, one_block(), s, out, probs, lse, counts, N, E, k, sigmoid,
                   aux_alpha, z_alpha);
 }
 

@@ -10,6 +10,14 @@
 
 namespace mtk {
 
+struct SampleParams {
+    float temperature = 0;
+    int64_t top_k = 0;
+    float top_p = 1.0f;
+    uint64_t seed = 0, step = 0;
+    const int32_t* step_dev = nullptr;  // added to step as uint32 (moetrain::SampleArgs)
+};
+
 // Monotone map of a float to uint32 (larger float -> larger integer).
 __device__ __forceinline__ uint32_t float_order(float f) {
     uint32_t u = __float_as_uint(f);
@@ -123,6 +131,7 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
     if (threadIdx.x == 0) out_ids[blockIdx.x] = static_cast<int32_t>(keys[pick] & 0xffffffffull);
 }
 
+// scratch: sample_scratch_bytes(B, V).
 void sample(Stream s, int32_t* out_ids, const float* logits, int64_t B, int64_t V,
             const SampleParams& p, uint64_t* scratch) {
     if (B > 0 && V > 0)

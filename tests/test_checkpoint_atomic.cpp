@@ -53,6 +53,12 @@ std::vector<float> pattern(int64_t n, float base) {
     return v;
 }
 
+// The data position write_plain stores for `step`: 100 tokens per step, or the step itself for
+// the 19-digit steps, where 100 * step would overflow int64.
+int64_t plain_train_pos(int64_t step) {
+    return step <= INT64_MAX / 100 ? 100 * step : step;
+}
+
 // A checkpoint of plain tensors whose values all derive from `step`.
 void write_plain(const std::string& dir, const std::vector<ParamInfo>& params, int64_t step,
                  OptimizerState opt = OptimizerState::adamw) {
@@ -67,7 +73,7 @@ void write_plain(const std::string& dir, const std::vector<ParamInfo>& params, i
     b.config_json = config_to_json(preset_config("tiny"));
     TrainState st;
     st.step = step;
-    st.train_pos = 100 * step;
+    st.train_pos = plain_train_pos(step);
     if (opt == OptimizerState::sgd) st.options.optimizer = OptimizerKind::sgd;
     io::write_checkpoint_dir(dir, b, st, opt);
 }
@@ -77,7 +83,7 @@ void check_plain(const std::string& dir, const std::vector<ParamInfo>& params, i
     CAPTURE(dir);
     CheckpointInfo info = read_checkpoint_info(dir);
     CHECK(info.state.step == step);
-    CHECK(info.state.train_pos == 100 * step);
+    CHECK(info.state.train_pos == plain_train_pos(step));
     CHECK(info.optimizer == OptimizerState::adamw);
     SafetensorsFile model(dir + "/model.safetensors");
     io::check_tensors(model, params, {""});

@@ -233,7 +233,7 @@ TEST_CASE("safetensors: truncation at every byte and random byte flips never cra
                 f.read(e, buf.data());
             }
             ++opened;
-        } catch (const moetrain::Error&) {
+        } catch (const moetrain::Error&) {  // NOLINT(bugprone-empty-catch): a refusal passes
         }
     }
     CHECK(opened > 0);  // flips inside the data section keep the file valid

@@ -213,7 +213,7 @@ TEST_CASE("ops: gemm_grouped rejects bad arguments and bad group sizes") {
         // Bad sizes: thrown by the op (host-readable sizes) or by the next synchronize (cuda).
         for (GroupDim dim : {GroupDim::m, GroupDim::k}) {
             g = args(dim);
-            auto run = [&](std::vector<int32_t> r) {
+            auto run = [&](const std::vector<int32_t>& r) {
                 dev.gemm_grouped(g, to_device(dev, r), static_cast<int64_t>(r.size()), dim);
                 dev.synchronize();
             };

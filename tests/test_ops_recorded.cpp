@@ -24,6 +24,7 @@ TEST_CASE("ops: run_recorded replays the same work, and falls back when it canno
         const std::string key =
             "test y += x " + std::to_string(reinterpret_cast<uintptr_t>(y.buf.get()));
         std::vector<StepRun> runs;
+        runs.reserve(5);
         for (int i = 0; i < 5; ++i)
             runs.push_back(dev.run_recorded(key, [&] { dev.axpby(y, 1.0f, x, 1.0f, n); }));
         std::vector<float> ys(n);

@@ -8,7 +8,7 @@ pkgs=(build-essential cmake git pkg-config python3 python3-dev python3-venv pyth
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       doctest-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libicu-dev libopenmpi-dev openmpi-bin
-      clang libclang-rt-14-dev clang-format-14 clang-tidy-14
+      clang libclang-rt-14-dev clang-format-14 clang-tidy-19 libomp-19-dev
       chromium)
 missing=()
 for p in "${pkgs[@]}"; do

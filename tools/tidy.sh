@@ -1,46 +1,34 @@
 #!/usr/bin/env bash
-# clang-tidy 14 with the repo's .clang-tidy over the C++ translation units of the compile
-# database (BUILD/compile_commands.json, written by every CMake configure); any finding fails
-# (exit 1) and is printed once.
-#   bash tools/tidy.sh [REGEX]   REGEX (extended, matched against the path relative to the repo)
-#                                picks the sources; default: every .cpp of the database.
-# BUILD (default build) must be configured; tidy needs no compiled objects. Headers are checked
-# through the sources that include them (.clang-tidy's HeaderFilterRegex). The database holds
-# GCC flags; those clang does not know are tolerated (-Wno-unknown-warning-option). CUDA
-# sources (.cu) are compiled by nvcc, not in a form clang-tidy reads, and are skipped.
+# clang-tidy 19 with the repo's .clang-tidy over every C++ source of the tree; any finding fails
+# (exit 1) and is printed once. CI runs it (tools/test.sh).
+#   bash tools/tidy.sh [REGEX]   REGEX (Python syntax, searched in the repo-relative path)
+#                                picks the sources; default: all of them.
+# The compile commands come from two configure-only CMake trees under TIDY_BUILD (default
+# build-tidy; nothing is compiled there): the project with every optional part on (the CUDA
+# backend when nvcc is found, the Python module, the benchmarks) and the libFuzzer project
+# tests/fuzz. tools/tidy.py checks that every tracked .cpp has a command, runs clang-tidy on the
+# cores in parallel and skips sources that are unchanged since a clean run (its cache, keyed by
+# the preprocessed source; see there). Headers are checked through the sources that include
+# them (.clang-tidy's HeaderFilterRegex). CUDA sources (.cu) are compiled by nvcc, not in a form
+# clang-tidy reads, and are skipped; the kernels they include are checked through the SIMT
+# harness tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-REGEX=${1:-'.*'}
-TIDY=${CLANG_TIDY:-$(command -v clang-tidy-14 || echo clang-tidy)}
-db="$BUILD/compile_commands.json"
-if [ ! -f "$db" ]; then
-  echo "tidy: $db missing (configure $BUILD with cmake first)" >&2
-  exit 2
-fi
+if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+DB=${TIDY_BUILD:-build-tidy}
+PYENV=${MOETRAIN_PYENV:-$HOME/.cache/moetrain/pyenv}
 start=$(date +%s)
-mapfile -t files < <(python3 - "$db" "$PWD" <<'PY' | grep -E -- "$REGEX" | sort -u
-import json, os, sys
-root = sys.argv[2]
-for e in json.load(open(sys.argv[1])):
-    f = os.path.relpath(os.path.join(e["directory"], e["file"]), root)
-    if f.endswith(".cpp") and not f.startswith(".."):
-        print(f)
-PY
-)
-if [ ${#files[@]} -eq 0 ]; then
-  echo "tidy: no source matches '$REGEX'" >&2
-  exit 2
+mkdir -p "$DB"
+python_flags=()
+if [ -x "$PYENV/bin/python" ]; then
+  python_flags=(-DMOETRAIN_PYTHON=ON -DPython_EXECUTABLE="$PYENV/bin/python"
+    -DMOETRAIN_TEST_PYTHON="$PYENV/bin/python")
 fi
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-status=0
-printf '%s\0' "${files[@]}" | xargs -0 -n 1 -P "$(nproc)" "$TIDY" -p "$BUILD" --quiet \
-  --extra-arg=-Wno-unknown-warning-option >"$out" 2>&1 || status=$?
-# A header's finding appears once per source that includes it: print each once.
-grep -E '^[^ ].*:[0-9]+:[0-9]+: (warning|error): ' "$out" | sort -u || true
-echo "tidy: ${#files[@]} sources in $(($(date +%s) - start)) s"
-if [ "$status" -ne 0 ]; then
-  echo "tidy: clang-tidy reported findings or failed (above)" >&2
-  exit 1
-fi
+cmake -S . -B "$DB/main" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+  -DMOETRAIN_BUILD_BENCH=ON "${python_flags[@]}" >"$DB/main.log" 2>&1 ||
+  { cat "$DB/main.log"; echo "tidy: configuring $DB/main failed" >&2; exit 2; }
+cmake -S tests/fuzz -B "$DB/fuzz" -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++}" \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$DB/fuzz.log" 2>&1 ||
+  { cat "$DB/fuzz.log"; echo "tidy: configuring $DB/fuzz failed" >&2; exit 2; }
+echo "tidy: compile databases configured in $(($(date +%s) - start)) s"
+python3 tools/tidy.py . "${1:-.*}" "$DB/main/compile_commands.json" "$DB/fuzz/compile_commands.json"

@@ -40,6 +40,7 @@ struct TrainState {
     // not part of state.json, and empty when read back (load_checkpoint_tokenizer reads it).
     std::string tokenizer_file;
     int64_t shuffle_seed = -1;  // --shuffle SEED of the train loader (-1: consecutive windows)
+    int64_t val_tokens = -1;    // --val-tokens of shards without "_val_" files (-1: not given)
     std::string data_path;      // informational
     int64_t data_tokens = 0;    // tokens in the whole data file (resume checks the same data)
 };

@@ -92,7 +92,8 @@ class Model {
     void zero_grads();
     // Forward + loss + backward for one micro-batch; gradients are ADDED to grads_flat()
     // scaled by grad_scale (1/A for accumulation over A micro-batches). x, y are [B*T] host
-    // token ids (y = -1 ignored). Throws naming the bad token on ids outside [0, V).
+    // token ids (y = -1 ignored). Throws naming the bad token on ids outside [0, V). Dropless:
+    // an MoE capacity (moe.capacity_factor) applies to the Trainer's micro-batches only.
     LossStats forward_backward(const int32_t* x, const int32_t* y, int B, int T,
                                float grad_scale = 1.0f);
     // Forward + loss only (evaluation).

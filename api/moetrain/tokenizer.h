@@ -36,6 +36,11 @@ class Tokenizer {
     virtual std::string decode(std::span<const int32_t> ids) const = 0;
     // The end-of-text id that separates documents, when the tokenizer defines one.
     virtual std::optional<int32_t> eot_id() const = 0;
+    // True when the text on both sides of any next_line_cut() position can be encoded
+    // separately with the same ids as the whole text, so that a long text can be encoded in
+    // parallel pieces (byte-level BPE and bytes; not SentencePiece, which normalizes whitespace
+    // and prefixes each text).
+    virtual bool encodes_line_cuts_apart() const { return false; }
 
     std::vector<int32_t> encode(std::string_view text) const {
         std::vector<int32_t> out;
@@ -47,6 +52,12 @@ class Tokenizer {
 struct TokenizerOptions {
     std::string pattern;  // split pattern of a tiktoken rank file: gpt2 | cl100k | o200k
 };
+
+// The first position p >= from where a text may be cut for encoding in pieces: right after a
+// '\n' that follows a visible ASCII character and precedes an ASCII letter or digit. Every split
+// pattern ends a piece there and starts the next one afresh (docs/DATA.md); text.size() when
+// there is no such position. Looks at most two bytes before `from`.
+size_t next_line_cut(std::string_view text, size_t from);
 
 // Load a tokenizer from its spec (see the top of this file).
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& spec,

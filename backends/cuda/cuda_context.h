@@ -57,7 +57,7 @@ class CudaContext {
     }
 
     // The two-word device error word (code, value) kernels report invalid indices into
-    // (kernels_cuda/ops.h ErrorCode); zero while nothing was reported.
+    // (kernels_cuda/kernel_interface.h ErrorCode); zero while nothing was reported.
     int32_t* error_word() const { return error_word_; }
 
     // Makes this context's device current on the calling thread.

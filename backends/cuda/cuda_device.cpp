@@ -1,15 +1,17 @@
-// CudaDevice construction, the argument checks every op uses, and the memory ops: zeroed
-// allocations from the caching allocator, transfers on the device stream (download waits),
-// device-to-device copies (overlap-safe), fill of any dtype and f32 / bf16 / f16 conversion.
+// CudaDevice construction, what every op family uses (stream, launch check, error word,
+// scratch), and the memory ops: zeroed allocations from the caching allocator, transfers on the
+// device stream (download waits) and device-to-device copies (overlap-safe). fill and convert
+// launch kernels: kernels_cuda/elementwise.cu and convert.cu.
 #include "cuda/cuda_device.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
+#include "cuda/cuda_context.h"
 #include "cuda/cuda_errors.h"
+#include "cuda/cuda_graph_runtime.h"
 
 namespace moetrain::cuda {
 
@@ -27,35 +29,53 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts)
 }
 
 CudaDevice::CudaDevice(int index, std::string name, bool graphs)
-    : ctx_(index), name_(std::move(name)), graphs_(graph_runtime_, graphs) {}
+    : ctx_(std::make_unique<CudaContext>(index)),
+      name_(std::move(name)),
+      graph_runtime_(std::make_unique<CudaGraphRuntime>(*ctx_)),
+      graphs_(*graph_runtime_, graphs) {}
+
+CudaDevice::~CudaDevice() = default;
 
 StepRun CudaDevice::run_recorded(const std::string& key, const std::function<void()>& record) {
     return graphs_.run(key, record);
 }
 
 void CudaDevice::not_capturing(const char* what) const {
-    MT_CHECK(!ctx_.capturing(), what, " inside a captured CUDA graph");
+    MT_CHECK(!ctx_->capturing(), what, " inside a captured CUDA graph");
 }
 
 mtk::Stream CudaDevice::stream(const char*) {
-    ctx_.make_current();
-    return ctx_.stream();
+    ctx_->make_current();
+    return ctx_->stream();
 }
 
 void CudaDevice::launched(const char* op) {
     check_launch(op);
 }
 
+int32_t* CudaDevice::error_word() {
+    return ctx_->error_word();
+}
+
+void* CudaDevice::scratch(size_t bytes) {
+    return ctx_->scratch(bytes);
+}
+
+void CudaDevice::upload_static(void* dst, const void* src, size_t bytes, const char* what) {
+    ctx_->make_current();
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_->stream()), what);
+}
+
 void CudaDevice::check_device_error() {
-    if (ctx_.capturing()) return;
+    if (ctx_->capturing()) return;
     int32_t word[2] = {0, 0};
-    ctx_.make_current();
-    check_cuda(cudaMemcpyAsync(word, ctx_.error_word(), sizeof word, cudaMemcpyDeviceToHost,
-                               ctx_.stream()),
+    ctx_->make_current();
+    check_cuda(cudaMemcpyAsync(word, ctx_->error_word(), sizeof word, cudaMemcpyDeviceToHost,
+                               ctx_->stream()),
                "cudaMemcpyAsync (reading the device error word)");
-    ctx_.synchronize();
+    ctx_->synchronize();
     if (word[0] == 0) return;
-    check_cuda(cudaMemsetAsync(ctx_.error_word(), 0, sizeof word, ctx_.stream()),
+    check_cuda(cudaMemsetAsync(ctx_->error_word(), 0, sizeof word, ctx_->stream()),
                "cudaMemsetAsync (clearing the device error word)");
     fail(mtk::error_message(word[0]), " ", word[1], " (detected on ", name_, ")");
 }
@@ -64,10 +84,10 @@ void CudaDevice::check_device_error() {
 
 std::shared_ptr<Buffer> CudaDevice::alloc_buffer(size_t bytes) {
     not_capturing("alloc");
-    ctx_.make_current();
-    auto buf = std::make_shared<CudaBuffer>(this, bytes, ctx_.allocator_ptr());
+    ctx_->make_current();
+    auto buf = std::make_shared<CudaBuffer>(this, bytes, ctx_->allocator_ptr());
     if (bytes)
-        check_cuda(cudaMemsetAsync(buf->data(), 0, bytes, ctx_.stream()),
+        check_cuda(cudaMemsetAsync(buf->data(), 0, bytes, ctx_->stream()),
                    "cudaMemsetAsync (zero a new buffer)");
     return buf;
 }
@@ -76,17 +96,17 @@ void CudaDevice::upload_impl(const Tensor& dst, const void* src) {
     void* d = raw(dst);
     not_capturing("upload");
     if (!dst.bytes()) return;
-    ctx_.make_current();
-    check_cuda(cudaMemcpyAsync(d, src, dst.bytes(), cudaMemcpyHostToDevice, ctx_.stream()),
+    ctx_->make_current();
+    check_cuda(cudaMemcpyAsync(d, src, dst.bytes(), cudaMemcpyHostToDevice, ctx_->stream()),
                "cudaMemcpyAsync host -> device (upload)");
 }
 
 void CudaDevice::download_impl(void* dst, const Tensor& src) {
     void* s = raw(src);
     not_capturing("download");
-    ctx_.make_current();
+    ctx_->make_current();
     if (src.bytes())
-        check_cuda(cudaMemcpyAsync(dst, s, src.bytes(), cudaMemcpyDeviceToHost, ctx_.stream()),
+        check_cuda(cudaMemcpyAsync(dst, s, src.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()),
                    "cudaMemcpyAsync device -> host (download)");
     check_device_error();  // waits for the copy, then reports any invalid index seen so far
 }
@@ -96,53 +116,15 @@ void CudaDevice::copy_impl(const Tensor& dst, const Tensor& src) {
     const char* s = static_cast<const char*>(raw(src));
     const size_t bytes = dst.bytes();
     if (!bytes || d == s) return;
-    ctx_.make_current();
+    ctx_->make_current();
     if (d < s + bytes && s < d + bytes) {  // overlapping views: go through scratch (memmove)
-        void* tmp = ctx_.scratch(bytes);
-        check_cuda(cudaMemcpyAsync(tmp, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()),
+        void* tmp = ctx_->scratch(bytes);
+        check_cuda(cudaMemcpyAsync(tmp, s, bytes, cudaMemcpyDeviceToDevice, ctx_->stream()),
                    "cudaMemcpyAsync (copy)");
         s = static_cast<const char*>(tmp);
     }
-    check_cuda(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, ctx_.stream()),
+    check_cuda(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, ctx_->stream()),
                "cudaMemcpyAsync (copy)");
-}
-
-void CudaDevice::fill_impl(const Tensor& dst, float value) {
-    void* d = raw(dst);
-    uint32_t bits = 0;
-    int width = static_cast<int>(dtype_size(dst.dtype));
-    switch (dst.dtype) {
-        case DType::f32:
-            std::memcpy(&bits, &value, 4);
-            break;
-        case DType::bf16:
-            bits = f32_to_bf16(value);
-            break;
-        case DType::f16:
-            bits = f32_to_f16(value);
-            break;
-        case DType::i32:
-            bits = static_cast<uint32_t>(static_cast<int32_t>(value));
-            break;
-        case DType::u8:
-            bits = static_cast<uint8_t>(static_cast<int32_t>(value));
-            break;
-    }
-    mtk::fill(stream("fill"), d, width, bits, dst.numel());
-    launched("fill");
-}
-
-void CudaDevice::convert_impl(const Tensor& dst, const Tensor& src) {
-    auto kind = [](DType t, const char* which) {
-        MT_CHECK(t == DType::f32 || t == DType::bf16 || t == DType::f16, "convert: ", which, " is ",
-                 dtype_name(t), " (f32 / bf16 / f16 only)");
-        return static_cast<mtk::FloatKind>(static_cast<int>(t));
-    };
-    mtk::FloatKind dk = kind(dst.dtype, "destination"), sk = kind(src.dtype, "source");
-    void* d = raw(dst);
-    const void* s = raw(src);
-    mtk::convert(stream("convert"), d, dk, s, sk, dst.numel());
-    launched("convert");
 }
 
 void CudaDevice::synchronize() {

@@ -1,10 +1,16 @@
-// The CUDA Device: every op of api/moetrain/device.h on one GPU, with the kernels of
-// kernels_cuda/ (through the launchers declared in kernels_cuda/ops.h) and cuBLAS for every
-// matrix product (cublas_calls.cpp). All work is queued on the context's single stream; only
-// download() and synchronize() wait. Memory comes from the caching allocator, op temporaries
-// from the context's scratch area, so a warmed-up step never calls cudaMalloc.
-// The ops are split by family over cuda_ops_*.cpp; the front door (api/moetrain/device.h)
-// has checked their host arguments, the op files check only this backend's own limits.
+// The CUDA Device: every op of api/moetrain/device.h on one GPU. Each op family's `<op>_impl`s
+// live in kernels_cuda/<family>.cu next to the kernels they launch (the family's .cuh, included
+// there), so a model call reaches its kernel in two hops: the front door (device.h, which has
+// checked the host arguments) calls the `<op>_impl`, which turns tensors into pointers, checks
+// only this backend's own limits and launches. Here: construction and the memory ops
+// (cuda_device.cpp), gemm with cuBLAS (cuda_gemm.cpp, cublas_calls.cpp). All work is queued on
+// the context's single stream; only download() and synchronize() wait. Memory comes from the
+// caching allocator, op temporaries from the context's scratch area, so a warmed-up step never
+// calls cudaMalloc.
+// This header includes no CUDA header: nvcc compiles it into the family .cu files, and the
+// cudasim test module (tests/simt) compiles the same files with g++ under the SIMT harness,
+// whose CUDA built-ins would clash with the runtime's. The CUDA runtime and cuBLAS are reached
+// only through the members below, defined in g++ sources.
 //
 // Index values (token ids, targets, expert indices) are checked by the kernels, which skip an
 // invalid one and report it into the context's error word. cross_entropy checks the word at
@@ -19,11 +25,9 @@
 #include <string>
 
 #include "cuda/caching_allocator.h"
-#include "cuda/cuda_context.h"
-#include "cuda/cuda_graph_runtime.h"
 #include "cuda/graph_cache.h"
+#include "kernel_interface.h"
 #include "moetrain/backend.h"
-#include "ops.h"
 #include "shared/tensor_pointers.h"
 
 // The backend's name ("cuda"; the test build of these sources with the SIMT harness standing in
@@ -33,6 +37,9 @@
 #endif
 
 namespace moetrain::cuda {
+
+class CudaContext;       // cuda_context.h
+class CudaGraphRuntime;  // cuda_graph_runtime.h
 
 // Opens CUDA device `index` (already checked to exist and be usable).
 std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts);
@@ -54,6 +61,7 @@ class CudaBuffer final : public Buffer {
 class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
   public:
     CudaDevice(int index, std::string name, bool graphs);
+    ~CudaDevice() override;
 
     std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
@@ -65,7 +73,7 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     StepRun run_recorded(const std::string& key, const std::function<void()>& record) override;
     const GraphCache& graph_cache() const { return graphs_; }
 
-    // ---- shared by the op files: raw / f32 / i32 / f32s (TensorPointers) ----
+    // ---- what the op families use besides raw / f32 / i32 / f32s (TensorPointers) ----
     // A device-side value argument (device.h: i32 [1]): its device pointer, nullptr if empty.
     const int32_t* device_value(const Tensor& t) const { return i32(t); }
     // The stream, with this device made current on the calling thread.
@@ -76,12 +84,23 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // While a graph is being captured it does nothing: the word is checked at the first
     // download after the replay.
     void check_device_error();
-    int32_t* error_word() { return ctx_.error_word(); }
-    CudaContext& context() { return ctx_; }
+    // The device error word kernels report invalid indices into (kernel_interface.h).
+    int32_t* error_word();
+    // One op's temporaries (CudaContext::scratch): valid until the next scratch() call.
+    void* scratch(size_t bytes);
+    // Queues a copy of `bytes` host bytes that stay valid (static tables) to device memory.
+    void upload_static(void* dst, const void* src, size_t bytes, const char* what);
+    // n f32 elements at src rounded to the 16-bit `compute` dtype into dst (on the stream):
+    // the operand copies of the 16-bit products (kernels_cuda/convert.cu).
+    void round_operand(void* dst, DType compute, const void* src, int64_t n);
+    // cuBLAS products on the stream (cuda_gemm.cpp; cublas_calls.h has the contracts).
+    void cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c);
+    void cublas_batched(const GemmArgs& g, const void* const* a_ptrs, const void* const* b_ptrs,
+                        float* const* c_ptrs, int64_t batch);
 
   protected:
-    // Every op of api/moetrain/device_ops.def: memory ops in cuda_device.cpp, the others by
-    // family in cuda_ops_dense.cpp, cuda_ops_grouped.cpp and cuda_ops_train.cpp.
+    // Every op of api/moetrain/device_ops.def: the memory ops in cuda_device.cpp, gemm in
+    // cuda_gemm.cpp, the others in kernels_cuda/<family>.cu.
 #define MT_DEVICE_OP(name, params, args) void name##_impl params override;
 #include "moetrain/device_ops.def"
 
@@ -89,9 +108,9 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // Throws naming `what` if a graph is being captured (host transfers cannot be captured).
     void not_capturing(const char* what) const;
 
-    CudaContext ctx_;
+    std::unique_ptr<CudaContext> ctx_;
     std::string name_;
-    CudaGraphRuntime graph_runtime_{ctx_};
+    std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };
 

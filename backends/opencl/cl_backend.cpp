@@ -79,6 +79,7 @@ class ClBackend : public Backend {
     std::vector<DeviceInfo> devices() override {
         enumerate();
         std::vector<DeviceInfo> out;
+        out.reserve(found_.size());
         for (auto& f : found_) out.push_back(f.info);
         return out;
     }

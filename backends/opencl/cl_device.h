@@ -145,7 +145,7 @@ class ClDevice : public Device {
     static void set_raw(cl_kernel k, cl_uint& index, size_t size, const void* value,
                         const char* name);
     static void set_arg(cl_kernel k, cl_uint& index, const DevPtr& p, const char* name) {
-        set_raw(k, index, sizeof(cl_mem), &p.mem, name);
+        set_raw(k, index, sizeof(cl_mem), static_cast<const void*>(&p.mem), name);
         set_raw(k, index, sizeof(cl_long), &p.off, name);
     }
     static void set_arg(cl_kernel k, cl_uint& index, const DevValue& v, const char* name) {

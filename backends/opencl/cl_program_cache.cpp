@@ -163,7 +163,8 @@ void ProgramCache::store_binary(cl_program prog, const std::string& path,
         return;
     std::vector<unsigned char> bin(size);
     unsigned char* ptr = bin.data();
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS)
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), static_cast<void*>(&ptr),
+                         nullptr) != CL_SUCCESS)
         return;
     // The cache is an optimisation: an unwritable directory only costs a recompile next time.
     std::error_code ec;

@@ -47,6 +47,7 @@ int64_t ProfilingDevice::device_value(const Tensor& t) {
 
 std::vector<OpProfile> ProfilingDevice::table() const {
     std::vector<OpProfile> v;
+    v.reserve(table_.size());
     for (const auto& [k, p] : table_) v.push_back(p);
     std::sort(v.begin(), v.end(),
               [](const OpProfile& a, const OpProfile& b) { return a.seconds > b.seconds; });

@@ -84,7 +84,7 @@ inline void check_group_rows(const int32_t* rows, int64_t groups, int64_t capaci
         MT_CHECK(rows[i] >= 0, "gemm_grouped: negative group size: ", rows[i], " (group ", i, ")");
         total += rows[i];
     }
-    // The same words as the CUDA backend's device-side report (kernels_cuda/ops.h).
+    // The same words as the CUDA backend's device-side report (kernels_cuda/kernel_interface.h).
     MT_CHECK(total <= capacity, "gemm_grouped: the group sizes sum past the capacity to ", total,
              " (capacity ", capacity, ")");
 }

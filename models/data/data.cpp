@@ -15,7 +15,9 @@ class VectorTokens final : public TokenSource {
     explicit VectorTokens(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
     int64_t size() const override { return static_cast<int64_t>(tokens_.size()); }
     void read(int64_t pos, int64_t n, int32_t* out) const override {
-        std::memcpy(out, tokens_.data() + pos, static_cast<size_t>(n) * sizeof(int32_t));
+        // copy_n, not memcpy: an empty stream reads n = 0 with both pointers null, which
+        // memcpy does not allow (UBSan reports it).
+        std::copy_n(tokens_.data() + pos, n, out);
     }
 
   private:

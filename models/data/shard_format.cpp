@@ -1,6 +1,7 @@
 // The llm.c shard header: parsing (the fuzzable entry point) and writing.
 #include <cstring>
 #include <fstream>
+#include <string_view>
 
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
@@ -11,9 +12,10 @@ namespace {
 constexpr int32_t kMagic16 = 20240520, kVersion16 = 1;
 constexpr int32_t kMagic32 = 20240801, kVersion32 = 7;
 
-int32_t le32(const char* p) {
+// The little-endian int32 at byte `at` of `bytes` (which holds at least at + 4 bytes).
+int32_t le32(std::string_view bytes, size_t at) {
     uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+    for (size_t i = 4; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
     return static_cast<int32_t>(v);
 }
 
@@ -31,8 +33,7 @@ ShardHeader parse_shard_header(std::string_view bytes, uint64_t file_size,
                  file_size >= static_cast<uint64_t>(kShardHeaderBytes),
              "shard ", name, ": truncated header (", std::min<uint64_t>(file_size, bytes.size()),
              " of ", kShardHeaderBytes, " bytes)");
-    const int32_t magic = le32(bytes.data()), version = le32(bytes.data() + 4),
-                  count = le32(bytes.data() + 8);
+    const int32_t magic = le32(bytes, 0), version = le32(bytes, 4), count = le32(bytes, 8);
     ShardHeader h;
     if (magic == kMagic16) {
         MT_CHECK(version == kVersion16, "shard ", name, ": version ", version, " with magic ",
@@ -75,7 +76,7 @@ bool is_shard_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char b[4];
     if (!in.read(b, 4)) return false;
-    int32_t magic = le32(b);
+    int32_t magic = le32(std::string_view(b, sizeof b), 0);
     return magic == kMagic16 || magic == kMagic32;
 }
 

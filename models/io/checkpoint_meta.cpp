@@ -78,6 +78,7 @@ std::string state_to_json(const TrainState& s, OptimizerState opt) {
     if (!s.tokenizer_sha256.empty()) j["data"]["tokenizer_sha256"] = s.tokenizer_sha256;
     if (!s.tokenizer_pattern.empty()) j["data"]["tokenizer_pattern"] = s.tokenizer_pattern;
     if (s.shuffle_seed >= 0) j["data"]["shuffle"] = s.shuffle_seed;
+    if (s.val_tokens >= 0) j["data"]["val_tokens"] = s.val_tokens;
     j["train"] = {{"optimizer", kOptimizers.at(static_cast<size_t>(o.optimizer))},
                   {"lr", o.lr},
                   {"min_lr", o.min_lr < 0 ? o.lr / 10 : o.min_lr},
@@ -120,11 +121,12 @@ TrainState parse_state(const std::string& text, const std::string& where, Optimi
 
     JsonFields data(top.object("data"), where, "data.",
                     {"tokenizer", "path", "tokens", "train_pos", "eval_pos", "tokenizer_sha256",
-                     "tokenizer_pattern", "shuffle"});
+                     "tokenizer_pattern", "shuffle", "val_tokens"});
     s.tokenizer = data.string("tokenizer");
     s.tokenizer_sha256 = data.string("tokenizer_sha256", "");
     s.tokenizer_pattern = data.string("tokenizer_pattern", "");
     s.shuffle_seed = data.integer("shuffle", -1, 0, INT64_MAX);
+    s.val_tokens = data.integer("val_tokens", -1, 0, INT64_MAX);
     MT_CHECK(s.tokenizer == "bytes" || !s.tokenizer_sha256.empty(), where,
              ": \"data.tokenizer_sha256\" is missing for tokenizer \"", s.tokenizer, "\"");
     s.data_path = data.string("path");

@@ -70,6 +70,7 @@ std::string HfWeights::where(const std::string& name) const {
 
 std::vector<std::string> HfWeights::names() const {
     std::vector<std::string> out;
+    out.reserve(index_.size());
     for (const auto& kv : index_) out.push_back(kv.first);
     return out;
 }

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/flat_hash.h"
+
 namespace moetrain::tok {
 
 class BpeRanks {
@@ -26,18 +28,10 @@ class BpeRanks {
     size_t merge_count() const { return merges_.size(); }
 
   private:
-    struct Merge {
-        int32_t rank, merged;
-    };
-    static uint64_t key(int32_t a, int32_t b) {
-        return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-    }
-    const Merge* find(int32_t a, int32_t b) const {
-        auto it = merges_.find(key(a, b));
-        return it == merges_.end() ? nullptr : &it->second;
-    }
+    void merge_short(size_t n, std::vector<int32_t>& out) const;
+    void merge_long(size_t n, std::vector<int32_t>& out) const;
     int32_t byte_id_[256] = {};
-    std::unordered_map<uint64_t, Merge> merges_;
+    PairTable merges_;
     std::unordered_map<std::string, int32_t> whole_;
     bool use_whole_ = false;
 };

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <unordered_map>
+
+#include "tokenizer/nfc.h"
 
 namespace moetrain::tok {
 
@@ -12,31 +13,26 @@ uint64_t ByteLevelBpe::next_instance() {
 }
 
 // Natural text repeats its words, so each thread keeps the ids of the short pieces it has
-// already merged (per tokenizer instance; cleared when it grows past a bound).
+// already merged (per tokenizer instance; emptied when half full).
 void ByteLevelBpe::encode_cached(std::string_view piece, std::vector<int32_t>& out) const {
-    constexpr size_t kMaxPiece = 24, kMaxEntries = 1 << 18;
-    struct Cache {
-        uint64_t owner = 0;
-        std::unordered_map<std::string, std::vector<int32_t>> ids;
-    };
-    thread_local Cache cache;
-    if (piece.size() > kMaxPiece || piece.size() < 2) {
+    thread_local PieceCache cache;
+    if (piece.size() > PieceCache::kMaxPiece || piece.size() < 2) {
         ranks.encode_piece(piece, out);
         return;
     }
-    if (cache.owner != instance_ || cache.ids.size() > kMaxEntries) {
-        cache.ids.clear();
+    if (cache.owner != instance_) {
+        cache.clear();
         cache.owner = instance_;
     }
-    thread_local std::string key;
-    key.assign(piece);
-    auto it = cache.ids.find(key);
-    if (it == cache.ids.end()) {
-        std::vector<int32_t> ids;
-        ranks.encode_piece(piece, ids);
-        it = cache.ids.emplace(key, std::move(ids)).first;
+    const uint64_t hash = bytes_hash(piece);
+    uint32_t n = 0;
+    if (const int32_t* ids = cache.find(piece, hash, n)) {
+        out.insert(out.end(), ids, ids + n);
+        return;
     }
-    out.insert(out.end(), it->second.begin(), it->second.end());
+    const size_t start = out.size();
+    ranks.encode_piece(piece, out);
+    cache.insert(piece, hash, out.data() + start, static_cast<uint32_t>(out.size() - start));
 }
 
 int64_t ByteLevelBpe::vocab_size() const {
@@ -63,6 +59,11 @@ void ByteLevelBpe::pick_eot() {
 }
 
 void ByteLevelBpe::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    thread_local std::string normalized;
+    if (nfc) {
+        nfc_normalize(text, normalized);
+        text = normalized;
+    }
     thread_local std::string prefixed;
     if (add_prefix_space && !text.empty() && text[0] != ' ') {
         prefixed.assign(" ");

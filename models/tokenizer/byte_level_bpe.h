@@ -17,6 +17,7 @@ class ByteLevelBpe final : public Tokenizer {
     std::string kind_name;
     SplitPattern pattern = SplitPattern::gpt2;
     bool add_prefix_space = false;  // HF ByteLevel option: a space before text not starting so
+    bool nfc = false;               // HF "NFC" normalizer: ordinary text is put in NFC first
     BpeRanks ranks;
     SpecialTokens specials;
     std::vector<std::string> id_bytes;  // bytes each id decodes to, special ids included
@@ -29,6 +30,11 @@ class ByteLevelBpe final : public Tokenizer {
     std::string decode(std::span<const int32_t> ids) const override;
     std::optional<int32_t> eot_id() const override {
         return eot >= 0 ? std::optional<int32_t>(eot) : std::nullopt;
+    }
+    // A prefix space would be added to each piece, and a special token holding a newline could
+    // span a cut.
+    bool encodes_line_cuts_apart() const override {
+        return !add_prefix_space && !specials.any_contains('\n');
     }
     using Tokenizer::encode;
 

@@ -1,9 +1,10 @@
 // Hugging Face tokenizer.json with a BPE model and byte-level pre-tokenization: vocabulary
 // strings in GPT-2's byte <-> unicode alphabet, merges by rank ("a b" or ["a", "b"]), the
 // split regex (ByteLevel's own GPT-2 regex, or a Split pre-tokenizer before a ByteLevel one),
-// and the added tokens, which are matched literally in the text. Anything the model would do
-// differently (normalizers, dropout, subword prefixes, byte fallback, stripping added tokens)
-// is rejected with a message naming the field instead of being approximated.
+// and the added tokens, which are matched literally in the text; an NFC normalizer is applied to
+// the text between them. Anything the model would do differently (other normalizers, dropout,
+// subword prefixes, byte fallback, stripping added tokens) is rejected with a message naming
+// the field instead of being approximated.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +68,24 @@ tok::SplitPattern read_pre_tokenizer(const json& pre, bool& add_prefix_space) {
                  (*pattern)["Regex"].is_string(),
              kWhere, ": the Split pre-tokenizer must have a pattern.Regex string");
     return tok::split_pattern_by_regex((*pattern)["Regex"].get<std::string>());
+}
+
+// The normalizer: NFC (Qwen2), alone or in a Sequence, is applied; any other is refused.
+// Returns whether text is put in NFC.
+bool read_normalizer(const json& norm) {
+    MT_CHECK(norm.is_object(), kWhere, ": normalizer must be an object");
+    const std::string type = str(norm, "type", "normalizer");
+    if (type == "NFC") return true;
+    if (type == "Sequence") {
+        const json* list = field(norm, "normalizers");
+        MT_CHECK(list && list->is_array(), kWhere,
+                 ": normalizer Sequence must have a normalizers array");
+        bool nfc = false;
+        for (const json& n : *list) nfc = read_normalizer(n) || nfc;
+        return nfc;
+    }
+    fail(kWhere, ": normalizer type \"", type,
+         "\" is not supported (moetrain applies NFC, alone or in a Sequence)");
 }
 
 // Ids index dense tables: a bound keeps a hostile file from asking for gigabytes.
@@ -174,8 +193,7 @@ std::shared_ptr<const Tokenizer> parse_hf_tokenizer_json(std::string_view text) 
     MT_CHECK(j.is_object(), kWhere, ": the top level must be an object");
     auto t = std::make_shared<tok::ByteLevelBpe>();
     t->kind_name = "hf-bpe";
-    MT_CHECK(!field(j, "normalizer"), kWhere,
-             ": a normalizer is not supported (byte-level BPE tokenizers have none)");
+    if (const json* norm = field(j, "normalizer")) t->nfc = read_normalizer(*norm);
     const json* pre = field(j, "pre_tokenizer");
     MT_CHECK(pre, kWhere, ": pre_tokenizer is missing (byte-level BPE needs one)");
     t->pattern = read_pre_tokenizer(*pre, t->add_prefix_space);

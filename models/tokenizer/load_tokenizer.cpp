@@ -26,6 +26,7 @@ class BytesTokenizer final : public Tokenizer {
         return text;
     }
     std::optional<int32_t> eot_id() const override { return std::nullopt; }
+    bool encodes_line_cuts_apart() const override { return true; }
     using Tokenizer::encode;
 };
 

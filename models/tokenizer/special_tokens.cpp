@@ -30,6 +30,12 @@ const std::string* SpecialTokens::find_id(std::string_view content, int32_t& id)
     return nullptr;
 }
 
+bool SpecialTokens::any_contains(char c) const {
+    for (const Entry& e : tokens_)
+        if (e.content.find(c) != std::string::npos) return true;
+    return false;
+}
+
 int32_t SpecialTokens::max_id() const {
     int32_t m = -1;
     for (const Entry& e : tokens_) m = std::max(m, e.id);

@@ -34,6 +34,7 @@ class SpecialTokens {
     }
     const std::string* find_id(std::string_view content, int32_t& id) const;
     int32_t max_id() const;
+    bool any_contains(char c) const;
 
   private:
     struct Entry {

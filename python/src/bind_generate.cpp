@@ -19,7 +19,8 @@ GenerateOptions options(int max_new_tokens, float temperature, int64_t top_k, fl
     return GenerateOptions{max_new_tokens, temperature, top_k, top_p, seed};
 }
 
-std::vector<int32_t> run(Model& model, std::vector<int32_t> prompt, const GenerateOptions& g) {
+std::vector<int32_t> run(Model& model, const std::vector<int32_t>& prompt,
+                         const GenerateOptions& g) {
     MT_CHECK(g.max_new_tokens >= 1, "max_new_tokens must be >= 1, not ", g.max_new_tokens);
     nb::gil_scoped_release nogil;
     return generate(model, prompt, g);

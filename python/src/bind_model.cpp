@@ -35,6 +35,7 @@ nb::object json_loads(const std::string& s) {
 
 std::vector<size_t> shape_of(const ParamInfo& p) {
     std::vector<size_t> s;
+    s.reserve(static_cast<size_t>(p.shape.rank));
     for (int i = 0; i < p.shape.rank; ++i) s.push_back(static_cast<size_t>(p.shape[i]));
     return s;
 }
@@ -161,6 +162,7 @@ void bind_model(nb::module_& m) {
             [](const Model& mo, const std::string& name) {
                 std::vector<int64_t> s;
                 const ParamInfo& p = mo.param(name);
+                s.reserve(static_cast<size_t>(p.shape.rank));
                 for (int i = 0; i < p.shape.rank; ++i) s.push_back(p.shape[i]);
                 return s;
             },

@@ -51,7 +51,9 @@ nb::object numpy_array(std::vector<int32_t> values, const std::vector<size_t>& s
 NB_MODULE(_moetrain, m) {
     using namespace moetrain::python;
     m.doc() = "moetrain: train and run Mixture-of-Experts transformer language models";
-    nb::exception<moetrain::Error>(m, "Error", PyExc_RuntimeError);
+    // Registers moetrain.Error (a RuntimeError) and the translation of moetrain::Error to it;
+    // the registration outlives the object.
+    const nb::exception<moetrain::Error> error_type(m, "Error", PyExc_RuntimeError);
     bind_device(m);
     bind_data(m);
     bind_model(m);

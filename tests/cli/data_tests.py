@@ -94,6 +94,23 @@ def tiny_with_vocab(d, vocab):
     return path
 
 
+def full_equals_resumed(root, name, args, steps, stop_at, other, refusal):
+    """Trains `steps` steps in one run and in two (--stop-at, then --resume with nothing but the
+    steps): the final weights must be bit-identical. A resume with `other` settings is refused
+    with `refusal`. Returns the resumed run's last state.json."""
+    full, part = os.path.join(root, name + "_full"), os.path.join(root, name + "_part")
+    run("train", *args, "--steps", steps, "--out", full)
+    run("train", *args, "--steps", steps, "--stop-at", stop_at, "--out", part)
+    expect_error(["train", "--resume", part, "--steps", steps, *other], refusal)
+    run("train", "--device", "cpu", "--threads", "1", "--resume", part, "--steps", steps,
+        "--out", part)
+    last = f"step_{steps:06d}"
+    a = open(os.path.join(full, last, "model.safetensors"), "rb").read()
+    b = open(os.path.join(part, last, "model.safetensors"), "rb").read()
+    assert a == b, f"{name}: resume is not exact"
+    return json.load(open(os.path.join(part, last, "state.json")))
+
+
 @test
 def train_from_llmc_style_shards_resumes_exactly():
     root = work("llmc_shards")
@@ -122,18 +139,21 @@ def train_from_llmc_style_shards_resumes_exactly():
     assert state["data"]["train_pos"] == 12 * 64, state["data"]  # a global token position
     # --shuffle: a seeded window order per epoch (7 * 300 tokens hold 32 windows of 64: the
     # 40 steps cross an epoch), still exact on resume; a different order is refused.
-    sh = ["--data", d, "--steps", 40, "--shuffle", 7]
-    run("train", *base, *sh, "--out", os.path.join(root, "sfull"))
-    run("train", *base, *sh, "--stop-at", 35, "--out", os.path.join(root, "spart"))
-    expect_error(["train", "--resume", os.path.join(root, "spart"), "--steps", 40, "--shuffle",
-                  8], "--shuffle 8 differs")
-    run("train", "--device", "cpu", "--threads", "1", "--resume", os.path.join(root, "spart"),
-        "--steps", 40, "--out", os.path.join(root, "spart"))
-    a = open(os.path.join(root, "sfull", "step_000040", "model.safetensors"), "rb").read()
-    b = open(os.path.join(root, "spart", "step_000040", "model.safetensors"), "rb").read()
-    assert a == b, "shuffled resume is not exact"
-    state = json.load(open(os.path.join(root, "spart", "step_000040", "state.json")))
+    state = full_equals_resumed(root, "shuffle", base + ["--data", d, "--shuffle", 7], 40, 35,
+                                ["--shuffle", 8], "--shuffle 8 differs")
     assert state["data"]["shuffle"] == 7 and state["data"]["train_pos"] == 40, state["data"]
+    # --val-tokens splits train-only shards; the checkpoint keeps it, so a resume without it
+    # reads the same train split (30 steps wrap the 1600-token split after 25; the default 10%
+    # split would wrap later) and a different one is refused.
+    tr = os.path.join(root, "train_only")
+    os.makedirs(tr)
+    for i in range(1, 8):
+        name = f"fineweb_train_{i:06d}.bin"
+        shutil.copy(os.path.join(d, name), os.path.join(tr, name))
+    state = full_equals_resumed(root, "val_tokens", base + ["--data", tr, "--val-tokens", 500],
+                                30, 20, ["--val-tokens", 400],
+                                "--val-tokens 400 differs from the checkpoint's 500")
+    assert state["data"]["val_tokens"] == 500, state["data"]
     ev = run("eval", "--device", "cpu", "--threads", 1, "--checkpoint", full, "--data", d, "--batch", 4, "--seq", 16,
              "--batches", 2)
     assert json.loads(ev.stdout.strip().splitlines()[-1])["loss"] > 0

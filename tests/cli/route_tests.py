@@ -9,20 +9,13 @@ Checks: the step line and --log-json carry the dropped share and the bias range 
 layer; --resume continues the bias exactly; eval and generate run (dropless); every hostile
 config is one stderr line naming the key; HF export refuses the bias in one line.
 """
-import argparse
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cli_tests  # noqa: E402  (run, expect_error, corpus, read_log, work share its ARGS)
-
-TESTS = {}
-
-
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cli_testlib import (corpus, expect_error, last_json, main, read_log, run,  # noqa: E402
+                         test, work)
 
 
 def routed_config(d, **moe):
@@ -45,13 +38,13 @@ def common(d, data, config):
 
 @test
 def train_logs_drops_and_bias():
-    d = cli_tests.work("route_train_logs")
-    data = cli_tests.corpus(d)
+    d = work("route_train_logs")
+    data = corpus(d)
     config = routed_config(d)
     log = os.path.join(d, "log.jsonl")
-    p = cli_tests.run("train", *common(d, data, config), "--steps", 6, "--out", f"{d}/run",
+    p = run("train", *common(d, data, config), "--steps", 6, "--out", f"{d}/run",
                       "--log-json", log)
-    steps = [r for r in cli_tests.read_log(log) if "eval" not in r]
+    steps = [r for r in read_log(log) if "eval" not in r]
     assert [r["step"] for r in steps] == [1, 2, 3, 4, 5, 6]
     dropped = 0.0
     for r in steps:
@@ -67,31 +60,30 @@ def train_logs_drops_and_bias():
     assert abs(last["bias_max"]) <= 0.06 + 1e-6 and abs(last["bias_min"]) <= 0.06 + 1e-6, last
     assert " bias " in p.stdout and "L1 " in p.stdout, p.stdout
     # The checkpoint holds the bias; eval and generation use it (dropless).
-    p = cli_tests.run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 4, "--seq",
+    p = run("eval", "--checkpoint", f"{d}/run", "--data", data, "--batch", 4, "--seq",
                       32, "--batches", 2)
-    j = json.loads(p.stdout.strip().splitlines()[-1])
-    assert j["loss"] > 0, j
-    g = cli_tests.run("generate", "--checkpoint", f"{d}/run", "--prompt", "The king",
+    assert last_json(p)["loss"] > 0, p.stdout
+    g = run("generate", "--checkpoint", f"{d}/run", "--prompt", "The king",
                       "--max-new", 12, "--temperature", 0, "--json")
-    assert len(json.loads(g.stdout.strip().splitlines()[-1])["tokens"]) == 12
+    assert len(last_json(g)["tokens"]) == 12
 
 
 @test
 def resume_continues_the_bias():
-    d = cli_tests.work("route_resume")
-    data = cli_tests.corpus(d)
+    d = work("route_resume")
+    data = corpus(d)
     config = routed_config(d)
     args = common(d, data, config) + ["--steps", 6]
-    cli_tests.run("train", *args, "--log-json", f"{d}/full.jsonl")
-    cli_tests.run("train", *args, "--stop-at", 3, "--out", f"{d}/run",
+    run("train", *args, "--log-json", f"{d}/full.jsonl")
+    run("train", *args, "--stop-at", 3, "--out", f"{d}/run",
                   "--log-json", f"{d}/a.jsonl")
-    cli_tests.run("train", "--resume", f"{d}/run", "--out", f"{d}/run", "--steps", 6,
+    run("train", "--resume", f"{d}/run", "--out", f"{d}/run", "--steps", 6,
                   "--threads", 1, "--log-json", f"{d}/b.jsonl")
 
     def trace(path):
         return [(r["step"], r["loss"], r["expert_load"][0]["bias_min"],
                  r["expert_load"][0]["bias_max"], r["expert_load"][0]["counts"])
-                for r in cli_tests.read_log(path) if "eval" not in r]
+                for r in read_log(path) if "eval" not in r]
 
     full, split = trace(f"{d}/full.jsonl"), trace(f"{d}/a.jsonl") + trace(f"{d}/b.jsonl")
     assert full == split, f"resumed run differs:\n{full}\n{split}"
@@ -100,8 +92,8 @@ def resume_continues_the_bias():
 
 @test
 def hostile_routing_configs():
-    d = cli_tests.work("route_hostile")
-    data = cli_tests.corpus(d, n_bytes=5000)
+    d = work("route_hostile")
+    data = corpus(d, n_bytes=5000)
     hash_router = {"router": "hash", "routed_scaling": 1.0, "bias_update_rate": 0.0,
                    "capacity_factor": 0.0}
     cases = [
@@ -117,36 +109,18 @@ def hostile_routing_configs():
     ]
     for moe, words in cases:
         config = routed_config(d, **moe)
-        cli_tests.expect_error(["train", *common(d, data, config), "--steps", 1], words)
+        expect_error(["train", *common(d, data, config), "--steps", 1], words)
 
 
 @test
 def export_refuses_the_expert_bias():
-    d = cli_tests.work("route_export")
-    data = cli_tests.corpus(d, n_bytes=20000)
+    d = work("route_export")
+    data = corpus(d, n_bytes=20000)
     config = routed_config(d, router="softmax_topk", routed_scaling=1.0, capacity_factor=0.0)
-    cli_tests.run("train", *common(d, data, config), "--steps", 1, "--out", f"{d}/run")
-    cli_tests.expect_error(["export", "--checkpoint", f"{d}/run", "--out", f"{d}/hf"],
-                           ["moe.bias_update_rate", "expert bias"])
+    run("train", *common(d, data, config), "--steps", 1, "--out", f"{d}/run")
+    expect_error(["export", "--checkpoint", f"{d}/run", "--out", f"{d}/hf"],
+                 ["moe.bias_update_rate", "expert bias"])
     assert not os.path.exists(f"{d}/hf")
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moetrain", default="")
-    ap.add_argument("--work", default="")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    args = ap.parse_args(namespace=cli_tests.ARGS)  # the shared ARGS of cli_testlib
-    if args.list:
-        print(";".join(TESTS))
-        return 0
-    if not args.moetrain or not args.work:
-        ap.error("--moetrain and --work are needed to run a case")
-    os.makedirs(args.work, exist_ok=True)
-    TESTS[args.name]()
-    print(f"{args.name}: passed")
-    return 0
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ STRESS = [
     "emoji 👋🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 😀😀😀 and ✨sparkles✨",
     "CJK 日本語の文章です。中文句子，还有标点！한국어 문장입니다.",
     "accents café naïve résumé e\u0301 a\u0308 Ωμέγα Привет мир ĲǅǈǋDž Ǆungla",
+    "not NFC: A\u030a \u1100\u1161\u11a8 \uf900 \u2126 e\u0327\u0301 \u0958 >\u0338 x\u0301\u0327",
     "camelCase HTTPServer XMLHttpRequest iPhone McDonald's O'Neil ALLCAPS'S",
     "punct ... !!! ??? --- === /// \\\\ (paren) [bracket] {brace} <tag/> a/b/c //\n//\r\n",
     "x" * 3000 + " " + "ab" * 1500 + " " + "9" * 1000,
@@ -208,6 +209,17 @@ def hf_variants_identical():
         j["model"]["ignore_merges"] = True
     check_hf(d, hf_variant(d, base, "ignore_merges", ignore_merges))
 
+    # Qwen2's NFC normalizer (the stress text has decomposed accents, Hangul, CJK
+    # compatibility characters), alone and in a Sequence.
+    def nfc(j):
+        j["normalizer"] = {"type": "NFC"}
+    check_hf(d, hf_variant(d, base, "nfc", nfc))
+
+    def nfc_sequence(j):
+        j["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}]}
+        split_sequence(SPLIT_REGEX["qwen2"])(j)
+    check_hf(d, hf_variant(d, base, "nfc_sequence", nfc_sequence))
+
     # The newer ["a", "b"] merge format (tokenizers >= 0.20 writes it; 0.19 cannot read it):
     # the same ids as the "a b" strings of the same merges.
     def pair_merges(j):
@@ -337,6 +349,92 @@ def bpe_model_end_to_end():
     print("generate:", repr(streamed))
 
 
+def cut_stress_text():
+    """Text with many line cuts, and newlines next to everything a cut must not split: white
+    space runs, punctuation runs with their newline tails, '/' after a newline (o200k's
+    [\r\n/]* tail), contractions, digits and special tokens at line starts and ends."""
+    rng = random.Random(5)
+    edges = ["word.\n/path", "a  \nb", "x\t\nY", ".\n\nX", "end!\n's", "1\n2\n3", "q\r\nR",
+             "<|endoftext|>\nAfter", "Before\n<|endoftext|>", "e\u0301\nz", "\u4e2d\nA", "ok\n\u00e9",
+             "done;\n'll", "done;\n9", "tab\t\n\tz", "b \nc", "!!\n\n\nQ", "x\n \ny"]
+    lines = base_corpus().split("\n")[:3000]
+    out = []
+    for line in lines:
+        out.append(line)
+        if rng.random() < 0.3:
+            out.append(rng.choice(edges) + fuzz_text(rng.randrange(10 ** 6), rng.randrange(40)))
+    return "\n".join(out)
+
+
+@test
+def tokenize_in_parallel_pieces_matches_serial():
+    """`tokenize` cuts a text file into pieces at line cuts (many here: 300-byte pieces) and
+    encodes them on several threads; the shards are byte-identical to encoding the file whole
+    on one thread, for every split pattern, and for tokenizers that must not be cut (prefix
+    space, SentencePiece); a JSONL file cut between its lines too, whose bad line is still named.
+    `tokenizer bench` hashes the same ids as the reference library."""
+    import hashlib
+    from tokenizers import Tokenizer
+    d = work("tokenize_parallel")
+    text = os.path.join(d, "corpus.txt")
+    with open(text, "w", encoding="utf-8", newline="") as f:
+        f.write(cut_stress_text())
+    base = train_hf(d)
+    specs = [base, "bytes"]
+    specs += [hf_variant(d, base, n, split_sequence(r)) for n, r in SPLIT_REGEX.items()]
+
+    def prefix(j):
+        j["pre_tokenizer"]["add_prefix_space"] = True
+    specs.append(hf_variant(d, base, "prefix_space", prefix))
+    tk_path, _ = tiktoken_ranks(d)
+    for name in ["cl100k", "o200k"]:
+        specs.append((tk_path, name))
+    import sentencepiece as spm
+    spm.SentencePieceTrainer.train(input=text, model_prefix=os.path.join(d, "sp"), vocab_size=500,
+                                   model_type="bpe", byte_fallback=True, minloglevel=2)
+    specs.append(os.path.join(d, "sp.model"))
+    for spec in specs:
+        spec, pattern = spec if isinstance(spec, tuple) else (spec, None)
+        extra = ["--tokenizer-pattern", pattern] if pattern else []
+        shards = []
+        for threads, piece in [(1, 10 ** 9), (3, 300)]:
+            out = os.path.join(d, f"out_{os.path.basename(spec)}_{pattern}_{threads}")
+            run_bytes("tokenize", "--tokenizer", spec, *extra, "--eot", 0, "--data", text,
+                      "--out", out, "--threads", threads, "--piece-bytes", piece,
+                      "--shard-tokens", 20000, "--quiet")
+            shards.append({n: open(os.path.join(out, n), "rb").read()
+                           for n in sorted(os.listdir(out))})
+        assert shards[0] == shards[1], f"{spec} {pattern}: parallel pieces changed the shards"
+    # JSONL: pieces of whole lines (documents), errors still name the file's line.
+    jsonl = os.path.join(d, "docs.jsonl")
+    lines = cut_stress_text().split("\n")
+    with open(jsonl, "w", encoding="utf-8") as f:
+        for i in range(0, len(lines), 7):
+            f.write(json.dumps({"text": "\n".join(lines[i:i + 7])}) + "\n")
+    shards = []
+    for threads, piece in [(1, 10 ** 9), (3, 300)]:
+        out = os.path.join(d, f"jsonl_{threads}")
+        run_bytes("tokenize", "--tokenizer", base, "--data", jsonl, "--out", out, "--threads",
+                  threads, "--piece-bytes", piece, "--quiet")
+        shards.append({n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)})
+    assert shards[0] == shards[1], "JSONL: parallel pieces changed the shards"
+    with open(jsonl, "a") as f:
+        f.write("not json\n")
+    n_lines = len(open(jsonl).read().splitlines())
+    expect_error(["tokenize", "--tokenizer", base, "--data", jsonl, "--out",
+                  os.path.join(d, "jsonl_bad"), "--threads", 3, "--piece-bytes", 300],
+                 f"docs.jsonl line {n_lines}: not a JSON object")
+    ref = Tokenizer.from_file(base).encode(open(text, encoding="utf-8", newline="").read(),
+                                           add_special_tokens=False).ids
+    bench = json.loads(run_bytes("tokenizer", "bench", "--tokenizer", base, text, "--threads", 2,
+                                 "--piece-bytes", 300))
+    assert bench["pieces"] > 100, bench
+    want = hashlib.sha256(b"".join(i.to_bytes(4, "little") for i in ref)).hexdigest()
+    assert bench["ids_sha256"] == want and bench["tokens"] == len(ref), bench
+    print(f"tokenize: {len(specs)} tokenizers, shards identical for 1 thread whole and "
+          f"3 threads in {bench['pieces']} pieces; bench ids = HF ids")
+
+
 @test
 def tokenizer_train_loads_in_hf_and_is_deterministic():
     d = work("tokenizer_train")
@@ -381,6 +479,12 @@ def tokenizer_bad_files():
         split_sequence(r"\w+|\s+")(j)
     expect_error(["tokenizer", "info", "--tokenizer", hf_variant(d, base, "regex", unknown_regex)],
                  "unsupported split regex")
+
+    def lowercase(j):
+        j["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"},
+                                                               {"type": "Lowercase"}]}
+    expect_error(["tokenizer", "info", "--tokenizer", hf_variant(d, base, "lower", lowercase)],
+                 "normalizer type \"Lowercase\" is not supported")
 
     def drop_byte(j):
         del j["model"]["vocab"]["A"]

@@ -14,11 +14,6 @@
 #include <random>
 #include <vector>
 
-thread_local uint3 threadIdx;
-thread_local uint3 blockIdx;
-thread_local dim3 blockDim;
-thread_local dim3 gridDim;
-
 namespace simt {
 namespace {
 

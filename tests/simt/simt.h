@@ -76,10 +76,15 @@ inline uint2 make_uint2(unsigned x, unsigned y) {
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
     return {x, y, z, w};
 }
-extern thread_local uint3 threadIdx;
-extern thread_local uint3 blockIdx;
-extern thread_local dim3 blockDim;
-extern thread_local dim3 gridDim;
+// Inline (defined here, not extern): the compiler then reaches them with the local-exec TLS
+// model in an executable instead of through initial-exec. With extern, GCC 12's UBSan null check
+// reads the flags of the `add x@gottpoff(%rip)` that computes the address, and the linker
+// rewrites that add into an `lea` (which sets no flags) when it relaxes the access, so the check
+// read stale flags and reported "member access within null pointer of type uint3".
+inline thread_local uint3 threadIdx;
+inline thread_local uint3 blockIdx;
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
 constexpr int warpSize = 32;
 constexpr size_t kSimtMaxSharedBytes = 48 * 1024;
 

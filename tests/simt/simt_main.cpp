@@ -5,11 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <exception>
 
 #include "kernel_scan.h"
 #include "simt.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     doctest::Context context(argc, argv);
     int rc = context.run();
     if (context.shouldExit() || rc != 0 || argc > 1) return rc;
@@ -24,4 +27,16 @@ int main(int argc, char** argv) {
     }
     std::printf("SIMT coverage: every __global__ kernel in kernels_cuda/ ran under the harness\n");
     return 0;
+}
+
+}  // namespace
+
+// The kernel scan reads files and may throw: that ends the suite with one line, not a crash.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "SIMT suite: %s\n", e.what());
+        return 1;
+    }
 }

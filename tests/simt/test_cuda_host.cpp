@@ -82,6 +82,7 @@ TEST_CASE("cuda host: freed blocks are reused without reaching the device") {
         std::vector<size_t> step = {4096, 100, 70000, 4096, 1 << 20, 333};
         for (int s = 0; s < 3; ++s) {
             std::vector<void*> ptrs;
+            ptrs.reserve(step.size());
             for (size_t b : step) ptrs.push_back(a.allocate(b));
             CHECK(std::set<void*>(ptrs.begin(), ptrs.end()).size() == ptrs.size());
             for (void* p : ptrs) a.free(p);

@@ -6,35 +6,33 @@
 #include "harness_util.h"
 #include "moe_permute.cuh"
 // after the kernels:
-#include "cuda/cub_scan.h"
+#include "sort_scratch.h"
 #include "vector_paths.h"
 
 using namespace simt_test;
 namespace ref = moetrain::ref;
 
 namespace {
-// The scan the sort runs between its kernels: the host implementation of the backend's cub
-// wrapper (tests/simt/cudasim/host_cub_scan.cpp), the same interface the CUDA Device passes.
-const mtk::ExclusiveScan kScan = moetrain::cuda::exclusive_sum_i32_scan();
-
-// moe_sort's scratch (histogram, its scan, the scan's temporaries), 256-byte aligned like the
-// backend's allocations and filled with -1 so that reads of unwritten entries show.
-class SortScratch {
-  public:
-    SortScratch(int64_t slots, int64_t E)
-        : scan_bytes_(kScan.temp_bytes(mtk::moe_sort_scan_items(slots, E))),
-          buf_(mtk::moe_sort_scratch_bytes(slots, E, scan_bytes_) / 4 + 64, -1) {}
-    size_t scan_bytes() const { return scan_bytes_; }
-    void* data() {
-        auto* p = buf_.data();
-        while (reinterpret_cast<uintptr_t>(p) % 256 != 0) ++p;
-        return p;
-    }
-
-  private:
-    size_t scan_bytes_;
-    IVec buf_;
-};
+// moe_sort of topk under the harness against the float64 reference; returns the reference
+// (row_token, slot_row).
+std::pair<IVec, IVec> check_sort(const IVec& topk, int64_t N, int64_t k, int64_t E) {
+    const int64_t slots = N * k;
+    auto sorted = two_schedules("moe_sort", [&] {
+        IVec counts(E, -1), row_token(slots + 1, -1), slot_row(slots + 1, -1);
+        SortScratch scratch(slots, E);
+        IVec err = {0, 0};
+        mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(), N, k,
+                      E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
+        CHECK(err[0] == 0);
+        return std::make_tuple(counts, row_token, slot_row);
+    });
+    IVec wc(E), wrt(slots), wsr(slots);
+    ref::moe_sort(wc, wrt, wsr, topk, N, k, E);
+    moetrain::test::check_equal(std::get<0>(sorted), wc, "counts");
+    moetrain::test::check_equal(std::get<1>(sorted), wrt, "row_token");
+    moetrain::test::check_equal(std::get<2>(sorted), wsr, "slot_row");
+    return {wrt, wsr};
+}
 }  // namespace
 
 TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
@@ -50,20 +48,7 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
         Rng rng(static_cast<uint64_t>(c.N * 7 + c.E));
         // Skewed routing: the upper half of the experts gets nothing when E > 2.
         IVec topk = rng.ints(slots, 0, static_cast<int32_t>(c.E > 2 ? c.E / 2 - 1 : c.E - 1));
-        auto sorted = two_schedules("moe_sort", [&] {
-            IVec counts(c.E, -1), row_token(slots + 1, -1), slot_row(slots + 1, -1);
-            SortScratch scratch(slots, c.E);
-            IVec err = {0, 0};
-            mtk::moe_sort(nullptr, counts.data(), row_token.data(), slot_row.data(), topk.data(),
-                          c.N, c.k, c.E, kScan, scratch.scan_bytes(), scratch.data(), err.data());
-            CHECK(err[0] == 0);
-            return std::make_tuple(counts, row_token, slot_row);
-        });
-        IVec wc(c.E), wrt(slots), wsr(slots);
-        ref::moe_sort(wc, wrt, wsr, topk, c.N, c.k, c.E);
-        moetrain::test::check_equal(std::get<0>(sorted), wc, "counts");
-        moetrain::test::check_equal(std::get<1>(sorted), wrt, "row_token");
-        moetrain::test::check_equal(std::get<2>(sorted), wsr, "slot_row");
+        const auto [wrt, wsr] = check_sort(topk, c.N, c.k, c.E);
         if (slots == 0) continue;
 
         Vec x = rng.normal(c.N * c.dim), w = rng.uniform(slots, 0.0, 1.0),
@@ -110,6 +95,52 @@ TEST_CASE("simt: moe_permute sort, gather, combine, combine backward") {
                 check_close(got.second, with_dw ? wdw : Vec(slots, -3.0), Tol{1e-5, 1e-6}, "dw");
             }
         }
+    }
+}
+
+TEST_CASE("simt: moe_permute with selections dropped by capacity") {
+    // Selections with expert -1 (moe_capacity's drops) get no row: slot_row -1, the rows past
+    // the admitted total get row_token 0, the combine skips them and its backward writes no row
+    // and dw 0. Several chunks, drops in every chunk, and a case where everything is dropped.
+    struct Case {
+        int64_t N, k, E, dim;
+        int drop_every;  // every drop_every-th slot is dropped (1: all)
+    };
+    for (Case c : {Case{300, 2, 6, 5, 3}, Case{9, 3, 4, 8, 2}, Case{5, 2, 3, 4, 1}}) {
+        CAPTURE(c.N);
+        CAPTURE(c.drop_every);
+        const int64_t slots = c.N * c.k;
+        Rng rng(static_cast<uint64_t>(c.N + c.drop_every));
+        IVec topk = rng.ints(slots, 0, static_cast<int32_t>(c.E - 1));
+        for (int64_t s = 0; s < slots; s += c.drop_every) topk[s] = -1;
+        const IVec wsr = check_sort(topk, c.N, c.k, c.E).second;
+
+        Vec rows = rng.normal(slots * c.dim), w = rng.uniform(slots, 0.0, 1.0);
+        Vec y0 = rng.normal(c.N * c.dim), dy = rng.normal(c.N * c.dim);
+        auto combined = two_schedules("moe_combine", [&] {
+            FVec y = to_f32(y0), fr = to_f32(rows), fw = to_f32(w);
+            IVec err = {0, 0};
+            mtk::moe_combine(nullptr, y.data(), fr.data(), slots, wsr.data(), fw.data(), c.N, c.k,
+                             c.dim, true, err.data());
+            CHECK(err[0] == 0);
+            return y;
+        });
+        Vec want = y0;
+        ref::moe_combine(want, rows, wsr, w, c.N, c.k, c.dim, true);
+        check_close(combined, want, Tol{1e-5, 1e-6}, "moe_combine");
+        auto back = two_schedules("moe_combine_bwd", [&] {
+            FVec drows(slots * c.dim, 0.0f), dw(slots, -3.0f), fdy = to_f32(dy), fr = to_f32(rows),
+                                                               fw = to_f32(w);
+            IVec err = {0, 0};
+            mtk::moe_combine_bwd(nullptr, drows.data(), dw.data(), fdy.data(), fr.data(), slots,
+                                 wsr.data(), fw.data(), c.N, c.k, c.dim, err.data());
+            CHECK(err[0] == 0);
+            return std::make_pair(drows, dw);
+        });
+        Vec wdr(slots * c.dim, 0.0), wdw(slots);
+        ref::moe_combine_bwd(wdr, wdw, dy, rows, wsr, w, c.N, c.k, c.dim);
+        check_close(back.first, wdr, Tol{1e-6, 0}, "drows");
+        check_close(back.second, wdw, Tol{1e-5, 1e-6}, "dw");
     }
 }
 

@@ -14,6 +14,64 @@ struct RouterCase {
 const RouterCase kCases[] = {{1, 1, 1}, {5, 4, 2}, {9, 8, 8}, {33, 40, 3}, {6, 67, 16}};
 }  // namespace
 
+namespace {
+// Forward (on logits of a coarse grid: many exact ties) and backward of one router case under
+// the harness, against the float64 reference. bias_grid: draw an expert bias on a grid too (so
+// that score + bias ties as well); zero_dw: one selection's weight gradient is 0 (a dropped
+// selection, still in the renormalisation sum).
+void check_router(const RouterCase& c, const moetrain::RouterArgs& r, bool bias_grid, bool zero_dw,
+                  uint64_t seed) {
+    Rng rng(seed);
+    Vec logits = rng.grid(c.N * c.E, -3, 3, 0.5);
+    Vec dw = rng.normal(c.N * c.k);
+    if (zero_dw && c.N * c.k > 1) dw[1] = 0;
+    const Vec bias = bias_grid ? rng.grid(c.E, -2, 2, 0.25) : Vec{};
+    const FVec fbias = to_f32(bias);
+    const mtk::RouterOpts o{r.sigmoid, r.norm_topk, r.scaling, nullptr};
+    auto fwd = two_schedules("router_fwd", [&] {
+        FVec fl = to_f32(logits), probs(c.N * c.E), lse(c.N), w(c.N * c.k);
+        IVec idx(c.N * c.k, -7);
+        mtk::RouterOpts ob = o;
+        ob.bias = bias_grid ? fbias.data() : nullptr;
+        mtk::router_fwd(nullptr, probs.data(), lse.data(), idx.data(), w.data(), fl.data(), c.N,
+                        c.E, c.k, ob);
+        return std::make_tuple(probs, lse, idx, w);
+    });
+    Vec wp(c.N * c.E), wl(c.N), ww(c.N * c.k);
+    IVec wi(c.N * c.k);
+    ref::router_fwd(wp, wl, wi, ww, logits, bias, c.N, c.E, c.k, r);
+    check_close(std::get<0>(fwd), wp, Tol{1e-5, 1e-7}, "probs");
+    check_close(std::get<1>(fwd), wl, Tol{1e-5, 1e-6}, "lse");
+    moetrain::test::check_equal(std::get<2>(fwd), wi, "topk_idx");
+    check_close(std::get<3>(fwd), ww, Tol{1e-5, 1e-7}, "topk_w");
+
+    // Backward from the forward results, with expert counts as the model computes them.
+    const auto& [probs, lse, idx, w] = fwd;
+    IVec counts(c.E, 0);
+    for (int32_t e : idx) counts[e]++;
+    const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
+    auto bwd = two_schedules("router_bwd", [&] {
+        FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
+        FVec fl = to_f32(logits);
+        IVec err = {0, 0};
+        mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(), fl.data(),
+                        idx.data(), w.data(), counts.data(), c.N, c.E, c.k, o, aux_alpha, z_alpha,
+                        scale, err.data());
+        CHECK(err[0] == 0);
+        mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(), c.N, c.E,
+                             c.k, r.sigmoid, aux_alpha, z_alpha);
+        return std::make_pair(dl, out);
+    });
+    Vec wdl(c.N * c.E), wout = {0.5, 0.25};
+    ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), logits, idx, to_f64(w), counts, c.N, c.E,
+                    c.k, r, aux_alpha, z_alpha, scale);
+    ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, r, aux_alpha,
+                         z_alpha);
+    check_close(bwd.first, wdl, Tol{1e-4, 1e-6}, "dlogits");
+    check_close(bwd.second, wout, Tol{1e-5, 1e-7}, "aux, z");
+}
+}  // namespace
+
 TEST_CASE("simt: router forward and backward, aux and z loss") {
     for (RouterCase c : kCases) {
         for (bool norm : {false, true}) {
@@ -21,50 +79,10 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
             CAPTURE(c.E);
             CAPTURE(c.k);
             CAPTURE(norm);
-            Rng rng(static_cast<uint64_t>(c.N * 100 + c.E * 10 + c.k + norm));
-            Vec logits = rng.grid(c.N * c.E, -3, 3, 0.5);  // coarse grid: many exact ties
-            auto fwd = two_schedules("router_fwd", [&] {
-                FVec fl = to_f32(logits), probs(c.N * c.E), lse(c.N), w(c.N * c.k);
-                IVec idx(c.N * c.k, -7);
-                mtk::router_fwd(nullptr, probs.data(), lse.data(), idx.data(), w.data(), fl.data(),
-                                c.N, c.E, c.k, norm);
-                return std::make_tuple(probs, lse, idx, w);
-            });
-            Vec wp(c.N * c.E), wl(c.N), ww(c.N * c.k);
-            IVec wi(c.N * c.k);
-            // The softmax router without bias or scaling (what the kernel runs).
-            moetrain::RouterArgs ra;
-            ra.norm_topk = norm;
-            ref::router_fwd(wp, wl, wi, ww, logits, Vec{}, c.N, c.E, c.k, ra);
-            check_close(std::get<0>(fwd), wp, Tol{1e-5, 1e-7}, "probs");
-            check_close(std::get<1>(fwd), wl, Tol{1e-5, 1e-6}, "lse");
-            moetrain::test::check_equal(std::get<2>(fwd), wi, "topk_idx");
-            check_close(std::get<3>(fwd), ww, Tol{1e-5, 1e-7}, "topk_w");
-
-            // Backward from the forward results, with expert counts as the model computes them.
-            const auto& [probs, lse, idx, w] = fwd;
-            IVec counts(c.E, 0);
-            for (int32_t e : idx) counts[e]++;
-            Vec dw = rng.normal(c.N * c.k);
-            const float aux_alpha = 0.01f, z_alpha = 0.001f, scale = 0.5f;
-            auto bwd = two_schedules("router_bwd", [&] {
-                FVec dl(c.N * c.E, NAN), fdw = to_f32(dw), out = {0.5f, 0.25f};
-                IVec err = {0, 0};
-                mtk::router_bwd(nullptr, dl.data(), fdw.data(), probs.data(), lse.data(),
-                                idx.data(), w.data(), counts.data(), c.N, c.E, c.k, norm, aux_alpha,
-                                z_alpha, scale, err.data());
-                CHECK(err[0] == 0);
-                mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(),
-                                     c.N, c.E, c.k, aux_alpha, z_alpha);
-                return std::make_pair(dl, out);
-            });
-            Vec wdl(c.N * c.E), wout = {0.5, 0.25};
-            ref::router_bwd(wdl, dw, to_f64(probs), to_f64(lse), logits, idx, to_f64(w), counts,
-                            c.N, c.E, c.k, ra, aux_alpha, z_alpha, scale);
-            ref::router_aux_loss(wout, to_f64(probs), to_f64(lse), counts, c.N, c.E, c.k, ra,
-                                 aux_alpha, z_alpha);
-            check_close(bwd.first, wdl, Tol{1e-4, 1e-6}, "dlogits");
-            check_close(bwd.second, wout, Tol{1e-5, 1e-7}, "aux, z");
+            moetrain::RouterArgs r;
+            r.norm_topk = norm;
+            check_router(c, r, false, false,
+                         static_cast<uint64_t>(c.N * 100 + c.E * 10 + c.k + norm));
         }
     }
 }
@@ -89,8 +107,35 @@ TEST_CASE("simt: router hash routing") {
 TEST_CASE("simt: router_bwd reports an expert index outside [0, E)") {
     FVec dl(4, 0.0f), dw = {1.0f}, probs = {0.25f, 0.25f, 0.25f, 0.25f}, lse = {0.0f}, w = {1.0f};
     IVec idx = {9}, counts = {1, 0, 0, 0}, err = {0, 0};
-    mtk::router_bwd(nullptr, dl.data(), dw.data(), probs.data(), lse.data(), idx.data(), w.data(),
-                    counts.data(), 1, 4, 1, false, 0.0f, 0.0f, 1.0f, err.data());
+    mtk::router_bwd(nullptr, dl.data(), dw.data(), probs.data(), lse.data(), dl.data(), idx.data(),
+                    w.data(), counts.data(), 1, 4, 1, mtk::RouterOpts{false, false}, 0.0f, 0.0f,
+                    1.0f, err.data());
     CHECK(err[0] == mtk::kErrRouterExpert);
     CHECK(err[1] == 9);
+}
+
+TEST_CASE("simt: router sigmoid scores, expert bias and routed scaling") {
+    struct Mode {
+        bool sigmoid, bias;
+        float scaling;
+    };
+    for (RouterCase c : kCases) {
+        for (Mode m : {Mode{true, false, 1.0f}, Mode{true, true, 2.5f}, Mode{false, true, 0.5f}}) {
+            for (bool norm : {false, true}) {
+                CAPTURE(c.N);
+                CAPTURE(c.E);
+                CAPTURE(c.k);
+                CAPTURE(m.sigmoid);
+                CAPTURE(m.bias);
+                CAPTURE(norm);
+                moetrain::RouterArgs r;
+                r.sigmoid = m.sigmoid;
+                r.norm_topk = norm;
+                r.scaling = m.scaling;
+                check_router(
+                    c, r, m.bias, true,
+                    static_cast<uint64_t>(c.N * 100 + c.E * 10 + c.k + norm + 7 * m.sigmoid));
+            }
+        }
+    }
 }

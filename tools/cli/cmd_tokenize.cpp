@@ -1,12 +1,12 @@
 // `moetrain tokenize`: text files (one document each) or JSONL files (one document per line's
 // "text") to llm.c-format token shards, each document preceded by the end-of-text id as llm.c
-// does. Files are tokenised in parallel and written in input order; every shard appears under
-// its final name only when complete (moetrain/shards.h).
+// does. The files are cut into pieces (text_pieces.h) that are tokenised in parallel and
+// written in input order, so the shards are the same for any thread count; every shard appears
+// under its final name only when complete (moetrain/shards.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -14,6 +14,8 @@
 #include "common.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
+#include "ordered_parallel.h"
+#include "text_pieces.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -27,6 +29,7 @@ struct TokenizeArgs {
     std::string out, prefix = "data";
     int64_t shard_tokens = 100'000'000, val_tokens = 0, eot = -1;
     int threads = 0;
+    int64_t piece_bytes = 4 << 20;
     bool quiet = false;
 };
 
@@ -35,30 +38,38 @@ struct Encoded {
     int64_t bytes = 0, documents = 0;
 };
 
-Encoded encode_file(const std::string& path, const Tokenizer& tok, int32_t eot) {
+// One piece of a file: a text file's piece (the end-of-text id before the first), or whole
+// lines of a JSONL file, one document each.
+Encoded encode_piece(const std::string& path, const TextPiece& piece, const Tokenizer& tok,
+                     int32_t eot) {
     Encoded e;
-    std::string text = read_input_file(path, "--data file");
+    const std::string text = read_text_piece(path, piece);
     e.bytes = static_cast<int64_t>(text.size());
     auto add_document = [&](std::string_view doc) {
         e.ids.push_back(eot);
         tok.encode(doc, e.ids);
         ++e.documents;
     };
-    if (fs::path(path).extension() != ".jsonl") {
-        if (!text.empty()) add_document(text);
+    if (!piece.jsonl) {
+        if (piece.starts_document) {
+            e.ids.push_back(eot);
+            ++e.documents;
+        }
+        tok.encode(text, e.ids);
         return e;
     }
-    size_t pos = 0, line = 0;
+    size_t pos = 0;
     while (pos < text.size()) {
         size_t eol = std::min(text.find('\n', pos), text.size());
         std::string_view row(text.data() + pos, eol - pos);
+        if (row.find_first_not_of(" \t\r") != std::string_view::npos) {
+            nlohmann::json j = nlohmann::json::parse(row, nullptr, false);
+            if (!(j.is_object() && j.contains("text") && j["text"].is_string()))
+                fail(path, " line ", line_number_at(path, piece.begin + pos),
+                     ": not a JSON object with a \"text\" string");
+            add_document(j["text"].get_ref<const std::string&>());
+        }
         pos = eol + 1;
-        ++line;
-        if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        nlohmann::json j = nlohmann::json::parse(row, nullptr, false);
-        MT_CHECK(j.is_object() && j.contains("text") && j["text"].is_string(), path, " line ", line,
-                 ": not a JSON object with a \"text\" string");
-        add_document(j["text"].get_ref<const std::string&>());
     }
     return e;
 }
@@ -138,35 +149,33 @@ void run_tokenize(const TokenizeArgs& a) {
                             ? a.threads
                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const int token_bytes = shard_token_bytes(std::max<int64_t>(tok->vocab_size(), *eot + 1));
+    const std::vector<TextPiece> pieces =
+        plan_text_pieces(files, tok->encodes_line_cuts_apart(), a.piece_bytes);
     ShardSink sink(a, token_bytes);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done_bytes = 0, documents = 0;
     double last_report = 0;
-    for (size_t first = 0; first < files.size(); first += static_cast<size_t>(threads)) {
-        const size_t last = std::min(files.size(), first + static_cast<size_t>(threads));
-        std::vector<std::future<Encoded>> jobs;
-        for (size_t i = first; i < last; ++i)
-            jobs.push_back(std::async(std::launch::async, encode_file, std::cref(files[i]),
-                                      std::cref(*tok), *eot));
-        for (auto& j : jobs) {
-            Encoded e = j.get();
+    ordered_parallel<Encoded>(
+        pieces.size(), threads, 4 * static_cast<size_t>(threads),
+        [&](size_t i) { return encode_piece(files[pieces[i].file], pieces[i], *tok, *eot); },
+        [&](size_t i, Encoded&& e) {
             sink.append(e.ids.data(), e.ids.size());
             done_bytes += e.bytes;
             documents += e.documents;
-        }
-        // Progress on stdout (stderr is for the one error line): rewritten in place on a
-        // terminal, else one line at most every 5 seconds.
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const bool tty = stdout_is_terminal(), end = last == files.size();
-        if (!a.quiet && (tty || s - last_report >= 5 || end)) {
-            std::printf("%stokenize: %.1f / %.1f MB, %.1f MB/s, %lld tokens%s", tty ? "\r" : "",
-                        done_bytes / 1e6, total_bytes / 1e6, done_bytes / 1e6 / std::max(s, 1e-9),
-                        static_cast<long long>(sink.total()), tty && !end ? "" : "\n");
-            std::fflush(stdout);
-            last_report = s;
-        }
-    }
+            // Progress on stdout (stderr is for the one error line): rewritten in place on a
+            // terminal (at most 10 times a second), else one line at most every 5 seconds.
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const bool tty = stdout_is_terminal(), end = i + 1 == pieces.size();
+            if (!a.quiet && (s - last_report >= (tty ? 0.1 : 5) || end)) {
+                std::printf("%stokenize: %.1f / %.1f MB, %.1f MB/s, %lld tokens%s", tty ? "\r" : "",
+                            done_bytes / 1e6, total_bytes / 1e6,
+                            done_bytes / 1e6 / std::max(s, 1e-9),
+                            static_cast<long long>(sink.total()), tty && !end ? "" : "\n");
+                std::fflush(stdout);
+                last_report = s;
+            }
+        });
     MT_CHECK(sink.total() > documents, "empty corpus: the --data files hold no text");
     MT_CHECK(a.val_tokens < sink.total(), "--val-tokens ", a.val_tokens,
              " leaves no training tokens (the corpus has ", sink.total(), ")");
@@ -194,8 +203,12 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
                   non_negative());
     cmd->add_option("--eot", a->eot, "end-of-text id between documents (default: the tokenizer's)")
         ->check(non_negative());
-    cmd->add_option("--threads", a->threads, "files tokenised at once (0 = all cores)")
+    cmd->add_option("--threads", a->threads, "pieces tokenised at once (0 = all cores)")
         ->check(non_negative());
+    cmd->add_option("--piece-bytes", a->piece_bytes,
+                    "bytes of text per parallel piece (cut at line boundaries)")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, INT64_MAX));
     cmd->add_flag("--quiet", a->quiet, "no progress line");
     on_run(cmd, exit_code, [a] { run_tokenize(*a); });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd_tokenizer_bench.h"
 #include "commands.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
@@ -104,7 +106,11 @@ void add_train(CLI::App* parent) {
             std::fflush(stdout);
         };
         std::string json = train_byte_level_bpe(files, o);
-        // Written under a temporary name and renamed: never a partial file under --out.
+        // Written under a temporary name and renamed: never a partial file under --out, whose
+        // directory is made when missing (as `tokenize --out` is).
+        const std::filesystem::path parent = std::filesystem::path(a->out).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
         const std::string tmp = a->out + ".tmp-" + std::to_string(::getpid());
         {
             std::ofstream f(tmp, std::ios::binary);
@@ -131,6 +137,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     add_encode(cmd);
     add_decode(cmd);
     add_train(cmd);
+    add_tokenizer_bench(cmd);
     cmd->final_callback([&exit_code] { exit_code = 0; });
 }
 

@@ -58,7 +58,7 @@ struct TrainArgs {
 // --resume continues the saved run: every training setting not given on the command line
 // comes from state.json; one given explicitly overrides the saved value, and says so.
 void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
-    auto same = [&](const char* flag, auto& arg, auto saved) {
+    auto same = [&](const char* flag, auto& arg, const auto& saved) {
         using T = std::decay_t<decltype(arg)>;
         T want = static_cast<T>(saved);
         if (!a.given(flag))
@@ -88,6 +88,12 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
                                 : "--shuffle " + std::to_string(s.shuffle_seed),
              "; its data position belongs to that order");
     a.shuffle = s.shuffle_seed;
+    MT_CHECK(
+        !a.given("--val-tokens") || a.val_tokens == s.val_tokens, "--resume: --val-tokens ",
+        a.val_tokens, " differs from the checkpoint's ",
+        s.val_tokens < 0 ? std::string("default (the last 10%)") : std::to_string(s.val_tokens),
+        "; its data position belongs to that train split");
+    a.val_tokens = s.val_tokens;
     same("--seed", a.seed, s.seed);
 }
 
@@ -269,6 +275,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     state.seq = a.seq;
     tok.record(state);
     state.shuffle_seed = a.shuffle;
+    state.val_tokens = a.val_tokens;
     state.data_path = a.data;
     state.data_tokens = data_tokens;
     std::string last_ckpt = a.resume.empty() ? "" : ckpt_dir;
@@ -347,8 +354,12 @@ int run_train(TrainArgs& a, DistRun& dist) {
     std::vector<int32_t> xs(per_micro * a.accum), ys(per_micro * a.accum), xl, yl;
     const int64_t end = a.stop_at >= 0 ? std::min(a.steps, a.stop_at) : a.steps;
     while (trainer.steps_done() < end) {  // fp16 steps skipped on overflow are retried
+        const auto data_t0 = std::chrono::steady_clock::now();
         for (int m = 0; m < a.accum; ++m)
             train_loader.next(xs.data() + m * per_micro, ys.data() + m * per_micro);
+        const double data_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - data_t0)
+                .count();
         dist.local_rows(xs, xl, a.batch, a.seq, a.accum);
         dist.local_rows(ys, yl, a.batch, a.seq, a.accum);
         StepStats st;
@@ -362,6 +373,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
             std::printf("cuda graphs: step %lld captured into a graph; later steps replay it\n",
                         static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
+        j["data_ms"] = data_ms;  // the loader's share of the step (docs/BENCHMARKS.md)
         write_log(j);
         if (tb) tb->step_record(j);
         bool last = trainer.steps_done() == end;
