@@ -31,6 +31,10 @@ class SingleComm final : public Communicator {
         copy(recv, send, sc[0], t);
     }
     void barrier() override {}
+    std::unique_ptr<Communicator> subgroup(int first, int stride, int count) override {
+        subgroup_position(0, 1, first, stride, count);
+        return std::make_unique<SingleComm>();
+    }
     [[noreturn]] void abort(const std::string& message) override {
         std::fflush(stdout);
         std::fprintf(stderr, "moetrain: error: %s\n", message.c_str());

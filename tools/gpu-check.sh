@@ -110,7 +110,9 @@ elif [ ! -f "$BUILD/libmoetrain_comm_nccl.so" ]; then
 else
     DT=(python3 tests/dist/dist_tests.py --mpirun mpirun --moetrain "$MT"
         --comm-check "$BUILD/moetrain_comm_check" --work "$BUILD/dist-work")
-    for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2; do run "dist $t" "${DT[@]}" "$t"; done
+    for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2 ep_cuda_np2; do
+        run "dist $t" "${DT[@]}" "$t"
+    done
     say ""
     say "Weak scaling, moe-mini bf16, B=8 T=1024 per GPU, 20 steps (tokens/s of the last step):"
     say ""

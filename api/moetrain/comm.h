@@ -44,6 +44,20 @@ class Communicator {
     virtual void all_to_all_v(const void* send, const std::vector<int64_t>& send_counts, void* recv,
                               const std::vector<int64_t>& recv_counts, DType t) = 0;
     virtual void barrier() = 0;
+    // Non-blocking all-reduce of host memory (in place): started now, the data is the sum only
+    // after wait(id) returns, and must not be touched before. Every rank starts the same ones
+    // in the same order (among its other collectives). progress() lets the started ones
+    // advance (MPI progresses only inside MPI calls). The defaults run the blocking
+    // all_reduce at once.
+    virtual int64_t start_all_reduce(void* data, int64_t count, DType t, ReduceOp op);
+    virtual void wait(int64_t id);
+    virtual void progress() {}
+    // The communicator of the `count` ranks first, first + stride, ..., first + (count - 1)
+    // stride of this one (this rank among them), numbered in that order. Every rank of this
+    // communicator calls it at the same time, each naming its own group; the groups partition
+    // the ranks (expert parallelism: the ranks of one expert-parallel group, or the ranks that
+    // hold the same experts).
+    virtual std::unique_ptr<Communicator> subgroup(int first, int stride, int count) = 0;
     // Prints "moetrain: error: rank R of N: <message>" on stderr, then ends every rank of the
     // job with a non-zero exit (the launcher takes the others down).
     [[noreturn]] virtual void abort(const std::string& message) = 0;
@@ -60,7 +74,17 @@ class Communicator {
     // recv = the first recv.numel() (<= size() * s) elements of every rank's send (numel s)
     // in rank order.
     virtual void all_gather(Device& dev, const Tensor& send, const Tensor& recv);
+    // all_to_all_v of device tensors: the blocks of `send` (send_counts elements each, in rank
+    // order from its first element) go to their ranks; `recv` gets recv_counts elements from
+    // every rank in rank order. Both tensors may be longer than the counts' sums.
+    virtual void all_to_all_v(Device& dev, const Tensor& send,
+                              const std::vector<int64_t>& send_counts, const Tensor& recv,
+                              const std::vector<int64_t>& recv_counts);
 };
+
+// Checks that `count` ranks first + i stride hold `rank` and lie within `size` ranks; returns
+// this rank's position among them.
+int subgroup_position(int rank, int size, int first, int stride, int count);
 
 // How many ranks the launcher started this process with (1 when not launched by mpirun or a
 // PMI launcher: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE are read).

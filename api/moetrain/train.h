@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moetrain/comm.h"
@@ -66,10 +68,22 @@ struct StepStats {
 // the same function as one process x N B. zero = 1 shards the AdamW moments over the ranks
 // (ZeRO-1): reduce-scatter of the gradients, each rank updates its shard, all-gather of the
 // parameters.
+//
+// expert_parallel = P > 1 (P divides the ranks and every MoE layer's experts): the ranks form
+// groups of P consecutive ranks; rank j of a group holds experts [j E/P, (j + 1) E/P) of every
+// MoE layer, the routed rows go to their experts' ranks and come back (all-to-all-v), and this
+// rank updates only its own experts (its optimizer state covers the non-expert weights and its
+// experts). Non-expert gradients are summed over all ranks, expert gradients over the ranks
+// that hold the same experts (rank j of every group).
 struct DistOptions {
     Communicator* comm = nullptr;             // null or size 1: one process
     int zero = 0;                             // 0 or 1
     int64_t bucket_elems = int64_t{1} << 20;  // gradient all-reduce bucket (elements)
+    int expert_parallel = 1;                  // P: ranks per expert-parallel group
+    // Plain data parallelism on a host-memory engine (mpi): each layer's gradients start
+    // their (non-blocking) all-reduce as soon as the last micro-batch's backward has written
+    // them, overlapping the backward of the layers before it.
+    bool overlap = true;
 };
 
 class Trainer {
@@ -91,13 +105,23 @@ class Trainer {
     // included) and frees the whole ones. No-ops without ZeRO.
     void gather_moments();
     void scatter_moments();
+    // Expert parallel (a collective: every rank calls it): every expert's current weights from
+    // its owner, so that this rank can run the whole model alone (evaluation); a no-op
+    // otherwise. Between such calls a rank's copies of the other ranks' experts are stale.
+    void sync_experts();
     // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers.
     int64_t shard_first() const { return shard_lo_; }
     int64_t shard_count() const { return shard_hi_ - shard_lo_; }
+    // Whether the gradient all-reduce overlaps the backward (DistOptions::overlap applies).
+    bool overlaps_gradients() const { return overlap(); }
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
-    const std::vector<QuantizedMoments>& quantized_moments() const { return q_; }
+    // Under ZeRO-1 the "decay" range is this rank's shard, except between gather_moments() and
+    // scatter_moments().
+    const std::vector<QuantizedMoments>& quantized_moments() const {
+        return q_full_.empty() ? q_ : q_full_;
+    }
     // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
     double loss_scale() const { return loss_scale_; }
     int64_t clean_steps() const { return clean_steps_; }      // since the last change
@@ -117,12 +141,40 @@ class Trainer {
     DistOptions dist_;
     bool dp() const { return dist_.comm && dist_.comm->size() > 1; }
     bool zero() const { return dp() && dist_.zero == 1; }
-    bool synced_ = false;                  // rank 0's parameters broadcast (first step)
-    int64_t shard_lo_ = 0, shard_hi_ = 0;  // this rank's ZeRO-1 range (everything without)
-    int64_t shard_len_ = 0;                // ceil(n / ranks): every rank's padded shard size
-    Tensor gshard_, pshard_;               // ZeRO-1: reduced gradient / updated parameter shard
-    Tensor m_full_, v_full_;               // between gather_moments and scatter_moments
+    bool synced_ = false;                   // rank 0's parameters broadcast (first step)
+    int64_t shard_lo_ = 0, shard_hi_ = 0;   // this rank's ZeRO-1 range (everything without)
+    int64_t shard_len_ = 0;                 // ceil(n / ranks): every rank's padded shard size
+    Tensor gshard_, pshard_;                // ZeRO-1: reduced gradient / updated parameter shard
+    Tensor m_full_, v_full_;                // between gather_moments and scatter_moments
+    std::vector<QuantizedMoments> q_full_;  // 8-bit: the same for the quantized state
+    // Elements [first, first + count) of the flat buffers.
+    struct Segment {
+        int64_t first = 0, count = 0;
+    };
+    // The elements this rank updates, in order; its moments hold them back to back (the whole
+    // buffer; ZeRO-1: the shard; expert parallel: the non-expert weights and its experts).
+    std::vector<Segment> owned_;
+    // Expert parallel (trainer_dist.cpp): this rank's group and the ranks holding its experts.
+    std::unique_ptr<Communicator> ep_group_, ep_replicas_;
+    std::vector<Segment> shared_, mine_;  // non-expert ranges; this rank's expert blocks
+    std::vector<std::pair<Segment, int>> expert_blocks_;  // every expert block, its rank in group 0
+    Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
+    bool ep() const { return dp() && dist_.expert_parallel > 1; }
+    void setup_expert_parallel();
+    // Overlap of the gradient all-reduce with the backward (trainer_dist.cpp): the host copy
+    // the non-blocking all-reduces run on, and their ids.
+    std::vector<float> hgrads_;
+    std::vector<int64_t> pending_;
+    bool overlap() const;
+    void begin_overlap();  // before the last micro-batch: every layer starts its all-reduce
+    void start_reduce(int layer);
+    // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
+    void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
     void setup_dist();
+    void alloc_quantized(QuantizedMoments& q, int64_t elems);  // zero codes and scales
+    // ZeRO-1 with 8-bit AdamW: the update of this rank's decayed shard and of the replicated
+    // gains and biases.
+    void update_zero8(AdamWArgs a, float clip, float inv_scale);
     void sync_parameters();    // first step: every rank starts from rank 0's parameters
     void reduce_gradients();   // after the micro-batches: gradients and loss terms summed
     void gather_parameters();  // ZeRO-1: every rank's updated shard to every rank

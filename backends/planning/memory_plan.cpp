@@ -94,7 +94,9 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     t.optimizer = o.optimizer;
     mark = dev.allocated();
     const std::unique_ptr<Communicator> ranks = make_planning_communicator(o.ranks);
-    Trainer trainer(model, t, DistOptions{ranks.get(), o.zero});
+    DistOptions dist{ranks.get(), o.zero};
+    dist.expert_parallel = o.expert_parallel;
+    Trainer trainer(model, t, dist);
     p.optimizer = static_cast<double>(trainer.optimizer_state_bytes());
     p.zero_buffers = static_cast<double>(dev.allocated() - mark) - p.optimizer;
     model.set_recompute(o.recompute);
@@ -106,6 +108,20 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     p.op_scratch = std::max(o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0,
                             grouped_scratch(c, ws, o.precision));
     p.workspace += p.op_scratch;
+    if (o.expert_parallel > 1 && c.moe) {  // planned on the first expert-parallel pass
+        int moe_layers = 0, first = -1;
+        for (int l = 0; l < c.n_layers; ++l)
+            if (c.is_moe_layer(l)) {
+                if (first < 0) first = l;
+                ++moe_layers;
+            }
+        const DType xg = ws.layers[static_cast<size_t>(first)].moe.xg.dtype;
+        p.expert_dispatch = static_cast<double>(moe_dispatch_bytes(
+            c, o.expert_parallel, moe_dispatch_rows_balanced(c, ws.N), xg, moe_layers));
+        p.expert_dispatch_max = static_cast<double>(
+            moe_dispatch_bytes(c, o.expert_parallel,
+                               moe_dispatch_rows_max(c, o.expert_parallel, ws.N), xg, moe_layers));
+    }
     return p;
 }
 

@@ -1,10 +1,5 @@
 // MpiComm (mpi_comm.h).
-// The C API only: Open MPI's C++ bindings would need libmpi_cxx.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
 #include "mpi_comm.h"
-
-#include <mpi.h>
 
 #include <climits>
 #include <cstdio>
@@ -66,6 +61,18 @@ MpiComm::MpiComm() {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    world_rank_ = rank_;
+    world_size_ = size_;
+    if (const char* t = std::getenv("MOETRAIN_COMM_TIMEOUT")) timeout_s_ = std::atof(t);
+    if (timeout_s_ > 0) watchdog_ = std::thread([this] { watch(); });
+}
+
+MpiComm::MpiComm(MPI_Comm comm) : comm_(comm), world_(false) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
     if (const char* t = std::getenv("MOETRAIN_COMM_TIMEOUT")) timeout_s_ = std::atof(t);
     if (timeout_s_ > 0) watchdog_ = std::thread([this] { watch(); });
 }
@@ -75,33 +82,77 @@ MpiComm::~MpiComm() {
     if (watchdog_.joinable()) watchdog_.join();
     int done = 0;
     MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
+    if (done) return;
+    if (!world_) {
+        MPI_Comm_free(&comm_);
+        return;
+    }
+    MPI_Finalize();
+}
+
+std::unique_ptr<Communicator> MpiComm::subgroup(int first, int stride, int count) {
+    const int pos = subgroup_position(rank_, size_, first, stride, count);
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+        Guard g(*this, "subgroup");
+        MPI_Comm_split(comm_, first, pos, &sub);  // groups partition the ranks: `first` names one
+    }
+    // A class with a protected constructor: make_unique cannot reach it.
+    return std::unique_ptr<Communicator>(new MpiComm(sub));
 }
 
 void MpiComm::broadcast(void* data, int64_t n, DType t, int root) {
     MT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " outside 0..", size_ - 1);
     Guard g(*this, "broadcast");
-    MPI_Bcast(data, mpi_count(n, "broadcast"), mpi_type(t), root, MPI_COMM_WORLD);
+    MPI_Bcast(data, mpi_count(n, "broadcast"), mpi_type(t), root, comm_);
 }
 
 void MpiComm::all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
     check_reducible(t, "all_reduce");
     Guard g(*this, "all_reduce");
-    MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "all_reduce"), mpi_type(t), mpi_op(op),
-                  MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "all_reduce"), mpi_type(t), mpi_op(op), comm_);
+}
+
+int64_t MpiComm::start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
+    check_reducible(t, "start_all_reduce");
+    bool all_done = true;  // a new round: the ids of the last one (all complete) are reused
+    for (const MPI_Request& r : requests_) all_done &= r == MPI_REQUEST_NULL;
+    if (all_done) requests_.clear();
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+        Guard g(*this, "start_all_reduce");
+        MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "start_all_reduce"), mpi_type(t),
+                       mpi_op(op), comm_, &r);
+    }
+    requests_.push_back(r);
+    return static_cast<int64_t>(requests_.size()) - 1;
+}
+
+void MpiComm::wait(int64_t id) {
+    MT_CHECK(id >= 0 && id < static_cast<int64_t>(requests_.size()), "wait: no request ", id);
+    Guard g(*this, "all_reduce (non-blocking)");
+    MPI_Wait(&requests_[static_cast<size_t>(id)], MPI_STATUS_IGNORE);
+}
+
+void MpiComm::progress() {
+    for (MPI_Request& r : requests_) {
+        if (r == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        MPI_Test(&r, &done, MPI_STATUS_IGNORE);  // a completed request becomes MPI_REQUEST_NULL
+    }
 }
 
 void MpiComm::reduce_scatter(const void* send, void* recv, int64_t n, DType t) {
     check_reducible(t, "reduce_scatter");
     Guard g(*this, "reduce_scatter");
     MPI_Reduce_scatter_block(send, recv, mpi_count(n, "reduce_scatter"), mpi_type(t), MPI_SUM,
-                             MPI_COMM_WORLD);
+                             comm_);
 }
 
 void MpiComm::all_gather(const void* send, void* recv, int64_t n, DType t) {
     Guard g(*this, "all_gather");
     const int c = mpi_count(n, "all_gather");
-    MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), MPI_COMM_WORLD);
+    MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), comm_);
 }
 
 void MpiComm::all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
@@ -121,17 +172,18 @@ void MpiComm::all_to_all_v(const void* send, const std::vector<int64_t>& sc, voi
     }
     Guard g(*this, "all_to_all_v");
     MPI_Alltoallv(send, scount.data(), sdispl.data(), mpi_type(t), recv, rcount.data(),
-                  rdispl.data(), mpi_type(t), MPI_COMM_WORLD);
+                  rdispl.data(), mpi_type(t), comm_);
 }
 
 void MpiComm::barrier() {
     Guard g(*this, "barrier");
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm_);
 }
 
 void MpiComm::abort(const std::string& message) {
     std::fflush(stdout);
-    std::fprintf(stderr, "moetrain: error: rank %d of %d: %s\n", rank_, size_, message.c_str());
+    std::fprintf(stderr, "moetrain: error: rank %d of %d: %s\n", world_rank_, world_size_,
+                 message.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);
@@ -151,7 +203,7 @@ void MpiComm::watch() {
         std::fprintf(stderr,
                      "moetrain: error: rank %d of %d: %s did not complete within %g s: another "
                      "rank died or hangs (MOETRAIN_COMM_TIMEOUT)\n",
-                     rank_, size_, op_.load(), timeout_s_);
+                     world_rank_, world_size_, op_.load(), timeout_s_);
         std::fflush(stderr);
         std::_Exit(1);
     }

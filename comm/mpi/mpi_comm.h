@@ -7,9 +7,19 @@
 // the job.
 #pragma once
 
+// The C API only: Open MPI's C++ bindings would need libmpi_cxx.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "moetrain/comm.h"
 
@@ -17,7 +27,7 @@ namespace moetrain {
 
 class MpiComm : public Communicator {
   public:
-    MpiComm();
+    MpiComm();  // MPI_COMM_WORLD (initialises MPI)
     ~MpiComm() override;
 
     std::string engine() const override { return "mpi"; }
@@ -30,13 +40,22 @@ class MpiComm : public Communicator {
     void all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
                       const std::vector<int64_t>& rc, DType t) override;
     void barrier() override;
+    std::unique_ptr<Communicator> subgroup(int first, int stride, int count) override;
+    int64_t start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) override;
+    void wait(int64_t id) override;
+    void progress() override;
     [[noreturn]] void abort(const std::string& message) override;
     using Communicator::all_gather;
     using Communicator::all_reduce;
+    using Communicator::all_to_all_v;
     using Communicator::broadcast;
     using Communicator::reduce_scatter;
 
   protected:
+    // A communicator over `comm` (from MPI_Comm_split; freed by the destructor). Messages name
+    // the rank in the whole job.
+    explicit MpiComm(MPI_Comm comm);
+    MPI_Comm mpi_comm() const { return comm_; }
     // Marks a collective in flight for the watchdog (derived engines bound theirs too).
     struct Guard {
         Guard(MpiComm& c, const char* op);
@@ -46,12 +65,16 @@ class MpiComm : public Communicator {
 
   private:
     void watch();
+    MPI_Comm comm_ = MPI_COMM_WORLD;
+    bool world_ = true;
     int rank_ = 0, size_ = 1;
+    int world_rank_ = 0, world_size_ = 1;  // for messages
     double timeout_s_ = 300;
     std::atomic<int64_t> since_ns_{0};
     std::atomic<const char*> op_{""};
     std::atomic<bool> stop_{false};
     std::thread watchdog_;
+    std::vector<MPI_Request> requests_;  // started non-blocking collectives (by id)
 };
 
 }  // namespace moetrain

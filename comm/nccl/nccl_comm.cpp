@@ -6,14 +6,12 @@
 // call, which runs on this communicator's stream and is waited for before returning (no
 // overlap with compute yet). It has never run: this project has had no multi-GPU machine
 // (docs/DISTRIBUTED.md); it is compiled with warnings as errors.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <exception>
+#include <numeric>
 
 #include "cuda/cuda_device.h"
 #include "moetrain/device.h"
@@ -69,8 +67,23 @@ class NcclComm final : public MpiComm {
     std::string engine() const override { return "nccl"; }
     using MpiComm::all_gather;
     using MpiComm::all_reduce;
+    using MpiComm::all_to_all_v;
     using MpiComm::broadcast;
     using MpiComm::reduce_scatter;
+
+    // The MPI communicator of the group (host collectives) and the NCCL communicator split
+    // from this one with the same colour and order.
+    std::unique_ptr<Communicator> subgroup(int first, int stride, int count) override {
+        const int pos = subgroup_position(rank(), size(), first, stride, count);
+        MPI_Comm sub = MPI_COMM_NULL;
+        ncclComm_t nc = nullptr;
+        {
+            Guard g(*this, "subgroup");
+            MPI_Comm_split(mpi_comm(), first, pos, &sub);
+            check_nccl(ncclCommSplit(comm_, first, pos, &nc, nullptr), "ncclCommSplit");
+        }
+        return std::unique_ptr<Communicator>(new NcclComm(sub, nc));
+    }
 
     void all_reduce(Device& dev, const Tensor& t, ReduceOp op) override {
         if (t.numel() == 0) return;
@@ -110,8 +123,40 @@ class NcclComm final : public MpiComm {
         });
         if (full.buf != recv.buf) dev.copy(recv, full.view(0, {recv.numel()}));
     }
+    // Point-to-point sends and receives of every non-empty block in one NCCL group.
+    void all_to_all_v(Device& dev, const Tensor& send, const std::vector<int64_t>& sc,
+                      const Tensor& recv, const std::vector<int64_t>& rc) override {
+        const size_t R = static_cast<size_t>(size());
+        MT_CHECK(sc.size() == R && rc.size() == R && send.dtype == recv.dtype,
+                 "all_to_all_v: counts for ", size(), " ranks and one dtype needed");
+        MT_CHECK(std::accumulate(sc.begin(), sc.end(), int64_t{0}) <= send.numel() &&
+                     std::accumulate(rc.begin(), rc.end(), int64_t{0}) <= recv.numel(),
+                 "all_to_all_v: the counts exceed the tensors");
+        const size_t es = dtype_size(send.dtype);
+        run(dev, "all_to_all_v", [&] {
+            char* s = static_cast<char*>(ptr(dev, send));
+            char* r = static_cast<char*>(ptr(dev, recv));
+            ncclGroupStart();
+            int64_t so = 0, ro = 0;
+            for (size_t p = 0; p < R; ++p) {
+                const int peer = static_cast<int>(p);
+                if (sc[p] > 0)
+                    ncclSend(s + so * static_cast<int64_t>(es), static_cast<size_t>(sc[p]),
+                             nccl_type(send.dtype), peer, comm_, stream_);
+                if (rc[p] > 0)
+                    ncclRecv(r + ro * static_cast<int64_t>(es), static_cast<size_t>(rc[p]),
+                             nccl_type(recv.dtype), peer, comm_, stream_);
+                so += sc[p];
+                ro += rc[p];
+            }
+            return ncclGroupEnd();
+        });
+    }
 
   private:
+    NcclComm(MPI_Comm sub, ncclComm_t nc) : MpiComm(sub), comm_(nc) {
+        check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+    }
     static void* ptr(Device& dev, const Tensor& t) {
         MT_CHECK(dev.backend_name() == "cuda" && t.device() == &dev,
                  "the nccl communicator needs tensors of the cuda device (got ", dev.backend_name(),

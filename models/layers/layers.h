@@ -86,9 +86,11 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
 // expert counts (f_e) are summed over the ranks into `counts` ([E] i32, written by moe_fwd),
 // and each rank's aux / z terms are its share of the global means: with R ranks of equal
 // N, the local ops (normalised by the local N and counts) scale aux by 1/R^2 and z by 1/R.
+struct MoeDispatch;
 struct MoeGlobal {
     Communicator* comm = nullptr;
     Tensor counts;
+    MoeDispatch* dispatch = nullptr;  // expert parallel: where the routed rows go (moe_dispatch.h)
     float aux_share() const { return 1.0f / static_cast<float>(comm->size() * comm->size()); }
     float z_share() const { return 1.0f / static_cast<float>(comm->size()); }
 };

@@ -7,6 +7,7 @@
 // (dropped selections contribute nothing), always-on shared experts, the aux / z losses, and
 // the backward of all of it. Rows past the admitted total are never read by the grouped GEMMs.
 #include "layers/layers.h"
+#include "layers/moe_dispatch.h"
 
 namespace moetrain {
 namespace {
@@ -84,8 +85,7 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.gather_rows(a.yrows, xn, a.row_token, N * k, D);
         dev.convert(a.xg, a.yrows);
     }
-    ffn_fwd(dev, c.ffn, w.experts, FfnRows::experts(N * k, a.counts, E), a.xg, a.experts, a.yrows,
-            0.0f);
+    moe_experts_fwd(dev, c, w.experts, a, N * k, global ? global->dispatch : nullptr);
     if (x_res)
         dev.moe_combine(x_res, a.yrows, a.slot_row, topk ? a.topk_w : Tensor{}, N, k, D, true);
     if (w.shared.present())
@@ -106,8 +106,8 @@ void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& g
     // Combine: drows = w * dy for every admitted row, dw = dy . expert output (0 if dropped).
     dev.moe_combine_bwd(g.drows, topk ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,
                         topk ? a.topk_w : Tensor{}, N, k, D);
-    ffn_bwd(dev, c.ffn, w.experts, gw.experts, FfnRows::experts(N * k, a.counts, E), a.xg,
-            a.experts, g.drows, g, g.dxg, false);
+    moe_experts_bwd(dev, c, w.experts, gw.experts, a, g, N * k,
+                    global ? global->dispatch : nullptr);
     // Undo the gather: each token sums the gradients of its admitted rows.
     dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
     if (!topk) return;

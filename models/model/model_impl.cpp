@@ -175,12 +175,24 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
-const MoeGlobal* ModelImpl::moe_global(int l) {
+const MoeGlobal* ModelImpl::moe_global(const Workspace& ws, int l) {
     const int row = moe_row_[static_cast<size_t>(l)];
     if (!dp_pass_ || row < 0) return nullptr;
     const int64_t E = cfg.moe->n_experts;
-    moe_global_ = {dp_comm, load_counts.view(row * E, {E})};  // the loads of the global batch
+    moe_global_ = {dp_comm, load_counts.view(row * E, {E}),  // the loads of the global batch
+                   ep_comm ? moe_dispatch(ws, l) : nullptr};
     return &moe_global_;
+}
+
+MoeDispatch* ModelImpl::moe_dispatch(const Workspace& ws, int l) {
+    if (dispatch_generation_ != ws.generation) {
+        dispatch_.clear();  // frees the buffers of the previous shape first
+        const auto moe_layers = static_cast<int>(load_counts.shape[0]);
+        const DType xg = ws.layers[static_cast<size_t>(l)].moe.xg.dtype;
+        dispatch_ = plan_moe_dispatch(dev, cfg, ep_comm, ws.N, xg, moe_layers);
+        dispatch_generation_ = ws.generation;
+    }
+    return &dispatch_[static_cast<size_t>(moe_row_[static_cast<size_t>(l)])];
 }
 
 void ModelImpl::run_step(const std::string& key, const Workspace& ws,
@@ -228,8 +240,10 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         // into its transient, exactly (the products round the gathered rows to it anyway).
         if (a.n2.y32) dev.convert(a.n2.y32.view(0, {ws.N, cfg.d_model}), a.n2.y);
         const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
+        // The recompute (no aux_stats) needs no global statistics, but the expert-parallel
+        // dispatch of the rows.
         moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing,
-                moe_routing(ws, l), aux_stats ? moe_global(l) : nullptr);
+                moe_routing(ws, l), aux_stats || ep_comm ? moe_global(ws, l) : nullptr);
     } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
@@ -252,13 +266,14 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale,
-                    moe_routing(ws, l), moe_global(l));
+                    moe_routing(ws, l), moe_global(ws, l));
         else
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
         attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
         norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
+        if (layer_grads_ready) layer_grads_ready(l);
     }
     embedding_bwd(dev, gw, ws, g.dres);
 }

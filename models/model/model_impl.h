@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "layers/layers.h"
+#include "layers/moe_dispatch.h"
 #include "moetrain/model.h"
 #include "moetrain/precision.h"
 
@@ -78,6 +79,13 @@ class ModelImpl {
     // expert counts are summed over the ranks (MoeGlobal), so the loss terms and gradients are
     // this rank's shares of the global ones. Inference passes stay local.
     Communicator* dp_comm = nullptr;
+    // Expert parallel (set by the Trainer, with dp_comm): this rank's expert-parallel group.
+    // The routed rows of data-parallel training passes are computed by their experts' ranks
+    // (moe_dispatch.h); this rank computes and updates only its own experts.
+    Communicator* ep_comm = nullptr;
+    // When set, called after the backward of layer l has written that layer's gradients (the
+    // trainer starts their all-reduce while the earlier layers' backward runs).
+    std::function<void(int layer)> layer_grads_ready;
 
     // Gradient checkpointing of the training workspaces planned from now on (set_recompute
     // drops the training workspaces planned with another mode).
@@ -148,7 +156,10 @@ class ModelImpl {
     // step runs eagerly, never captured.
     void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
     // The global statistics of MoE layer l while a data-parallel training pass runs, else null.
-    const MoeGlobal* moe_global(int l);
+    const MoeGlobal* moe_global(const Workspace& ws, int l);
+    // Expert parallel: the dispatch buffers of MoE layer l for workspace `ws` (every MoE
+    // layer's planned on first use; one workspace's at a time).
+    MoeDispatch* moe_dispatch(const Workspace& ws, int l);
     // The routing state of MoE layer l in the pass being queued (MoeRouting).
     MoeRouting moe_routing(const Workspace& ws, int l) const;
 
@@ -165,6 +176,8 @@ class ModelImpl {
     bool dp_pass_ = false;     // a data-parallel training micro-batch is being queued
     bool train_step_ = false;  // a train_step micro-batch is being queued
     MoeGlobal moe_global_;
+    uint64_t dispatch_generation_ = 0;
+    std::vector<MoeDispatch> dispatch_;
 };
 
 }  // namespace moetrain

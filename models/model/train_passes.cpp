@@ -1,6 +1,10 @@
 // TrainPasses: the Trainer's view of ModelImpl (train_passes.h).
 #include "model/train_passes.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
 #include "model/model_access.h"
 #include "model/model_impl.h"
 
@@ -55,6 +59,43 @@ void TrainPasses::set_data_parallel(Communicator* comm) {
              "moe.capacity_factor is not supported with data-parallel training yet (",
              comm ? comm->size() : 1, " ranks)");
     im_.dp_comm = comm;
+}
+void TrainPasses::set_expert_parallel(Communicator* group) {
+    im_.ep_comm = group;
+}
+
+void TrainPasses::set_layer_grads_ready(std::function<void(int layer)> f) {
+    im_.layer_grads_ready = std::move(f);
+}
+
+std::vector<TrainPasses::Range> TrainPasses::layer_ranges(int layer) const {
+    std::vector<Range> out;
+    for (const ParamInfo& p : im_.layout) {  // in offset order
+        int owner = -1;
+        if (p.name.rfind("layers.", 0) == 0) owner = std::stoi(p.name.substr(7));
+        if (owner != layer) continue;
+        out.push_back({p.offset, p.numel()});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Range& a, const Range& b) { return a.first < b.first; });
+    std::vector<Range> merged;
+    for (const Range& r : out) {
+        if (!merged.empty() && merged.back().first + merged.back().count == r.first)
+            merged.back().count += r.count;
+        else
+            merged.push_back(r);
+    }
+    return merged;
+}
+
+std::vector<TrainPasses::ExpertTensor> TrainPasses::expert_tensors() const {
+    std::vector<ExpertTensor> out;
+    for (const LayerW& l : im_.w.layers) {
+        if (!l.moe) continue;
+        for (const Tensor* t : {&l.experts.w_gate, &l.experts.w_up, &l.experts.w_down})
+            if (*t) out.push_back({t->offset, t->numel() / l.experts.G});
+    }
+    return out;
 }
 
 }  // namespace moetrain

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "moetrain/comm.h"
 #include "moetrain/model.h"
@@ -40,6 +42,25 @@ class TrainPasses {
     // the counted targets); nullptr = one process. A capacity (moe.capacity_factor) is refused
     // over more than one rank: its admission order spans the global micro-batch.
     void set_data_parallel(Communicator* comm);
+    // Expert parallel (with set_data_parallel): `group` is this rank's expert-parallel group,
+    // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts
+    // [j E/P, (j + 1) E/P)); the training passes send routed rows to their experts' ranks.
+    void set_expert_parallel(Communicator* group);
+    // The routed-expert weight tensors of every MoE layer in the flat buffers, in order:
+    // elements [offset, offset + E per_expert), expert e from offset + e per_expert.
+    struct ExpertTensor {
+        int64_t offset = 0, per_expert = 0;
+    };
+    std::vector<ExpertTensor> expert_tensors() const;
+    // Called after the backward of each layer has written its gradients (set for the last
+    // micro-batch of a step whose all-reduce overlaps the backward); empty = never.
+    void set_layer_grads_ready(std::function<void(int layer)> f);
+    // Layer l's parameters in the flat buffers as [first, first + count) ranges (adjacent
+    // tensors merged); layer -1: the parameters of no layer (embeddings, final norm, head).
+    struct Range {
+        int64_t first = 0, count = 0;
+    };
+    std::vector<Range> layer_ranges(int layer) const;
 
   private:
     ModelImpl& im_;

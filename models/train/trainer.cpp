@@ -41,23 +41,25 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
         MT_CHECK(opts.wd >= 0, "wd must be >= 0 (got ", opts.wd, ")");
     }
     Device& dev = model.device();
-    setup_dist();  // the ZeRO-1 shard [shard_lo_, shard_hi_): everything without ZeRO
+    setup_dist();  // owned_: the ZeRO-1 shard, this rank's experts, or everything
     if (opts.optimizer == OptimizerKind::adamw) {
-        const int64_t n = zero() ? shard_len_ : model.num_params();
+        int64_t n = zero() ? shard_len_ : 0;
+        if (!zero())
+            for (const Segment& seg : owned_) n += seg.count;
         m_ = dev.alloc(DType::f32, {n});
         v_ = dev.alloc(DType::f32, {n});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
-        // Zero-filled codes and absmax are the zero moments (Device::adamw8bit).
+        // Zero-filled codes and absmax are the zero moments (Device::adamw8bit). ZeRO-1: the
+        // decayed range's state is this rank's block-aligned shard (allocated at the padded
+        // shard length, so that every rank all-gathers the same count), the rest replicated.
         const int64_t n = model.num_params(), nd = TrainPasses(model).n_decay();
         q_ = {{"decay", 0, nd, {}, {}, {}, {}}, {"no_decay", nd, n - nd, {}, {}, {}, {}}};
-        for (QuantizedMoments& q : q_) {
-            if (q.n == 0) continue;
-            const int64_t blocks = (q.n + MT_QBLOCK - 1) / MT_QBLOCK;
-            q.m_codes = dev.alloc(DType::u8, {q.n});
-            q.v_codes = dev.alloc(DType::u8, {q.n});
-            q.m_absmax = dev.alloc(DType::f32, {blocks});
-            q.v_absmax = dev.alloc(DType::f32, {blocks});
-        }
+        if (zero()) q_[0] = {"decay", shard_lo_, shard_hi_ - shard_lo_, {}, {}, {}, {}};
+        if (zero())
+            alloc_quantized(q_[0], shard_len_);
+        else if (q_[0].n > 0)
+            alloc_quantized(q_[0], q_[0].n);
+        if (q_[1].n > 0) alloc_quantized(q_[1], q_[1].n);
     }
     MT_CHECK(opts.loss_scale_init >= 1 && std::isfinite(opts.loss_scale_init),
              "loss_scale_init must be finite and >= 1 (got ", opts.loss_scale_init, ")");
@@ -65,6 +67,15 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
              opts.loss_scale_window, ")");
     loss_scale_ = opts.loss_scale_init;
     stats_ = TrainPasses(model).stats().view(3, {1});
+}
+
+void Trainer::alloc_quantized(QuantizedMoments& q, int64_t elems) {
+    Device& dev = model_.device();
+    const int64_t blocks = (elems + MT_QBLOCK - 1) / MT_QBLOCK;
+    q.m_codes = dev.alloc(DType::u8, {elems});
+    q.v_codes = dev.alloc(DType::u8, {elems});
+    q.m_absmax = dev.alloc(DType::f32, {blocks});
+    q.v_absmax = dev.alloc(DType::f32, {blocks});
 }
 
 void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
@@ -92,9 +103,11 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
     im.begin_step_counts();
     model_.zero_grads();
     int64_t tokens = 0;
-    for (int a = 0; a < A; ++a)
+    for (int a = 0; a < A; ++a) {
+        if (a == A - 1) begin_overlap();  // the last backward writes the final gradients
         tokens += im.queue_micro_batch(xs + a * per, ys + a * per, B, T,
                                        static_cast<float>(scale / A), 1.0f / A);
+    }
     reduce_gradients();  // data parallel: sums over the ranks (ZeRO-1: this rank's shard)
     const std::array<float, 4> s = im.read_stats();
 
@@ -132,28 +145,42 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.bc2 = static_cast<float>(1.0 - std::pow(opts_.b2, s1));
         a.wd = static_cast<float>(opts_.wd);
         // Range r: the decayed tensors [0, nd), then the gains and biases without decay, each
-        // cut to this rank's shard [lo, hi) (the whole buffer without ZeRO-1), whose gradients
-        // and moments start at element lo of `gsrc`, m_ and v_.
-        const int64_t lo = shard_lo_, hi = shard_hi_, base = zero() ? lo : 0;
+        // cut to the segments this rank owns (the ZeRO-1 shard [lo, hi), whose gradients start
+        // at element lo of gshard_; expert parallel: all but the other ranks' experts; else
+        // everything). The moments hold the owned segments back to back.
+        const int64_t base = zero() ? shard_lo_ : 0;
         const Tensor gsrc = zero() ? gshard_ : im.grads();
         auto update = [&](size_t r, int64_t first, int64_t last) {
-            const int64_t off = std::max(first, lo), cnt = std::min(last, hi) - off;
-            if (cnt <= 0) return;
-            const Tensor p = im.params().view(off, {cnt}), g = gsrc.view(off - base, {cnt});
-            if (opts_.optimizer == OptimizerKind::adamw) {
-                dev.adamw(p, g, m_.view(off - base, {cnt}), v_.view(off - base, {cnt}), cnt, a,
-                          stats_, clip, inv_scale);
-            } else {
-                const QuantizedMoments& q = q_[r];
-                dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a, stats_,
-                              clip, inv_scale);
+            int64_t at = 0;  // the segment's first element in the moments
+            for (const Segment& seg : owned_) {
+                const int64_t off = std::max(first, seg.first),
+                              cnt = std::min(last, seg.first + seg.count) - off, m = at;
+                at += seg.count;
+                if (cnt <= 0) continue;
+                const Tensor p = im.params().view(off, {cnt}), g = gsrc.view(off - base, {cnt});
+                if (opts_.optimizer == OptimizerKind::adamw) {
+                    const int64_t mo = m + off - seg.first;
+                    dev.adamw(p, g, m_.view(mo, {cnt}), v_.view(mo, {cnt}), cnt, a, stats_, clip,
+                              inv_scale);
+                } else {
+                    const QuantizedMoments& q = q_[r];
+                    dev.adamw8bit(p, g, q.m_codes, q.v_codes, q.m_absmax, q.v_absmax, cnt, a,
+                                  stats_, clip, inv_scale);
+                }
             }
         };
-        update(0, 0, nd);
-        a.wd = 0.0f;
-        update(1, nd, n);
+        if (zero() && opts_.optimizer == OptimizerKind::adamw8bit) {
+            update_zero8(a, clip, inv_scale);
+        } else {
+            update(0, 0, nd);
+            a.wd = 0.0f;
+            update(1, nd, n);
+        }
     } else {
-        dev.sgd(im.params(), im.grads(), n, lr, stats_, clip, inv_scale);
+        for (const Segment& seg : owned_)  // expert parallel: not the other ranks' experts
+            dev.sgd(im.params().view(seg.first, {seg.count}),
+                    im.grads().view(seg.first, {seg.count}), seg.count, lr, stats_, clip,
+                    inv_scale);
     }
     gather_parameters();
     im.params_changed();

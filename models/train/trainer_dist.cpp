@@ -7,6 +7,7 @@
 
 #include "model/train_passes.h"
 #include "moetrain/train.h"
+#include "shared/mt_math.h"
 
 namespace moetrain {
 
@@ -14,22 +15,113 @@ void Trainer::setup_dist() {
     const int64_t n = model_.num_params();
     shard_lo_ = 0;
     shard_hi_ = n;
+    owned_ = {{0, n}};
+    const int ranks = dist_.comm ? dist_.comm->size() : 1;
+    MT_CHECK(dist_.expert_parallel >= 1 && ranks % dist_.expert_parallel == 0, "--expert-parallel ",
+             dist_.expert_parallel, " does not divide the ", ranks, " ranks of this launch");
     if (!dp()) return;
     MT_CHECK(dist_.zero == 0 || dist_.zero == 1, "--zero ", dist_.zero, ": only 0 and 1 exist");
     MT_CHECK(dist_.bucket_elems >= 1, "gradient bucket size must be >= 1");
     TrainPasses(model_).set_data_parallel(dist_.comm);
+    if (ep()) setup_expert_parallel();
     if (!zero()) return;
-    MT_CHECK(opts_.optimizer == OptimizerKind::adamw, "--zero 1 shards the AdamW moments; ",
-             optimizer_name(opts_.optimizer),
-             opts_.optimizer == OptimizerKind::sgd ? " has no optimizer state to shard"
-                                                   : " states are not sharded (use --zero 0)");
+    MT_CHECK(opts_.optimizer != OptimizerKind::sgd, "--zero 1 shards the AdamW moments; ",
+             optimizer_name(opts_.optimizer), " has no optimizer state to shard");
     const int R = dist_.comm->size(), r = dist_.comm->rank();
-    shard_len_ = (n + R - 1) / R;
-    shard_lo_ = std::min<int64_t>(n, r * shard_len_);
-    shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
+    if (opts_.optimizer == OptimizerKind::adamw8bit) {
+        // The 8-bit state is quantised in blocks from the start of each range, so the shards
+        // cut the decayed range [0, nd) at multiples of the block (the update of a block
+        // reads only that block: the same numbers as one process); the gains and biases
+        // after it (a small range whose block grid starts at nd) stay replicated.
+        const int64_t nd = TrainPasses(model_).n_decay();
+        shard_len_ = ((nd + R - 1) / R + MT_QBLOCK - 1) / MT_QBLOCK * MT_QBLOCK;
+        shard_lo_ = std::min<int64_t>(nd, r * shard_len_);
+        shard_hi_ = std::min<int64_t>(nd, shard_lo_ + shard_len_);
+        owned_ = {{shard_lo_, shard_hi_ - shard_lo_}, {nd, n - nd}};
+    } else {
+        shard_len_ = (n + R - 1) / R;
+        shard_lo_ = std::min<int64_t>(n, r * shard_len_);
+        shard_hi_ = std::min<int64_t>(n, shard_lo_ + shard_len_);
+        owned_ = {{shard_lo_, shard_hi_ - shard_lo_}};
+    }
     Device& dev = model_.device();
     gshard_ = dev.alloc(DType::f32, {shard_len_});
     pshard_ = dev.alloc(DType::f32, {shard_len_});
+}
+
+void Trainer::setup_expert_parallel() {
+    const ModelConfig& cfg = model_.config();
+    const int P = dist_.expert_parallel, R = dist_.comm->size(), r = dist_.comm->rank();
+    MT_CHECK(cfg.moe, "--expert-parallel ", P, " needs an MoE model (this one is dense)");
+    MT_CHECK(cfg.moe->n_experts % P == 0, "--expert-parallel ", P, " does not divide the ",
+             cfg.moe->n_experts, " experts of every MoE layer");
+    MT_CHECK(dist_.zero == 0,
+             "--expert-parallel with --zero 1 is not supported (the ZeRO-1 "
+             "shards would cut through the expert blocks); use --zero 0");
+    MT_CHECK(opts_.optimizer != OptimizerKind::adamw8bit,
+             "--expert-parallel with --optimizer adamw8bit is not supported (its 256-element "
+             "blocks would cut through the expert blocks); use adamw or sgd");
+    ep_group_ = dist_.comm->subgroup(r / P * P, 1, P);
+    ep_replicas_ = dist_.comm->subgroup(r % P, P, R / P);
+    TrainPasses im(model_);
+    im.set_expert_parallel(ep_group_.get());
+    // Every expert tensor in P blocks; the rest of the flat buffer is shared.
+    const int64_t n = im.n_params(), El = cfg.moe->n_experts / P, j = r % P;
+    shared_.clear();
+    mine_.clear();
+    expert_blocks_.clear();
+    int64_t at = 0;
+    for (const TrainPasses::ExpertTensor& t : im.expert_tensors()) {
+        if (t.offset > at) shared_.push_back({at, t.offset - at});
+        for (int q = 0; q < P; ++q) {
+            const Segment b{t.offset + q * El * t.per_expert, El * t.per_expert};
+            expert_blocks_.push_back({b, q});
+            if (q == j) mine_.push_back(b);
+        }
+        at = t.offset + P * El * t.per_expert;
+    }
+    if (at < n) shared_.push_back({at, n - at});
+    owned_.clear();
+    for (const auto* list : {&shared_, &mine_})
+        owned_.insert(owned_.end(), list->begin(), list->end());
+    std::sort(owned_.begin(), owned_.end(),
+              [](const Segment& a, const Segment& b) { return a.first < b.first; });
+    ep_sq_ = model_.device().alloc(DType::f32, {1});
+}
+
+void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
+    Device& dev = model_.device();
+    int64_t at = 0;
+    for (const Segment& seg : owned_) {
+        const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
+        dev.copy(to_full ? f : p, to_full ? p : f);
+        at += seg.count;
+    }
+}
+
+bool Trainer::overlap() const {
+    return dp() && !zero() && !ep() && dist_.overlap && dist_.comm->engine() == "mpi";
+}
+
+void Trainer::begin_overlap() {
+    if (!overlap()) return;
+    hgrads_.resize(static_cast<size_t>(model_.num_params()));
+    pending_.clear();
+    TrainPasses(model_).set_layer_grads_ready([this](int l) { start_reduce(l); });
+}
+
+void Trainer::start_reduce(int layer) {
+    TrainPasses im(model_);
+    Device& dev = model_.device();
+    Communicator& c = *dist_.comm;
+    for (const TrainPasses::Range& r : im.layer_ranges(layer)) {
+        float* h = hgrads_.data() + r.first;
+        dev.download(h, im.grads().view(r.first, {r.count}));  // waits for the backward so far
+        for (int64_t off = 0; off < r.count; off += dist_.bucket_elems)
+            pending_.push_back(c.start_all_reduce(
+                h + off, std::min(dist_.bucket_elems, r.count - off), DType::f32, ReduceOp::sum));
+    }
+    c.progress();
 }
 
 void Trainer::sync_parameters() {
@@ -49,7 +141,41 @@ void Trainer::reduce_gradients() {
         return;
     }
     Communicator& c = *dist_.comm;
+    if (overlap()) {  // every layer's all-reduce is under way: the rest, then wait for all
+        im.set_layer_grads_ready({});
+        start_reduce(-1);
+        c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);
+        for (int64_t id : pending_) c.wait(id);
+        pending_.clear();
+        dev.upload(im.grads(), hgrads_.data());
+        dev.sum_squares(stats_, im.grads(), n, false);
+        return;
+    }
     c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);  // ce, aux, z: sums of shares
+    if (ep()) {
+        // Non-expert gradients over every rank, this rank's experts over the ranks holding
+        // them; the other experts' gradients are zero here and belong to their owners. The
+        // squared norm: the shared part, plus every expert once (summed over the group).
+        auto reduce = [&](const std::vector<Segment>& segs, Communicator& over) {
+            for (const Segment& seg : segs)
+                for (int64_t off = 0; off < seg.count; off += dist_.bucket_elems)
+                    over.all_reduce(dev,
+                                    im.grads().view(seg.first + off, {std::min(dist_.bucket_elems,
+                                                                               seg.count - off)}),
+                                    ReduceOp::sum);
+        };
+        reduce(shared_, c);
+        if (ep_replicas_->size() > 1) reduce(mine_, *ep_replicas_);
+        dev.fill(stats_, 0.0f);
+        dev.fill(ep_sq_, 0.0f);
+        for (const Segment& seg : shared_)
+            dev.sum_squares(stats_, im.grads().view(seg.first, {seg.count}), seg.count, true);
+        for (const Segment& seg : mine_)
+            dev.sum_squares(ep_sq_, im.grads().view(seg.first, {seg.count}), seg.count, true);
+        ep_group_->all_reduce(dev, ep_sq_, ReduceOp::sum);
+        dev.axpby(stats_, 1.0f, ep_sq_, 1.0f, 1);
+        return;
+    }
     if (!zero()) {
         for (int64_t off = 0; off < n; off += dist_.bucket_elems)
             c.all_reduce(dev, im.grads().view(off, {std::min(dist_.bucket_elems, n - off)}),
@@ -57,9 +183,33 @@ void Trainer::reduce_gradients() {
         dev.sum_squares(stats_, im.grads(), n, false);
         return;
     }
-    c.reduce_scatter(dev, im.grads(), gshard_);  // the last shard's padding reads as 0
+    const bool q8 = opts_.optimizer == OptimizerKind::adamw8bit;
+    const int64_t sharded = q8 ? im.n_decay() : n;                  // 8-bit: the decayed range only
+    c.reduce_scatter(dev, im.grads().view(0, {sharded}), gshard_);  // padding reads as 0
     dev.sum_squares(stats_, gshard_, shard_len_, false);
     c.all_reduce(dev, stats_, ReduceOp::sum);
+    if (!q8 || sharded == n) return;
+    const Tensor rest = im.grads().view(sharded, {n - sharded});  // replicated: all-reduced
+    c.all_reduce(dev, rest, ReduceOp::sum);
+    dev.sum_squares(stats_, rest, n - sharded, true);
+}
+
+void Trainer::update_zero8(AdamWArgs a, float clip, float inv_scale) {
+    TrainPasses im(model_);
+    Device& dev = model_.device();
+    const int64_t n = im.n_params(), nd = im.n_decay(), cnt = shard_hi_ - shard_lo_;
+    const QuantizedMoments &d = q_[0], &u = q_[1];
+    if (cnt > 0) {
+        const int64_t blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK;
+        dev.adamw8bit(im.params().view(shard_lo_, {cnt}), gshard_.view(0, {cnt}),
+                      d.m_codes.view(0, {cnt}), d.v_codes.view(0, {cnt}),
+                      d.m_absmax.view(0, {blocks}), d.v_absmax.view(0, {blocks}), cnt, a, stats_,
+                      clip, inv_scale);
+    }
+    a.wd = 0.0f;
+    if (n > nd)
+        dev.adamw8bit(im.params().view(nd, {n - nd}), im.grads().view(nd, {n - nd}), u.m_codes,
+                      u.v_codes, u.m_absmax, u.v_absmax, n - nd, a, stats_, clip, inv_scale);
 }
 
 void Trainer::gather_parameters() {
@@ -68,10 +218,51 @@ void Trainer::gather_parameters() {
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) dev.copy(pshard_.view(0, {cnt}), im.params().view(shard_lo_, {cnt}));
-    dist_.comm->all_gather(dev, pshard_, im.params());
+    const bool q8 = opts_.optimizer == OptimizerKind::adamw8bit;
+    dist_.comm->all_gather(dev, pshard_, q8 ? im.params().view(0, {im.n_decay()}) : im.params());
+}
+
+void Trainer::sync_experts() {
+    if (!ep()) return;
+    const Tensor params = TrainPasses(model_).params();
+    for (const auto& [b, owner] : expert_blocks_)
+        dist_.comm->broadcast(model_.device(), params.view(b.first, {b.count}), owner);
+    TrainPasses(model_).params_changed();
 }
 
 void Trainer::gather_moments() {
+    if (ep() && !m_full_) {  // every expert block from its owner in group 0 (its replicas agree)
+        Device& dev = model_.device();
+        sync_experts();
+        if (m_) {
+            const int64_t n = model_.num_params();
+            m_full_ = dev.alloc(DType::f32, {n});
+            v_full_ = dev.alloc(DType::f32, {n});
+            dev.fill(m_full_, 0.0f);
+            dev.fill(v_full_, 0.0f);
+            owned_copy(m_full_, m_, true);
+            owned_copy(v_full_, v_, true);
+        }
+        for (const auto& [b, owner] : expert_blocks_)
+            for (const Tensor& t : {m_full_, v_full_})
+                if (t) dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
+        return;
+    }
+    if (zero() && opts_.optimizer == OptimizerKind::adamw8bit && q_full_.empty()) {
+        // The whole decayed range's codes and block scales from every rank's shard.
+        const QuantizedMoments& d = q_[0];
+        const int64_t nd = TrainPasses(model_).n_decay(), bs = shard_len_ / MT_QBLOCK;
+        QuantizedMoments full{"decay", 0, nd, {}, {}, {}, {}};
+        alloc_quantized(full, nd);
+        Communicator& c = *dist_.comm;
+        Device& dev = model_.device();
+        c.all_gather(dev, d.m_codes, full.m_codes);
+        c.all_gather(dev, d.v_codes, full.v_codes);
+        c.all_gather(dev, d.m_absmax.view(0, {bs}), full.m_absmax);
+        c.all_gather(dev, d.v_absmax.view(0, {bs}), full.v_absmax);
+        q_full_ = {full, q_[1]};
+        return;
+    }
     if (!zero() || m_full_) return;
     Device& dev = model_.device();
     const int64_t n = model_.num_params();
@@ -82,7 +273,28 @@ void Trainer::gather_moments() {
 }
 
 void Trainer::scatter_moments() {
+    if (!q_full_.empty()) {  // this rank's blocks of the (possibly loaded) whole state
+        const QuantizedMoments &full = q_full_[0], &d = q_[0];
+        const int64_t cnt = d.n, blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK,
+                      b0 = shard_lo_ / MT_QBLOCK;
+        Device& dev = model_.device();
+        if (cnt > 0) {
+            dev.copy(d.m_codes.view(0, {cnt}), full.m_codes.view(shard_lo_, {cnt}));
+            dev.copy(d.v_codes.view(0, {cnt}), full.v_codes.view(shard_lo_, {cnt}));
+            dev.copy(d.m_absmax.view(0, {blocks}), full.m_absmax.view(b0, {blocks}));
+            dev.copy(d.v_absmax.view(0, {blocks}), full.v_absmax.view(b0, {blocks}));
+        }
+        q_full_.clear();
+        return;
+    }
     if (!m_full_) return;
+    if (ep()) {
+        owned_copy(m_full_, m_, false);
+        owned_copy(v_full_, v_, false);
+        m_full_ = Tensor{};
+        v_full_ = Tensor{};
+        return;
+    }
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) {

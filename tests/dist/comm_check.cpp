@@ -1,6 +1,7 @@
 // moetrain_comm_check: runs under `mpirun -np N` and checks the communicator.
 //   collectives [DEVICE]  every collective on host memory and on DEVICE tensors (default cpu)
-//                         against values each rank computes itself; exit 0 when all match
+//                         against values each rank computes itself, and within subgroups;
+//                         exit 0 when all match
 //   fail                  rank 1 reports an error through Communicator::abort
 //   die                   rank 1 kills itself (SIGKILL) while the others wait in an all-reduce
 //   hang                  rank 1 sleeps while the others wait (MOETRAIN_COMM_TIMEOUT bounds it)
@@ -60,6 +61,20 @@ void host_collectives(Communicator& c) {
     for (int64_t i = 0; i < n; ++i) a[i] = val(me, i);
     c.all_reduce(a.data(), n, DType::f32, ReduceOp::sum);
     expect(is_rank_sum(a, R, 0), "all_reduce f32 sum", me);
+
+    // Two non-blocking all-reduces in flight, with a blocking one between them and their waits.
+    std::vector<float> x(n), y(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = y[i] = val(me, i);
+    const int64_t ix = c.start_all_reduce(x.data(), n, DType::f32, ReduceOp::sum);
+    const int64_t iy = c.start_all_reduce(y.data(), n / 2, DType::f32, ReduceOp::sum);
+    float one = 1;
+    c.all_reduce(&one, 1, DType::f32, ReduceOp::sum);
+    c.progress();
+    c.wait(iy);
+    c.wait(ix);
+    expect(is_rank_sum(x, R, 0) && one == static_cast<float>(R), "start_all_reduce", me);
+    y.resize(n / 2);
+    expect(is_rank_sum(y, R, 0), "start_all_reduce of a prefix", me);
 
     std::vector<int32_t> b(n);
     for (int64_t i = 0; i < n; ++i) b[i] = static_cast<int32_t>((me * 31 + i) % 50);
@@ -150,6 +165,55 @@ void device_collectives(Communicator& c, const std::string& spec) {
     bool ok = true;
     for (int64_t i = 0; i < m * R; ++i) ok &= back[i] == val(R - 1, i);
     expect(ok, spec + " broadcast", me);
+
+    // all_to_all_v of device tensors longer than the counts: rank s sends s + d + 1 values
+    // 100 s + 10 d + k to rank d.
+    std::vector<int64_t> sc(R), rc(R);
+    for (int d = 0; d < R; ++d) sc[d] = me + d + 1;
+    for (int s = 0; s < R; ++s) rc[s] = s + me + 1;
+    std::vector<float> out;
+    for (int d = 0; d < R; ++d)
+        for (int64_t k = 0; k < sc[d]; ++k)
+            out.push_back(static_cast<float>(100 * me + 10 * d + k));
+    const int64_t nr = std::accumulate(rc.begin(), rc.end(), int64_t{0});
+    Tensor ts = dev->alloc(DType::f32, {static_cast<int64_t>(out.size()) + 5}),
+           tr = dev->alloc(DType::f32, {nr + 3});
+    dev->upload(ts.view(0, {static_cast<int64_t>(out.size())}), out.data());
+    c.all_to_all_v(*dev, ts, sc, tr, rc);
+    std::vector<float> in(static_cast<size_t>(nr));
+    dev->download(in.data(), tr.view(0, {nr}));
+    ok = true;
+    size_t at = 0;
+    for (int s = 0; s < R; ++s)
+        for (int64_t k = 0; k < rc[s]; ++k)
+            ok &= in[at++] == static_cast<float>(100 * s + 10 * me + k);
+    expect(ok, spec + " all_to_all_v", me);
+}
+
+// Subgroups as expert parallelism makes them: pairs of neighbouring ranks and the ranks of the
+// same parity; an all-reduce and a device broadcast within each.
+void subgroups(Communicator& c, const std::string& spec) {
+    const int R = c.size(), me = c.rank();
+    if (R % 2 != 0) return;
+    auto dev = open_device(spec);
+    const auto pair = c.subgroup(me / 2 * 2, 1, 2), parity = c.subgroup(me % 2, 2, R / 2);
+    expect(pair->size() == 2 && pair->rank() == me % 2, "pair subgroup rank", me);
+    expect(parity->size() == R / 2 && parity->rank() == me / 2, "parity subgroup rank", me);
+    const int64_t n = 100;
+    std::vector<float> a(n);
+    for (int64_t i = 0; i < n; ++i) a[i] = val(me, i);
+    pair->all_reduce(a.data(), n, DType::f32, ReduceOp::sum);
+    bool ok = true;
+    for (int64_t i = 0; i < n; ++i) ok &= a[i] == val(me / 2 * 2, i) + val(me / 2 * 2 + 1, i);
+    expect(ok, "pair all_reduce", me);
+    Tensor t = dev->alloc(DType::f32, {n});
+    for (int64_t i = 0; i < n; ++i) a[i] = val(me, i);
+    dev->upload(t, a.data());
+    parity->broadcast(*dev, t, 0);
+    dev->download(a.data(), t);
+    ok = true;
+    for (int64_t i = 0; i < n; ++i) ok &= a[i] == val(me % 2, i);
+    expect(ok, spec + " parity broadcast", me);
 }
 
 void bench(Communicator& c) {
@@ -206,6 +270,7 @@ int main(int argc, char** argv) {
             std::string device = argc > 2 ? argv[2] : "cpu";  // a GPU per rank on a node
             if (device == "cuda") device += ":" + std::to_string(launched_local_rank());
             device_collectives(*c, device);
+            subgroups(*c, device);
             int bad = failures;
             c->all_reduce(&bad, 1, DType::i32, ReduceOp::sum);
             if (c->rank() == 0)

@@ -19,6 +19,7 @@ struct PlanArgs {
     int batch = 0, seq = 0;
     double memory_gb = 0;
     int ranks = 1, zero = 0, accum = 1;  // data parallel (docs/DISTRIBUTED.md)
+    int expert_parallel = 1;
 };
 
 // Memory of `spec` ("cpu", "cuda:1"...) as the registry lists it; throws naming why not.
@@ -44,6 +45,7 @@ void run_plan(const PlanArgs& a) {
     o.recompute = parse_recompute(a.recompute);
     o.ranks = a.ranks;
     o.zero = a.zero;
+    o.expert_parallel = a.expert_parallel;
     const MemoryPlan p = plan_training_memory(cfg, o);
     const double capacity = a.memory_gb > 0 ? a.memory_gb * 1e9 : device_memory_bytes(a.device);
     char given[64];
@@ -52,8 +54,14 @@ void run_plan(const PlanArgs& a) {
 
     const ModelCost cost = model_cost(cfg);
     if (a.ranks > 1)
-        std::printf("per rank of %d (data parallel, global batch %d%s):\n", a.ranks,
-                    a.batch * a.ranks, a.zero ? ", ZeRO-1" : "");
+        std::printf(
+            "per rank of %d (data parallel, global batch %d%s%s):\n", a.ranks, a.batch * a.ranks,
+            a.zero ? ", ZeRO-1" : "",
+            a.expert_parallel > 1
+                ? (", expert parallel " + std::to_string(a.expert_parallel) + ": " +
+                   std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank")
+                      .c_str()
+                : "");
     std::printf("plan: %s, %.1fM params, B=%d T=%d, %s, %s, recompute %s\n",
                 a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
                 cost.total_params / 1e6, a.batch, a.seq, a.precision.c_str(), a.optimizer.c_str(),
@@ -72,6 +80,17 @@ void run_plan(const PlanArgs& a) {
                                                   : "SGD: none");
     if (a.zero)
         row("zero shards", p.zero_buffers, "ZeRO-1: reduced gradient and updated parameter shard");
+    if (a.expert_parallel > 1) {
+        char why[160];
+        std::snprintf(why, sizeof why,
+                      "rows received from the group, their activations and gradients "
+                      "(balanced router; up to %.2f GB)",
+                      p.expert_dispatch_max / 1e9);
+        row("expert rows", p.expert_dispatch, why);
+        std::printf(
+            "  (expert parallel: every rank holds all experts' weights and gradients; the "
+            "optimizer state covers its own experts only)\n");
+    }
     row("activations", p.activations, "kept for the backward pass");
     row("workspace", p.workspace, "backward scratch, logits chunk, batch, backend op scratch");
     row("total", p.total(), "");
@@ -94,9 +113,17 @@ void run_plan(const PlanArgs& a) {
         j["ranks"] = a.ranks;
         j["zero"] = a.zero;
         j["zero_buffers"] = p.zero_buffers;
+        j["expert_parallel"] = a.expert_parallel;
+        j["expert_dispatch"] = p.expert_dispatch;
+        j["expert_dispatch_max"] = p.expert_dispatch_max;
+        PlannedExpertParallel ep;
+        ep.ranks = a.expert_parallel;
+        ep.tokens = int64_t{a.batch} * a.seq;
+        ep.xg_bytes = o.precision == Precision::fp32 ? 4 : 2;
+        ep.recompute = o.recompute != Recompute::none;
         j["collectives"] =
             print_collectives(plan_collectives(cfg, cost.total_params, a.ranks, a.zero, a.accum,
-                                               DistOptions{}.bucket_elems),
+                                               DistOptions{}.bucket_elems, ep),
                               a.ranks);
     }
     std::printf("%s\n", j.dump().c_str());
@@ -122,8 +149,12 @@ void add_plan_command(CLI::App& app, int& exit_code) {
                   CLI::IsMember({"none", "block", "ffn"}));
     add_defaulted(cmd, "--ranks", a->ranks,
                   "data-parallel ranks (mpirun -np N); --batch is per rank", positive());
-    add_defaulted(cmd, "--zero", a->zero, "1 = ZeRO-1: the AdamW moments sharded over the ranks",
-                  CLI::Range(0, 1));
+    add_defaulted(cmd, "--zero", a->zero,
+                  "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks", CLI::Range(0, 1));
+    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
+                  "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
+                  "of the routed rows)",
+                  positive());
     add_defaulted(cmd, "--accum", a->accum, "micro-batches per step (collective counts)",
                   positive());
     on_run(cmd, exit_code, [a] { run_plan(*a); });

@@ -51,6 +51,8 @@ struct TrainArgs {
     double memory_limit_gb = 0;
     std::string comm = "auto";  // communicator of a multi-rank launch (docs/DISTRIBUTED.md)
     int zero = 0;
+    int expert_parallel = 1;  // ranks per expert-parallel group
+    int overlap = 1;          // gradient all-reduce overlapped with the backward
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
 
@@ -124,6 +126,8 @@ std::string arguments_fingerprint(const TrainArgs& a, const TrainOptions& o) {
                         {"seed", a.seed},
                         {"precision", a.precision},
                         {"zero", a.zero},
+                        {"expert_parallel", a.expert_parallel},
+                        {"overlap", a.overlap},
                         {"stop_at", a.stop_at},
                         {"resume", a.resume},
                         {"init_from", a.init_from},
@@ -226,7 +230,10 @@ int run_train(TrainArgs& a, DistRun& dist) {
         load_weights(ckpt_dir, model);
     else
         model.init_weights(a.seed);
-    Trainer trainer(model, opts, DistOptions{&dist.comm(), a.zero});
+    DistOptions dist_opts{&dist.comm(), a.zero};
+    dist_opts.expert_parallel = a.expert_parallel;
+    dist_opts.overlap = a.overlap == 1;
+    Trainer trainer(model, opts, dist_opts);
     if (!a.resume.empty()) {
         trainer.gather_moments();  // ZeRO-1: whole moments to load into, then this rank's shard
         load_optimizer(ckpt_dir, trainer);  // moments and steps_done
@@ -239,9 +246,16 @@ int run_train(TrainArgs& a, DistRun& dist) {
                     {"start step", std::to_string(trainer.steps_done())}});
     if (ranks > 1)
         std::printf(
-            "data parallel: %d ranks x B=%d (global batch %d), %s, optimizer state "
+            "data parallel: %d ranks x B=%d (global batch %d), %s%s%s, optimizer state "
             "%.3f MB on this rank\n",
             ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
+            trainer.overlaps_gradients() ? ", gradient all-reduce overlapped with the backward"
+                                         : "",
+            a.expert_parallel > 1
+                ? (", expert parallel " + std::to_string(a.expert_parallel) + " (" +
+                   std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank)")
+                      .c_str()
+                : "",
             static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
     const int64_t start = trainer.steps_done();
 
@@ -357,7 +371,10 @@ int run_train(TrainArgs& a, DistRun& dist) {
         if (!a.out.empty() &&
             (last || (a.save_every > 0 && trainer.steps_done() % a.save_every == 0)))
             last_ckpt = save(last ? "final" : "periodic");
-        if (a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last) && dist.root()) {
+        const bool eval_now =
+            a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last);
+        if (eval_now) trainer.sync_experts();  // expert parallel: every expert's weights here
+        if (eval_now && dist.root()) {
             LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
@@ -467,7 +484,15 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
         ->capture_default_str();
     add_defaulted(cmd, "--zero", a->zero,
-                  "1 = ZeRO-1: shard the AdamW moments over the ranks (mpirun -np N)",
+                  "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N)",
+                  CLI::Range(0, 1));
+    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
+                  "E: groups of E ranks split the experts of every MoE layer (E divides the "
+                  "experts and the ranks); routed rows go to their expert's rank",
+                  CLI::PositiveNumber);
+    add_defaulted(cmd, "--overlap", a->overlap,
+                  "1: each layer's gradient all-reduce starts during the backward (plain data "
+                  "parallelism over mpi); 0: all after the backward",
                   CLI::Range(0, 1));
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {

@@ -5,6 +5,13 @@
 //  - every step: the loss terms (3 x f32) all-reduced; then either the gradients all-reduced
 //    in buckets, or (ZeRO-1) reduce-scattered, their shards' squared norm all-reduced and the
 //    updated parameter shards all-gathered.
+//  - expert parallel over groups of P: per MoE layer and micro-batch, the group all-gathers
+//    the expert counts (P x E i32) and four all-to-all-v move the routed rows (input rows to
+//    the owners, outputs back, output gradients to the owners, input gradients back; the
+//    forward's two again when the backward recomputes it); the bytes assume a balanced router
+//    (N k rows per rank, (P - 1) / P of them to other ranks). The gradients of the non-expert
+//    weights are all-reduced over all ranks, those of a rank's experts (1/P of the expert
+//    weights) over the N / P ranks holding them, and the experts' squared norm over the group.
 // Ring algorithms: an all-reduce sends 2 (N - 1) / N of its message per rank, a
 // reduce-scatter or all-gather (N - 1) / N of the whole buffer.
 #include "plan_collectives.h"
@@ -14,7 +21,8 @@
 namespace moetrain::cli {
 
 std::vector<PlannedCollective> plan_collectives(const ModelConfig& c, int64_t n_params, int ranks,
-                                                int zero, int accum, int64_t bucket_elems) {
+                                                int zero, int accum, int64_t bucket_elems,
+                                                const PlannedExpertParallel& ep) {
     std::vector<PlannedCollective> out;
     if (ranks <= 1) return out;
     const double R = ranks, ring = (R - 1) / R, grads = 4.0 * static_cast<double>(n_params);
@@ -29,6 +37,31 @@ std::vector<PlannedCollective> plan_collectives(const ModelConfig& c, int64_t n_
         add("all_reduce expert counts", int64_t{accum} * moe_layers,
             4.0 * static_cast<double>(c.moe->n_experts), 2 * ring);
     add("all_reduce loss terms", 1, 12, 2 * ring);
+    if (ep.ranks > 1 && moe_layers > 0) {
+        const double P = ep.ranks, Rr = R / P, E = c.moe->n_experts, D = c.d_model;
+        const double a2a = (P - 1) / P, rows = static_cast<double>(ep.tokens) * c.moe->active_k();
+        const int64_t passes = int64_t{accum} * moe_layers;
+        add("all_gather expert counts", passes * (ep.recompute ? 2 : 1), 4 * P * E, a2a);
+        const double f32_rows = rows * D * 4;
+        add("all_to_all_v rows to experts", passes * (ep.recompute ? 2 : 1), rows * D * ep.xg_bytes,
+            a2a);
+        add("all_to_all_v expert outputs", passes * (ep.recompute ? 2 : 1), f32_rows, a2a);
+        add("all_to_all_v output grads", passes, f32_rows, a2a);
+        add("all_to_all_v input grads", passes, f32_rows, a2a);
+        const double hidden = c.ffn == FfnKind::swiglu ? 3 : 2;
+        const double experts = moe_layers * E * hidden * c.d_ff * D;  // elements
+        const double shared = static_cast<double>(n_params) - experts;
+        const int64_t sb = static_cast<int64_t>((shared + bucket_elems - 1) / bucket_elems);
+        add("all_reduce shared grads", sb, 4 * shared / static_cast<double>(sb), 2 * ring);
+        if (Rr > 1) {
+            const double mine = experts / P;
+            const int64_t eb = static_cast<int64_t>((mine + bucket_elems - 1) / bucket_elems);
+            add("all_reduce expert grads", eb, 4 * mine / static_cast<double>(eb),
+                2 * (Rr - 1) / Rr);
+        }
+        add("all_reduce expert norm", 1, 4, 2 * a2a);
+        return out;
+    }
     if (zero == 0) {
         const int64_t buckets = (n_params + bucket_elems - 1) / bucket_elems;
         add("all_reduce gradients", buckets, grads / static_cast<double>(buckets), 2 * ring);
