@@ -5,6 +5,7 @@
 # Prints one line per target with the executions reached; exits non-zero on any finding
 # (crash, leak, undefined behaviour, timeout, out-of-memory), leaving the reproducer in
 # $FUZZ_OUT/<name>/. Usage: tools/fuzz.sh [target ...]   (default: every target)
+# FUZZ_JOBS targets run at once (default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
@@ -18,12 +19,13 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in tests/fuzz/targets/*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 fi
-status=0
-for t in "${targets[@]}"; do
-  corpus="$BUILD/corpus/$t"  # a working copy: the seeds plus what the run finds
+# One libFuzzer process per target, FUZZ_JOBS (default: the number of cores) at a time: each
+# process is single-threaded, so two cores fuzz two targets at once for the same per-target
+# budget. Each target's verdict goes to $BUILD/<target>.verdict and is printed in order at the end.
+fuzz_one() {
+  local t=$1 corpus="$BUILD/corpus/$1" log="$BUILD/$1.log" rc runs  # corpus: seeds + finds
   mkdir -p "$corpus" "$OUT/$t"
   cp -n tests/fuzz/"$t"/* "$corpus"/ 2>/dev/null || true
-  log="$BUILD/$t.log"
   set +e
   "$BUILD/fuzz_$t" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -max_len=65536 -print_final_stats=1 \
@@ -32,11 +34,22 @@ for t in "${targets[@]}"; do
   set -e
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   if [ $rc -eq 0 ]; then
-    echo "fuzz $t: ${runs} executions in ${SECONDS_PER_TARGET} s, no finding"
+    echo "fuzz $t: ${runs} executions in ${SECONDS_PER_TARGET} s, no finding" >"$BUILD/$t.verdict"
   else
-    echo "fuzz $t: FINDING after ${runs} executions (exit $rc); reproducer in $OUT/$t/, log $log"
-    grep -m5 -E "ERROR|runtime error|SUMMARY" "$log" || true
-    status=1
+    { echo "fuzz $t: FINDING after ${runs} executions (exit $rc); reproducer in $OUT/$t/, log $log"
+      grep -m5 -E "ERROR|runtime error|SUMMARY" "$log" || true; } >"$BUILD/$t.verdict"
   fi
+}
+JOBS=${FUZZ_JOBS:-$(nproc)}
+for t in "${targets[@]}"; do
+  rm -f "$BUILD/$t.verdict"
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  fuzz_one "$t" &
+done
+wait
+status=0
+for t in "${targets[@]}"; do
+  if [ -f "$BUILD/$t.verdict" ]; then cat "$BUILD/$t.verdict"; else echo "fuzz $t: no verdict"; fi
+  grep -q "no finding" "$BUILD/$t.verdict" 2>/dev/null || status=1
 done
 exit $status

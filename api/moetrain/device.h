@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "moetrain/tensor.h"
 
@@ -65,11 +66,11 @@ inline GemmArgs dense_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, 
                     .m = m,
                     .n = n,
                     .k = k,
-                    .a = a,
+                    .a = std::move(a),
                     .lda = ta == Trans::N ? k : m,
-                    .b = b,
+                    .b = std::move(b),
                     .ldb = tb == Trans::N ? n : k,
-                    .c = c,
+                    .c = std::move(c),
                     .ldc = n};
 }
 
