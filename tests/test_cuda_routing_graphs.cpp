@@ -49,7 +49,8 @@ TEST_CASE("train: routing v2 steps replayed from a CUDA graph equal eager steps 
                                      : StepRun::replayed));
             CHECK(g.loss.loss == e.loss.loss);
             CHECK(g.grad_norm == e.grad_norm);
-            const std::vector<ExpertLoad> lg = mg.expert_load(), le = me.expert_load();
+            const std::vector<ExpertLoad>& lg = mg.expert_load();
+            const std::vector<ExpertLoad>& le = me.expert_load();
             REQUIRE(lg.size() == le.size());
             for (size_t l = 0; l < lg.size(); ++l) {
                 CHECK(lg[l].counts == le[l].counts);
