@@ -4,7 +4,8 @@
 // priority, capacity 0, capacity above every load, offsets from other ranks, a bad index);
 // moe_sort, moe_combine and moe_combine_bwd with dropped selections (-1); add_counts and the
 // float64 expert_bias_update, whose fp32 results must match bit for bit.
-#include <cstring>
+#include <bit>
+#include <cstdint>
 
 #include "op_test_util.h"
 #include "reference_ops.h"
@@ -175,7 +176,8 @@ TEST_CASE("ops: add_counts and the float64 expert_bias_update") {
                 for (int64_t e = 0; e < E; ++e) {
                     const float g = static_cast<float>(got[e]), w = static_cast<float>(bias[e]);
                     CAPTURE(e);
-                    CHECK(std::memcmp(&g, &w, sizeof g) == 0);
+                    // The bits, so that -0 and +0 differ too.
+                    CHECK(std::bit_cast<uint32_t>(g) == std::bit_cast<uint32_t>(w));
                 }
             }
         }
