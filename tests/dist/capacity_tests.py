@@ -115,6 +115,19 @@ def capacity_dp_opencl_np2():
 
 
 @test
+def capacity_dp_cuda_np2():
+    # NCCL's device reduce-scatter of the shares (machines with two or more GPUs).
+    dt.need_gpus(2)
+    equivalence("dp_cuda_np2", 2, device="cuda")
+
+
+@test
+def capacity_ep_cuda_np2():
+    dt.need_gpus(2)
+    equivalence("ep_cuda_np2", 2, device="cuda", extra=["--expert-parallel", 2])
+
+
+@test
 def capacity_bit_identical():
     # Two runs with the same ranks write the same bytes, with ZeRO-1 and expert parallel.
     d = dt.work("capacity_bit_identical")
