@@ -295,7 +295,7 @@ void ModelImpl::record_load(const Workspace& ws, int l) {
     const MoeActs& a = ws.layers[static_cast<size_t>(l)].moe;
     const bool dropped = moe_routing(ws, l).capacity >= 0;
     if (kept_counts) dev.copy(kept_counts.view(row * E, {E}), a.counts);
-    if (dp_pass_) {  // a data-parallel pass wrote the global loads already; the admitted rows
+    if (dp_pass_) {  // the pass wrote the global loads already; the admitted rows are summed here
         if (kept_counts) dp_comm->all_reduce(dev, kept_counts.view(row * E, {E}), ReduceOp::sum);
         return;
     }
