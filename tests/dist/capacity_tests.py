@@ -115,6 +115,22 @@ def capacity_dp_opencl_np2():
 
 
 @test
+def capacity_plan_collectives():
+    # `plan --ranks 4` lists the capacity's exchanges: per MoE layer and micro-batch the shares
+    # (4 ranks x k 2 x E 4 i32) reduce-scattered, the admitted counts (E i32) all-reduced.
+    d = dt.work("capacity_plan")
+    p = dt.must_pass(subprocess.run(
+        [dt.ARGS.moetrain, "plan", "--config", capacity_config(d), "--batch", "2", "--seq", "32",
+         "--memory-gb", "80", "--ranks", "4", "--accum", "2"], capture_output=True, text=True),
+        "plan --ranks 4")
+    got = {c["collective"]: c for c in json.loads(p.stdout.strip().splitlines()[-1])["collectives"]}
+    rs, ar = got["reduce_scatter capacity offsets"], got["all_reduce admitted counts"]
+    assert (rs["calls"], rs["message_bytes"], rs["sent_bytes"]) == (2, 128, 2 * 96), rs
+    assert (ar["calls"], ar["message_bytes"], ar["sent_bytes"]) == (2, 16, 2 * 24), ar
+    print(f"ok: plan lists {rs} and {ar}")
+
+
+@test
 def capacity_dp_cuda_np2():
     # NCCL's device reduce-scatter of the shares (machines with two or more GPUs).
     dt.need_gpus(2)
