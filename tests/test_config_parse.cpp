@@ -6,9 +6,11 @@
 
 #include "moetrain/config.h"
 #include "moetrain/error.h"
+#include "config_test_util.h"
 #include "test_checkpoint_util.h"
 
 using moetrain::ModelConfig;
+using namespace moetrain::testing;
 using nlohmann::json;
 
 namespace {
@@ -48,22 +50,12 @@ json erase(json j, const std::string& key) {
 
 TEST_CASE("config: defaults of every optional key") {
     ModelConfig c = moetrain::parse_config(minimal().dump());
-    CHECK(c.vocab_size == 256);
-    CHECK(c.d_model == 64);
-    CHECK(c.n_layers == 2);
-    CHECK(c.n_heads == 4);
-    CHECK(c.n_kv_heads == 1);
-    CHECK(c.head_dim == 16);
-    CHECK(c.max_seq_len == 128);
-    CHECK(c.norm == moetrain::NormKind::rmsnorm);
+    CHECK(sizes_of(c) == ConfigSizes{256, 64, 2, 4, 1, 16, 128, 128});
+    CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::rmsnorm, moetrain::PosKind::rope,
+                                     moetrain::FfnKind::swiglu, false, false});
     CHECK(c.norm_eps == 1e-5);
-    CHECK(c.pos == moetrain::PosKind::rope);
     CHECK(c.rope_theta == 10000.0);
     CHECK(c.rope_ntk_alpha == 1.0);
-    CHECK(c.ffn == moetrain::FfnKind::swiglu);
-    CHECK(c.d_ff == 128);
-    CHECK(c.bias == false);
-    CHECK(c.tie_embeddings == false);
     CHECK(!c.moe.has_value());
     CHECK(!moetrain::parse_config(set(minimal(), "/moe"_json_pointer, nullptr).dump()).moe);
 
@@ -106,18 +98,13 @@ TEST_CASE("config: explicit values of every key are read") {
                 {"z_loss_alpha", 0.25},
                 {"first_layer", 3}}}};
     ModelConfig c = moetrain::parse_config(j.dump());
-    CHECK(c.vocab_size == 300);
-    CHECK(c.n_kv_heads == 3);
-    CHECK(c.head_dim == 10);  // explicit: need not be d_model / n_heads
-    CHECK(c.max_seq_len == 77);
-    CHECK(c.norm == moetrain::NormKind::layernorm);
+    // head_dim explicit: need not be d_model / n_heads.
+    CHECK(sizes_of(c) == ConfigSizes{300, 48, 3, 6, 3, 10, 77, 96});
+    CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::layernorm, moetrain::PosKind::learned,
+                                     moetrain::FfnKind::gelu, true, true});
     CHECK(c.norm_eps == 1e-6);
-    CHECK(c.pos == moetrain::PosKind::learned);
     CHECK(c.rope_theta == 500000.0);
     CHECK(c.rope_ntk_alpha == 2.5);
-    CHECK(c.ffn == moetrain::FfnKind::gelu);
-    CHECK(c.bias);
-    CHECK(c.tie_embeddings);
     REQUIRE(c.moe);
     CHECK(c.moe->n_experts == 5);
     CHECK(c.moe->top_k == 3);
