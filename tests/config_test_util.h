@@ -1,46 +1,63 @@
-// A parsed or preset ModelConfig checked by group of fields: each group compares as one value
-// and prints every field of both sides when a CHECK fails. Shared by the parse and preset tests.
+// A parsed or preset ModelConfig checked by group of fields: each group is a tuple compared as
+// one value, and doctest prints every field of both sides when a CHECK fails. Shared by the
+// parse and preset tests.
 #pragma once
 
-#include <ostream>
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <tuple>
+#include <type_traits>
 
 #include "moetrain/config.h"
 
 namespace moetrain::testing {
 
-struct ConfigSizes {
-    int vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, max_seq_len, d_ff;
-    bool operator==(const ConfigSizes&) const = default;
-};
-
+// vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim, max_seq_len, d_ff.
+using ConfigSizes = std::tuple<int, int, int, int, int, int, int, int>;
 inline ConfigSizes sizes_of(const ModelConfig& c) {
     return {c.vocab_size, c.d_model,  c.n_layers,    c.n_heads,
             c.n_kv_heads, c.head_dim, c.max_seq_len, c.d_ff};
 }
 
-inline std::ostream& operator<<(std::ostream& os, const ConfigSizes& s) {
-    return os << "{vocab_size " << s.vocab_size << ", d_model " << s.d_model << ", n_layers "
-              << s.n_layers << ", n_heads " << s.n_heads << ", n_kv_heads " << s.n_kv_heads
-              << ", head_dim " << s.head_dim << ", max_seq_len " << s.max_seq_len << ", d_ff "
-              << s.d_ff << "}";
-}
-
-// The kinds of block: norm, positions, FFN, biases and tied embeddings.
-struct ConfigKinds {
-    NormKind norm;
-    PosKind pos;
-    FfnKind ffn;
-    bool bias, tie_embeddings;
-    bool operator==(const ConfigKinds&) const = default;
-};
-
+// The kinds of block: norm, positions, FFN, biases, tied embeddings.
+using ConfigKinds = std::tuple<NormKind, PosKind, FfnKind, bool, bool>;
 inline ConfigKinds kinds_of(const ModelConfig& c) {
     return {c.norm, c.pos, c.ffn, c.bias, c.tie_embeddings};
 }
 
-inline std::ostream& operator<<(std::ostream& os, const ConfigKinds& k) {
-    return os << "{" << to_string(k.norm) << ", " << to_string(k.pos) << ", " << to_string(k.ffn)
-              << ", bias " << k.bias << ", tie_embeddings " << k.tie_embeddings << "}";
+// norm_eps, rope_theta, rope_ntk_alpha.
+using ConfigNumbers = std::tuple<double, double, double>;
+inline ConfigNumbers numbers_of(const ModelConfig& c) {
+    return {c.norm_eps, c.rope_theta, c.rope_ntk_alpha};
+}
+
+// The MoE keys other than the v2 routing options (those have tests of their own): n_experts,
+// top_k, router, norm_topk_prob, n_shared_experts, aux_loss_alpha, z_loss_alpha, first_layer.
+using MoeBasics = std::tuple<int, int, RouterKind, bool, int, double, double, int>;
+inline MoeBasics moe_basics_of(const MoeConfig& m) {
+    return {m.n_experts,        m.top_k,          m.router,       m.norm_topk_prob,
+            m.n_shared_experts, m.aux_loss_alpha, m.z_loss_alpha, m.first_layer};
 }
 
 }  // namespace moetrain::testing
+
+// Prints a field group as {a, b, ...}, enums by name.
+template <typename... T>
+struct doctest::StringMaker<std::tuple<T...>> {
+    static doctest::String convert(const std::tuple<T...>& t) {
+        std::ostringstream os;
+        const char* sep = "{";
+        auto field = [&](const auto& v) {
+            os << sep;
+            sep = ", ";
+            if constexpr (std::is_enum_v<std::decay_t<decltype(v)>>)
+                os << moetrain::to_string(v);
+            else
+                os << v;
+        };
+        std::apply([&](const auto&... v) { (field(v), ...); }, t);
+        os << "}";
+        return os.str().c_str();
+    }
+};
