@@ -6,7 +6,7 @@
 // 1e-5.
 #include <numeric>
 
-#include "moe_op_checks.h"
+#include "test_ops_moe_checks.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 

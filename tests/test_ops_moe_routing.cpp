@@ -6,7 +6,7 @@
 // float64 expert_bias_update, whose fp32 results must match bit for bit.
 #include <cstring>
 
-#include "moe_op_checks.h"
+#include "test_ops_moe_checks.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 

@@ -1,6 +1,7 @@
 // Checks shared by the MoE op tests (test_ops_moe.cpp, test_ops_moe_routing.cpp): moe_sort and
 // moe_combine on a device against the float64 reference, for selections with or without
-// dropped ones (-1).
+// dropped ones (-1). Named test_ops_* so that the op-coverage test (test_ops_coverage.cpp) sees
+// the op calls made here.
 #pragma once
 
 #include <initializer_list>
