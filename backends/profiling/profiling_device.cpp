@@ -208,6 +208,11 @@ ProfilingDevice::Cost ProfilingDevice::cost_moe_capacity(const Tensor&, const Te
                                                          int64_t k, int64_t, int64_t) {
     return {0, 3 * F * d(N * k)};
 }
+ProfilingDevice::Cost ProfilingDevice::cost_moe_capacity_shares(const Tensor&, const Tensor&,
+                                                                int64_t N, int64_t k, int64_t E,
+                                                                int64_t, int64_t ranks) {
+    return {0, F * d(N * k) + F * d(ranks * k * E)};
+}
 ProfilingDevice::Cost ProfilingDevice::cost_moe_sort(const Tensor&, const Tensor&, const Tensor&,
                                                      const Tensor&, int64_t N, int64_t k, int64_t) {
     return {0, 4 * F * d(N * k)};
