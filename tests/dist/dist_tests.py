@@ -337,20 +337,23 @@ def zero_opencl_np2():
     equivalence(2, device="opencl", extra=["--zero", 1])
 
 
+def assert_same_runs(d, a, b, what, fields=("loss", "grad_norm")):
+    # Runs a and b in d wrote the same bytes (weights and moments) and logged the same `fields`
+    # at every step.
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, a), f), "rb") as x, \
+                open(os.path.join(final_dir(d, b), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between two {what}"
+    la, lb = read_log(os.path.join(d, a + ".jsonl")), read_log(os.path.join(d, b + ".jsonl"))
+    assert [[x[k] for k in fields] for x in la] == [[y[k] for k in fields] for y in lb], what
+
+
 def bit_identical(name, n, batch, extra, what):
-    # Two runs with the same layout write the same bytes (weights and moments) and log the
-    # same losses and norms.
     d = work(name)
     data = corpus(d)
     for out in ("a", "b"):
         train(n, d, data, batch, out, extra=extra)
-    for f in ("model.safetensors", "optimizer.safetensors"):
-        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
-                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
-            assert x.read() == y.read(), f"{f} differs between two {what}"
-    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
-    for x, y in zip(la, lb):
-        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
+    assert_same_runs(d, "a", "b", what)
     print(f"ok: two {what} are bit-identical")
 
 
@@ -758,8 +761,11 @@ def opencl_available():
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
 
 
-def main():
+def main(tests=None):
+    # Runs one test of `tests` (default: this file's) by name, or lists them; the other dist
+    # test scripts call it with theirs.
     global ARGS
+    tests = TESTS if tests is None else tests
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--moetrain", default="")
@@ -769,10 +775,10 @@ def main():
     ap.add_argument("name", nargs="?")
     ARGS = ap.parse_args()
     if ARGS.list:
-        print(";".join(TESTS))
+        print(";".join(tests))
         return
     os.makedirs(ARGS.work, exist_ok=True)
-    TESTS[ARGS.name]()
+    tests[ARGS.name]()
 
 
 if __name__ == "__main__":
