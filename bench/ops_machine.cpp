@@ -21,7 +21,7 @@ constexpr int64_t kIters = 1 << 20;
         for (int64_t i = 0; i < kIters; ++i)                                                   \
             for (int j = 0; j < kChains; ++j) acc[j] = fmadd(acc[j], b, c);                    \
         for (int j = 0; j < kChains; ++j) benchmark::DoNotOptimize(acc[j]);                    \
-        return 2.0 * lanes * kChains * static_cast<double>(kIters);                            \
+        return 2.0 * static_cast<double>(lanes) * kChains * static_cast<double>(kIters);       \
     }
 
 MT_FMA_LOOP(fma_loop_avx512, "avx512f", __m512, 16, _mm512_set1_ps, _mm512_fmadd_ps)
