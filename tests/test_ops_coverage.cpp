@@ -31,6 +31,7 @@ const std::set<std::string> kTestedOps = {
     "gemm",
     "gemm_grouped",
     "add",
+    "mul",
     "axpby",
     "add_bias",
     "bias_grad",
