@@ -8,13 +8,6 @@ __kernel void mt_add(__global float* out, long out_off, __global const float* a,
     out[out_off + i] = a[a_off + i] + b[b_off + i];
 }
 
-__kernel void mt_mul(__global float* out, long out_off, __global const float* a, long a_off,
-                     __global const float* b, long b_off, long n) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    out[out_off + i] = a[a_off + i] * b[b_off + i];
-}
-
 /* y = alpha * x + beta * y; beta == 0 ignores the old y (BLAS convention: NaN-safe). */
 __kernel void mt_axpby(__global float* y, long y_off, float alpha, __global const float* x,
                        long x_off, float beta, long n) {

@@ -7,19 +7,6 @@
 
 #include "cuda/cuda_device.h"
 
-namespace mtk {
-
-// out[i] = a[i] * b[i]; out may alias a or b.
-__global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
-}
-
-void mul(Stream s, float* out, const float* a, const float* b, int64_t n) {
-    if (n > 0) MT_LAUNCH(mul_kernel, elementwise(n), s, out, a, b, n);
-}
-
-}  // namespace mtk
-
 namespace moetrain::cuda {
 
 void CudaDevice::fill_impl(const Tensor& dst, float value) {
@@ -50,11 +37,6 @@ void CudaDevice::fill_impl(const Tensor& dst, float value) {
 void CudaDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
     mtk::add(stream("add"), f32(out), f32(a), f32(b), n);
     launched("add");
-}
-
-void CudaDevice::mul_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
-    mtk::mul(stream("mul"), f32(out), f32(a), f32(b), n);
-    launched("mul");
 }
 
 void CudaDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {

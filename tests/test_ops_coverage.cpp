@@ -31,7 +31,6 @@ const std::set<std::string> kTestedOps = {
     "gemm",
     "gemm_grouped",
     "add",
-    "mul",
     "axpby",
     "add_bias",
     "bias_grad",

@@ -92,26 +92,6 @@ TEST_CASE("ops: add axpby") {
     });
 }
 
-TEST_CASE("ops: mul") {
-    for_each_test_device([&](Device& dev) {
-        for (int64_t n : awkward_sizes()) {
-            CAPTURE(n);
-            Rng rng(static_cast<uint64_t>(n) + 7);
-            auto a = rng.normal(n), b = rng.normal(n);
-            Tensor ta = to_device(dev, a), tb = to_device(dev, b), out = zeros(dev, n);
-            dev.mul(out, ta, tb, n);
-            ref::Vec want(static_cast<size_t>(n));
-            for (size_t i = 0; i < want.size(); ++i) want[i] = a[i] * b[i];
-            check_close(from_device(dev, out), want, Tol{}, "mul");
-            dev.mul(ta, ta, tb, n);  // out aliases a
-            check_close(from_device(dev, ta), want, Tol{}, "mul in place");
-        }
-        Tensor t = zeros(dev, 16), small = zeros(dev, 4);
-        CHECK_THROWS_WITH_AS(dev.mul(t, small, t, 16),
-                             "mul: tensor 'a' has 4 elements, the op needs 16", Error);
-    });
-}
-
 TEST_CASE("ops: add_bias bias_grad") {
     for_each_shape({{1, 1}, {7, 65}, {129, 3}, {300, 257}}, [&](Device& dev, auto rows, auto cols) {
         Rng rng(static_cast<uint64_t>(rows * 1000 + cols));

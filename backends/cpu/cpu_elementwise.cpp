@@ -11,12 +11,6 @@ void CpuDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, in
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
 }
 
-void CpuDevice::mul_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
-    const auto [o, x, y] = f32s(out, a, b);
-#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * y[i];
-}
-
 void CpuDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
     float* py = f32(y);
     const float* px = f32(x);

@@ -8,11 +8,6 @@ void ClDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int
     launch("elementwise", "mt_add", items(n), arg(out), arg(a), arg(b), cl_long{n});
 }
 
-void ClDevice::mul_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
-    if (n == 0) return;
-    launch("elementwise", "mt_mul", items(n), arg(out), arg(a), arg(b), cl_long{n});
-}
-
 void ClDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {
     if (n == 0) return;
     launch("elementwise", "mt_axpby", items(n), arg(y), alpha, arg(x), beta, cl_long{n});
