@@ -297,6 +297,17 @@ void Device::check_moe_capacity(const Tensor& kept_idx, const Tensor& counts,
     if (offsets.buf) c.i32(offsets, k * E, "offsets");
 }
 
+void Device::check_moe_capacity_shares(const Tensor& shares, const Tensor& topk_idx, int64_t N,
+                                       int64_t k, int64_t E, int64_t rank, int64_t ranks) const {
+    const OpArgs c(tensor_owner(), "moe_capacity_shares");
+    c.sizes({N, k, E, rank, ranks});
+    MT_CHECK(E >= 1 && k >= 1, "moe_capacity_shares: n_experts and top_k must be >= 1");
+    MT_CHECK(ranks >= 1 && rank < ranks, "moe_capacity_shares: rank ", rank, " outside 0..",
+             ranks - 1);
+    c.i32(shares, ranks * k * E, "shares");
+    c.i32(topk_idx, N * k, "topk_idx");
+}
+
 void Device::check_moe_sort(const Tensor& counts, const Tensor& row_token, const Tensor& slot_row,
                             const Tensor& topk_idx, int64_t N, int64_t k, int64_t E) const {
     const OpArgs c(tensor_owner(), "moe_sort");

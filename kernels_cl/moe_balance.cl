@@ -58,6 +58,23 @@ __kernel void mt_capacity_admit(__global int* kept_idx, long kept_off, __global 
     }
 }
 
+/* shares[q, j, e] = (q != rank ? sum over j' < j of c[j', e] : 0) + (rank < q ? c[j, e] : 0)
+ * for q < ranks, where c[j, e] = hist[j, e] is this rank's selections of e in slot j
+ * (mt_capacity_count with one chunk per slot). One work-item per expert. */
+__kernel void mt_capacity_shares(__global int* shares, long shares_off, __global const int* hist,
+                                 long hist_off, int k, int E, long rank, long ranks) {
+    long e = get_global_id(0);
+    if (e >= E) return;
+    int higher = 0;
+    for (int j = 0; j < k; ++j) {
+        int cj = hist[hist_off + (long)j * E + e];
+        for (long q = 0; q < ranks; ++q)
+            shares[shares_off + (q * k + j) * E + e] =
+                (q != rank ? higher : 0) + (rank < q ? cj : 0);
+        higher += cj;
+    }
+}
+
 /* acc[i] += counts[i] */
 __kernel void mt_add_counts(__global int* acc, long acc_off, __global const int* counts,
                             long counts_off, long n) {

@@ -146,6 +146,10 @@ inline Geom moe_counts(int64_t experts) {
 inline Geom moe_place(int64_t slots) {
     return {clamp_blocks(moe_sort_chunks(slots), 2147483647), 1, 1, kSortChunk, 0};
 }
+// The data-parallel capacity shares: one block per expert, reducing over the tokens.
+inline Geom moe_capacity_shares(int64_t experts) {
+    return {clamp_blocks(experts, 2147483647), 1, 1, kReduceBlock, 0};
+}
 // Experts whose per-block counters fit the shared-memory budget.
 constexpr int64_t kMaxExperts = static_cast<int64_t>(kMaxDynamicShmem / sizeof(int32_t));
 

@@ -1,7 +1,7 @@
 // CudaDevice ops: MoE load control, i.e. capacity admission (a counting pass with the cub scan,
-// no host read), the expert-count accumulator and the float64 expert-bias update. Each turns
-// its tensors into pointers and calls the launcher of moe_balance.cuh on the device stream
-// (docs/CUDA.md).
+// no host read) and its data-parallel offset shares, the expert-count accumulator and the
+// float64 expert-bias update. Each turns its tensors into pointers and calls the launcher of
+// moe_balance.cuh on the device stream (docs/CUDA.md).
 #include <climits>
 
 #include "moe_balance.cuh"
@@ -24,6 +24,15 @@ void CudaDevice::moe_capacity_impl(const Tensor& kept_idx, const Tensor& counts,
     void* tmp = scratch(cs.scratch_bytes);
     mtk::moe_capacity(st, kept, c, idx, off, N, k, E, capacity, cs.scan, cs.temp_bytes, tmp,
                       error_word());
+    launched(op);  // a bad expert index is reported at the next download() / synchronize()
+}
+
+void CudaDevice::moe_capacity_shares_impl(const Tensor& shares, const Tensor& topk_idx, int64_t N,
+                                          int64_t k, int64_t E, int64_t rank, int64_t ranks) {
+    const char* op = "moe_capacity_shares";
+    MT_CHECK(E <= INT_MAX && k <= INT_MAX, op, ": n_experts ", E, " or top_k ", k, " too large");
+    mtk::moe_capacity_shares(stream(op), i32(shares), i32(topk_idx), N, k, E, rank, ranks,
+                             error_word());
     launched(op);  // a bad expert index is reported at the next download() / synchronize()
 }
 

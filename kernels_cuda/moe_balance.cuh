@@ -1,11 +1,12 @@
 // MoE load control (docs/MODEL.md 2): capacity admission of the N*k selections in priority
-// order (slot j first, then token n), the expert-count accumulator over micro-batches and the
-// float64 expert-bias update. Admission is a counting pass like moe_sort's (expert_count.cuh)
-// over the priority order: per-chunk histograms, the caller's device-wide exclusive scan
-// giving each (expert, chunk) the selections of that expert earlier in the order, then each
-// selection's rank; a selection is kept when the selections of its expert before it (plus
-// the other ranks' offsets) are fewer than the capacity. Nothing is read back to the host, so
-// the sequence is graph-capturable, and every count is an integer: deterministic.
+// order (slot j first, then token n) and the data-parallel shares of its offsets, the
+// expert-count accumulator over micro-batches and the float64 expert-bias update. Admission is
+// a counting pass like moe_sort's (expert_count.cuh) over the priority order: per-chunk
+// histograms, the caller's device-wide exclusive scan giving each (expert, chunk) the
+// selections of that expert earlier in the order, then each selection's rank; a selection is
+// kept when the selections of its expert before it (plus the other ranks' offsets) are fewer
+// than the capacity. Nothing is read back to the host, so the sequence is graph-capturable,
+// and every count is an integer: deterministic.
 #pragma once
 
 #include "common.cuh"
@@ -43,6 +44,28 @@ __global__ void moe_capacity_admit_kernel(const int32_t* __restrict__ topk_idx, 
     const int64_t before = (offsets ? offsets[j * E + e] : 0) + base[first + blockIdx.x] -
                            base[first] + rank_in_chunk(expert, e);
     kept_idx[slot] = before < capacity ? e : -1;
+}
+
+// shares[q][j][e] = (q != rank ? this rank's selections of e in slots j' < j : 0) + (rank < q ?
+// those in slot j : 0), for q < ranks. One block per expert e: each slot's count is a block
+// reduction over the tokens (integers: the order does not matter).
+__global__ void moe_capacity_shares_kernel(int32_t* __restrict__ shares,
+                                           const int32_t* __restrict__ topk_idx, int64_t N, int k,
+                                           int E, int64_t rank, int64_t ranks, int32_t* err) {
+    const int e = static_cast<int>(blockIdx.x);
+    int32_t higher = 0;
+    for (int j = 0; j < k; ++j) {
+        int32_t c = 0;
+        for (int64_t n = threadIdx.x; n < N; n += blockDim.x) {
+            const int32_t x = topk_idx[n * k + j];
+            c += x == e;
+            if (e == 0 && !in_range(x, E)) report_error(err, kErrCapacityExpert, x);
+        }
+        c = block_reduce(c, AddOp{}, 0);
+        for (int64_t q = threadIdx.x; q < ranks; q += blockDim.x)
+            shares[(q * k + j) * E + e] = (q != rank ? higher : 0) + (rank < q ? c : 0);
+        higher += c;
+    }
 }
 
 __global__ void add_counts_kernel(int32_t* __restrict__ acc, const int32_t* __restrict__ counts,
@@ -89,6 +112,13 @@ void moe_capacity(Stream s, int32_t* kept_idx, int32_t* counts, const int32_t* t
     // No selections: one block writes the zero counts (chunks = 0).
     MT_LAUNCH(moe_capacity_admit_kernel, moe_place(slots > 0 ? slots : 1), s, topk_idx, N,
               static_cast<int>(k), e, hist, base, chunks, offsets, capacity, kept_idx, counts);
+}
+
+// shares: ranks x k x E (moe_capacity_shares_kernel); E <= INT_MAX.
+void moe_capacity_shares(Stream s, int32_t* shares, const int32_t* topk_idx, int64_t N, int64_t k,
+                         int64_t E, int64_t rank, int64_t ranks, int32_t* err) {
+    MT_LAUNCH(moe_capacity_shares_kernel, moe_capacity_shares(E), s, shares, topk_idx, N,
+              static_cast<int>(k), static_cast<int>(E), rank, ranks, err);
 }
 
 void add_counts(Stream s, int32_t* acc, const int32_t* counts, int64_t n) {

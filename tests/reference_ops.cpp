@@ -495,6 +495,24 @@ void moe_capacity(IVec& kept_idx, IVec& counts, const IVec& topk_idx, const IVec
         }
 }
 
+void moe_capacity_shares(IVec& shares, const IVec& topk_idx, int64_t N, int64_t k, int64_t E,
+                         int64_t rank, int64_t ranks) {
+    // Rank q's offsets count the selections of other ranks before its own in priority order:
+    // this rank's of a higher slot (q != rank), and of the same slot when this rank comes
+    // first (rank < q). Counted selection by selection, straight from that definition.
+    for (int64_t q = 0; q < ranks; ++q)
+        for (int64_t j = 0; j < k; ++j)
+            for (int64_t e = 0; e < E; ++e) {
+                int32_t v = 0;
+                for (int64_t jj = 0; jj < k; ++jj)
+                    for (int64_t n = 0; n < N; ++n) {
+                        if (topk_idx[n * k + jj] != e) continue;
+                        v += (q != rank && jj < j) || (rank < q && jj == j);
+                    }
+                shares[(q * k + j) * E + e] = v;
+            }
+}
+
 void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
               int64_t k, int64_t E) {
     std::fill(counts.begin(), counts.begin() + E, 0);

@@ -98,6 +98,9 @@ void hash_route(IVec& topk_idx, const IVec& ids, int64_t N, int64_t layer, int64
 // offsets may be empty (= 0).
 void moe_capacity(IVec& kept_idx, IVec& counts, const IVec& topk_idx, const IVec& offsets,
                   int64_t N, int64_t k, int64_t E, int64_t capacity);
+// shares [ranks, k, E] (Device::moe_capacity_shares).
+void moe_capacity_shares(IVec& shares, const IVec& topk_idx, int64_t N, int64_t k, int64_t E,
+                         int64_t rank, int64_t ranks);
 void moe_sort(IVec& counts, IVec& row_token, IVec& slot_row, const IVec& topk_idx, int64_t N,
               int64_t k, int64_t E);
 void gather_rows(Vec& dst, const Vec& src, const IVec& index, int64_t R, int64_t dim);

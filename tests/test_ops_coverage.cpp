@@ -67,6 +67,7 @@ const std::set<std::string> kTestedOps = {
     "kv_append",
     "tensor_owner",
     "moe_capacity",
+    "moe_capacity_shares",
     "add_counts",
     "expert_bias_update",
 };

@@ -2,8 +2,10 @@
 // (the router ops' sigmoid / bias / scaling cases are in test_ops_moe.cpp): the expert bias in
 // the selection only; moe_capacity (slot-then-token
 // priority, capacity 0, capacity above every load, offsets from other ranks, a bad index);
+// moe_capacity_shares (R ranks' admission with the summed shares equals the global one);
 // moe_sort, moe_combine and moe_combine_bwd with dropped selections (-1); add_counts and the
 // float64 expert_bias_update, whose fp32 results must match bit for bit.
+#include <algorithm>
 #include <cstring>
 
 #include "op_test_util.h"
@@ -85,6 +87,63 @@ TEST_CASE("ops: moe_capacity admits slot by slot, then token by token") {
             (dev.moe_capacity(t, t, to_device(dev, ref::IVec{0, 7}), Tensor{}, 2, 1, 4, 1),
              dev.synchronize()),
             Error);
+    }
+}
+
+TEST_CASE("ops: moe_capacity_shares over R ranks admit as one process on the global batch") {
+    for (auto& d : test_devices()) {
+        CAPTURE(d.id);
+        Device& dev = *d.dev;
+        struct Case {
+            int64_t R, N, k, E, capacity;
+        };
+        uint64_t seed = 77;
+        for (const Case& c : {Case{2, 3, 2, 3, 2}, Case{4, 5, 2, 4, 3}, Case{3, 300, 3, 16, 60},
+                              Case{2, 257, 2, 5, 110}, Case{1, 9, 2, 3, 4}, Case{4, 1, 1, 2, 1}}) {
+            CAPTURE(c.R);
+            CAPTURE(c.N);
+            CAPTURE(c.k);
+            CAPTURE(c.E);
+            Rng rng(seed++);
+            const int64_t nk = c.N * c.k, kE = c.k * c.E;
+            // Skewed: expert 0 twice as likely, so the capacity drops.
+            ref::IVec global = rng.ints(c.R * nk, -1, static_cast<int>(c.E) - 1);
+            for (int32_t& e : global) e = std::max(e, 0);
+            ref::IVec offsets(static_cast<size_t>(c.R * kE), 0);
+            for (int64_t r = 0; r < c.R; ++r) {  // each rank's shares, summed (reduce-scatter)
+                const ref::IVec mine(global.begin() + r * nk, global.begin() + (r + 1) * nk);
+                Tensor ts = to_device(dev, ref::IVec(static_cast<size_t>(c.R * kE), 99));
+                dev.moe_capacity_shares(ts, to_device(dev, mine), c.N, c.k, c.E, r, c.R);
+                ref::IVec want(static_cast<size_t>(c.R * kE));
+                ref::moe_capacity_shares(want, mine, c.N, c.k, c.E, r, c.R);
+                const ref::IVec got = from_device_i32(dev, ts);
+                check_equal(got, want, "moe_capacity_shares");
+                for (size_t i = 0; i < got.size(); ++i) offsets[i] += got[i];
+            }
+            // Every rank admits its rows with its offsets: together, the single process's
+            // admission of the global micro-batch (the ranks' rows in rank order).
+            ref::IVec kept_all, want_kept(static_cast<size_t>(c.R * nk)),
+                want_counts(static_cast<size_t>(c.E));
+            for (int64_t r = 0; r < c.R; ++r) {
+                const ref::IVec mine(global.begin() + r * nk, global.begin() + (r + 1) * nk);
+                const ref::IVec off(offsets.begin() + r * kE, offsets.begin() + (r + 1) * kE);
+                Tensor tkept = zeros(dev, nk, DType::i32), tc = zeros(dev, c.E, DType::i32);
+                dev.moe_capacity(tkept, tc, to_device(dev, mine), to_device(dev, off), c.N, c.k,
+                                 c.E, c.capacity);
+                const ref::IVec kept = from_device_i32(dev, tkept);
+                kept_all.insert(kept_all.end(), kept.begin(), kept.end());
+            }
+            ref::moe_capacity(want_kept, want_counts, global, {}, c.R * c.N, c.k, c.E, c.capacity);
+            check_equal(kept_all, want_kept, "R ranks' admission vs the global micro-batch's");
+            if (c.capacity < nk)
+                CHECK(std::count(want_kept.begin(), want_kept.end(), -1) > 0);  // it drops
+        }
+        Tensor t = zeros(dev, 8, DType::i32);
+        CHECK_THROWS_AS((dev.moe_capacity_shares(t, to_device(dev, ref::IVec{0, 7}), 2, 1, 4, 0, 2),
+                         dev.synchronize()),
+                        Error);
+        CHECK_THROWS_AS(dev.moe_capacity_shares(t, to_device(dev, ref::IVec{0, 1}), 2, 1, 4, 2, 2),
+                        Error);  // rank outside 0..ranks-1
     }
 }
 

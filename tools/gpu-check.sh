@@ -113,6 +113,10 @@ else
     for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2 ep_cuda_np2; do
         run "dist $t" "${DT[@]}" "$t"
     done
+    for t in capacity_dp_cuda_np2 capacity_ep_cuda_np2; do
+        run "dist $t" python3 tests/dist/capacity_tests.py --mpirun mpirun --moetrain "$MT" \
+            --work "$BUILD/dist-work" "$t"
+    done
     say ""
     say "Weak scaling, moe-mini bf16, B=8 T=1024 per GPU, 20 steps (tokens/s of the last step):"
     say ""

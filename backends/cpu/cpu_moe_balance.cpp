@@ -1,6 +1,7 @@
-// CPU MoE load control (MODEL.md 2): capacity admission in slot-then-token priority order, the
-// expert-count accumulator over micro-batches and the expert-bias update in float64. Serial:
-// the admission is a scan over N*k selections and the others touch E elements.
+// CPU MoE load control (MODEL.md 2): capacity admission in slot-then-token priority order (and
+// the shares of the data-parallel admission offsets), the expert-count accumulator over
+// micro-batches and the expert-bias update in float64. Serial: the admission is a scan over N*k
+// selections and the others touch E (or R k E) elements.
 #include <algorithm>
 #include <vector>
 
@@ -28,6 +29,27 @@ void CpuDevice::moe_capacity_impl(const Tensor& kept_idx, const Tensor& counts,
             const int64_t before = (poff ? poff[j * E + e] : 0) + pc[e];
             pkept[n * k + j] = before < capacity ? e : -1;
             pc[e]++;
+        }
+    }
+}
+
+void CpuDevice::moe_capacity_shares_impl(const Tensor& shares, const Tensor& topk_idx, int64_t N,
+                                         int64_t k, int64_t E, int64_t rank, int64_t ranks) {
+    int32_t* ps = i32(shares);
+    const int32_t* pidx = i32(topk_idx);
+    std::vector<int32_t> c(static_cast<size_t>(k * E), 0);  // [j, e] selections of this rank
+    for (int64_t s = 0; s < N * k; ++s) {
+        MT_CHECK(pidx[s] >= 0 && pidx[s] < E, "moe_capacity_shares: topk_idx[", s, "] = ", pidx[s],
+                 " outside 0..", E - 1);
+        c[static_cast<size_t>((s % k) * E + pidx[s])]++;
+    }
+    for (int64_t e = 0; e < E; ++e) {
+        int32_t higher = 0;  // this rank's selections of e in the slots before j
+        for (int64_t j = 0; j < k; ++j) {
+            const int32_t cj = c[static_cast<size_t>(j * E + e)];
+            for (int64_t q = 0; q < ranks; ++q)
+                ps[(q * k + j) * E + e] = (q != rank ? higher : 0) + (rank < q ? cj : 0);
+            higher += cj;
         }
     }
 }

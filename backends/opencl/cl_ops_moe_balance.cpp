@@ -1,6 +1,6 @@
-// MoE load control: capacity admission in slot-then-token priority order, the expert-count
-// accumulator and the float64 expert-bias update (kernels_cl/moe_balance.cl,
-// kernels_cl/expert_bias.cl).
+// MoE load control: capacity admission in slot-then-token priority order (and the shares of the
+// data-parallel admission offsets), the expert-count accumulator and the float64 expert-bias
+// update (kernels_cl/moe_balance.cl, kernels_cl/expert_bias.cl).
 #include <algorithm>
 
 #include "cl_device.h"
@@ -31,6 +31,21 @@ void ClDevice::moe_capacity_impl(const Tensor& kept_idx, const Tensor& counts,
            cl_int{!offsets.empty()}, cl_long{N}, k32, cl_long{kCapacityChunk}, e32,
            cl_long{capacity});
     check_device_error();  // a bad expert index must fail here, like moe_sort's
+}
+
+void ClDevice::moe_capacity_shares_impl(const Tensor& shares, const Tensor& topk_idx, int64_t N,
+                                        int64_t k, int64_t E, int64_t rank, int64_t ranks) {
+    MT_CHECK(E > 0 && E <= 65536, "moe_capacity_shares: n_experts ", E, " out of range");
+    DevPtr pshares = arg(shares);
+    DevPtr pidx = arg(topk_idx);
+    // One counting chunk per slot: hist[j, e] = this rank's selections of e in slot j.
+    DevPtr hist = scratch(0, static_cast<size_t>(k * E) * sizeof(cl_int));
+    const cl_int e32 = static_cast<cl_int>(E), k32 = static_cast<cl_int>(k);
+    launch("moe_balance", "mt_capacity_count", items2(E, k, 64), hist, pidx, cl_long{N}, k32,
+           cl_long{std::max<int64_t>(N, 1)}, e32, error_word());
+    launch("moe_balance", "mt_capacity_shares", items(E, 64), pshares, hist, k32, e32,
+           cl_long{rank}, cl_long{ranks});
+    check_device_error();  // a bad expert index fails here, like moe_capacity's
 }
 
 void ClDevice::add_counts_impl(const Tensor& acc, const Tensor& counts, int64_t n) {

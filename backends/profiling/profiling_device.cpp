@@ -173,6 +173,10 @@ Cost formula(Op<OpId::moe_capacity>, Device&, const Tensor&, const Tensor&, cons
              const Tensor&, int64_t N, int64_t k, int64_t, int64_t) {
     return {0, 3 * F * d(N * k)};
 }
+Cost formula(Op<OpId::moe_capacity_shares>, Device&, const Tensor&, const Tensor&, int64_t N,
+             int64_t k, int64_t E, int64_t, int64_t ranks) {
+    return {0, F * d(N * k) + F * d(ranks * k * E)};
+}
 Cost formula(Op<OpId::moe_sort>, Device&, const Tensor&, const Tensor&, const Tensor&,
              const Tensor&, int64_t N, int64_t k, int64_t) {
     return {0, 4 * F * d(N * k)};

@@ -99,10 +99,17 @@ struct MoeGlobal {
 // every pass but a training micro-batch of a model with moe.capacity_factor); and the i32 [E]
 // accumulator of the optimizer step's selections before dropping, which the forward of a
 // training micro-batch adds its counts to when the model has an expert bias (empty = none).
+// Data parallel with a capacity, the admission runs over the global micro-batch (every rank's
+// rows in rank order): `ranks` is the data-parallel communicator, `offsets` ([k, E] i32) the
+// selections of other ranks admitted before this rank's in each slot, which the forward
+// computes from every rank's `shares` ([ranks, k, E] i32 scratch, Device::moe_capacity_shares)
+// with one reduce-scatter and the backward's recompute reuses.
 struct MoeRouting {
     Tensor bias;
     int64_t capacity = -1;
     Tensor step_counts;
+    Communicator* ranks = nullptr;
+    Tensor offsets, shares;
 };
 // The router options of the config as the router ops take them.
 RouterArgs router_args(const MoeConfig& m);

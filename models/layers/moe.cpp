@@ -59,7 +59,13 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
     }
     if (drops(route)) {
         MT_CHECK(a.kept_idx, "MoE layer ", layer, ": this workspace has no capacity buffers");
-        dev.moe_capacity(a.kept_idx, a.chosen, a.topk_idx, Tensor{}, N, k, E, route.capacity);
+        if (route.ranks && aux_stats) {  // the forward (a recompute reuses the offsets)
+            const Communicator& r = *route.ranks;
+            dev.moe_capacity_shares(route.shares, a.topk_idx, N, k, E, r.rank(), r.size());
+            route.ranks->reduce_scatter(dev, route.shares, route.offsets);
+        }
+        dev.moe_capacity(a.kept_idx, a.chosen, a.topk_idx, route.ranks ? route.offsets : Tensor{},
+                         N, k, E, route.capacity);
         dev.moe_sort(a.counts, a.row_token, a.slot_row, a.kept_idx, N, k, E);
     } else {
         dev.moe_sort(a.counts, a.row_token, a.slot_row, a.topk_idx, N, k, E);

@@ -82,8 +82,18 @@ MoeRouting ModelImpl::moe_routing(const Workspace& ws, int l) const {
     const int64_t E = cfg.moe->n_experts;
     if (expert_bias) r.bias = expert_bias.view(row * E, {E});
     if (!train_step_ || !ws.training) return r;
-    r.capacity = moe_capacity_rows(*cfg.moe, ws.N);
     if (step_counts) r.step_counts = step_counts.view(row * E, {E});
+    if (!dp_pass_) {
+        r.capacity = moe_capacity_rows(*cfg.moe, ws.N);
+        return r;
+    }
+    // The capacity of the global micro-batch: every rank has N tokens (MODEL.md 2).
+    r.capacity = moe_capacity_rows(*cfg.moe, ws.N * dp_comm->size());
+    if (r.capacity >= 0) {
+        r.ranks = dp_comm;
+        r.offsets = ws.layers[static_cast<size_t>(l)].moe.offsets;
+        r.shares = capacity_shares;
+    }
     return r;
 }
 
@@ -285,7 +295,10 @@ void ModelImpl::record_load(const Workspace& ws, int l) {
     const MoeActs& a = ws.layers[static_cast<size_t>(l)].moe;
     const bool dropped = moe_routing(ws, l).capacity >= 0;
     if (kept_counts) dev.copy(kept_counts.view(row * E, {E}), a.counts);
-    if (dp_pass_) return;  // a data-parallel pass wrote the global loads already
+    if (dp_pass_) {  // the pass wrote the global loads already; the admitted rows are summed here
+        if (kept_counts) dp_comm->all_reduce(dev, kept_counts.view(row * E, {E}), ReduceOp::sum);
+        return;
+    }
     dev.copy(load_counts.view(row * E, {E}), dropped ? a.chosen : a.counts);
 }
 
@@ -339,6 +352,10 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     refresh_compute_weights();
     dp_pass_ = backward && dp_comm && dp_comm->size() > 1;
     train_step_ = backward && train_step;
+    if (dp_pass_ && kept_counts) {  // the scratch of the global capacity admission
+        const int64_t n = dp_comm->size() * cfg.moe->active_k() * cfg.moe->n_experts;
+        if (capacity_shares.numel() != n) capacity_shares = dev.alloc(DType::i32, {n});
+    }
     if (dp_pass_) {  // the cross-entropy is the mean over the global micro-batch's targets
         MT_CHECK(counted < (int64_t{1} << 31) / dp_comm->size(), "too many targets per rank");
         int32_t all = static_cast<int32_t>(counted);

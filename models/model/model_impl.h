@@ -58,6 +58,10 @@ class ModelImpl {
     // With a capacity: the rows each MoE layer admitted in the last forward ([MoE layers, E]
     // i32, copied like load_counts; the loads above are the selections before dropping).
     Tensor kept_counts;
+    // Data parallel with a capacity: the scratch of the admission offsets' shares that every
+    // MoE layer reuses ([ranks, k, E] i32, MoeRouting::shares), allocated by the first
+    // data-parallel pass.
+    Tensor capacity_shares;
     const std::vector<ExpertLoad>& expert_load();
     // Expert bias (MODEL.md 2, moe.bias_update_rate > 0): `layers.{l}.moe.router.expert_bias`
     // of every MoE layer, row by row of `expert_bias` ([MoE layers, E] f32, outside the

@@ -55,9 +55,6 @@ void TrainPasses::update_expert_bias() {
     im_.update_expert_bias();
 }
 void TrainPasses::set_data_parallel(Communicator* comm) {
-    MT_CHECK(!comm || comm->size() <= 1 || !im_.cfg.moe || im_.cfg.moe->capacity_factor == 0,
-             "moe.capacity_factor is not supported with data-parallel training yet (",
-             comm ? comm->size() : 1, " ranks)");
     im_.dp_comm = comm;
 }
 void TrainPasses::set_expert_parallel(Communicator* group) {

@@ -39,8 +39,8 @@ class TrainPasses {
     void begin_step_counts();
     void update_expert_bias();
     // Data parallel: the passes agree on the global batch over `comm` (the MoE expert loads and
-    // the counted targets); nullptr = one process. A capacity (moe.capacity_factor) is refused
-    // over more than one rank: its admission order spans the global micro-batch.
+    // the counted targets, and a capacity's admission order over the global micro-batch);
+    // nullptr = one process.
     void set_data_parallel(Communicator* comm);
     // Expert parallel (with set_data_parallel): `group` is this rank's expert-parallel group,
     // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts

@@ -54,6 +54,7 @@ struct Planner {
         if (training && m.capacity_factor > 0) {
             a.kept_idx = i32({N, k});
             a.chosen = i32({E});
+            a.offsets = i32({k, E});
         }
         a.row_token = i32({N * k});
         a.slot_row = i32({N * k});

@@ -41,6 +41,8 @@ struct MoeActs {
     Tensor counts;               // [E] i32, the rows each expert computes (after dropping)
     Tensor kept_idx, chosen;     // capacity (training): [N, k] i32 admitted selections (-1 =
                                  // dropped), [E] i32 selections before dropping
+    Tensor offsets;              // capacity (training): [k, E] i32 higher-priority selections
+                                 // of the other ranks (data parallel; kept for the recompute)
     Tensor row_token, slot_row;  // [N*k] i32 (Device::moe_sort)
     Tensor xg, yrows;            // expert input / output rows [N*k, D], sorted by expert
                                  // (a 16-bit xg is gathered into yrows first)

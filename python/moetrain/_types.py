@@ -18,10 +18,21 @@ class LossStats:
 
 @dataclass
 class ExpertLoad:
-    """How many (token, slot) rows each expert of one MoE layer received."""
+    """How many (token, slot) selections each expert of one MoE layer received (before any
+    capacity dropping), how many of them a capacity dropped, and the layer's expert bias range
+    (docs/MODEL.md 2; 0 without a capacity or an expert bias). In data-parallel training all
+    of them are over every rank's rows."""
 
     layer: int
     counts: List[int]
+    dropped: int = 0
+    bias_min: float = 0.0
+    bias_max: float = 0.0
+
+    @property
+    def dropped_share(self) -> float:
+        """The share of the selections dropped (`moetrain train --log-json`'s "dropped")."""
+        return self.dropped / self.total if self.total else 0.0
 
     @property
     def total(self) -> int:

@@ -244,16 +244,19 @@ void bind_model(nb::module_& m) {
                     "numpy.typing.NDArray[numpy.float32]"),
             "Logits [B, T, V] of a [B, T] batch.")
         .def(
-            "expert_load",
-            [](const Model& mo) {
-                nb::list out;
-                for (const ExpertLoad& l : mo.expert_load())
-                    out.append(make_record("ExpertLoad", nb::arg("layer") = l.layer,
-                                           nb::arg("counts") = l.counts));
-                return out;
-            },
+            "expert_load", [](const Model& mo) { return expert_load_records(mo.expert_load()); },
             nb::sig("def expert_load(self) -> list[moetrain._types.ExpertLoad]"),
-            "Rows each expert received in the last forward, per MoE layer (empty if dense).");
+            "Rows each expert received in the last forward, per MoE layer (empty if dense), "
+            "with the selections a capacity dropped and the expert bias range.");
+}
+
+nb::list expert_load_records(const std::vector<ExpertLoad>& load) {
+    nb::list out;
+    for (const ExpertLoad& l : load)
+        out.append(make_record("ExpertLoad", nb::arg("layer") = l.layer,
+                               nb::arg("counts") = l.counts, nb::arg("dropped") = l.dropped,
+                               nb::arg("bias_min") = l.bias_min, nb::arg("bias_max") = l.bias_max));
+    return out;
 }
 
 }  // namespace moetrain::python

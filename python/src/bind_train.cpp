@@ -12,10 +12,7 @@ namespace moetrain::python {
 
 namespace {
 nb::object step_record(const StepStats& s, const std::vector<ExpertLoad>& load) {
-    nb::list layers;
-    for (const ExpertLoad& l : load)
-        layers.append(
-            make_record("ExpertLoad", nb::arg("layer") = l.layer, nb::arg("counts") = l.counts));
+    const nb::list layers = expert_load_records(load);
     return make_record("StepStats", nb::arg("step") = s.step, nb::arg("loss") = s.loss.loss,
                        nb::arg("ce") = s.loss.ce, nb::arg("aux") = s.loss.aux,
                        nb::arg("z") = s.loss.z, nb::arg("tokens") = s.loss.tokens,

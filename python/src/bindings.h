@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "moetrain/model.h"
+
 namespace moetrain {
 class Tokenizer;
 }
@@ -47,5 +49,8 @@ template <typename... Args>
 nb::object make_record(const char* type, Args&&... kwargs) {
     return nb::module_::import_("moetrain._types").attr(type)(std::forward<Args>(kwargs)...);
 }
+
+// The moetrain._types.ExpertLoad of every MoE layer (Model::expert_load()).
+nb::list expert_load_records(const std::vector<ExpertLoad>& load);
 
 }  // namespace moetrain::python

@@ -386,7 +386,8 @@ def wait_for_log_step(log, step, proc, timeout=120):
     while time.time() < deadline and proc.poll() is None:
         if os.path.exists(log):
             with open(log) as f:
-                done = [json.loads(x)["step"] for x in f if x.strip()]
+                # Only whole lines: the writer may be in the middle of the next one.
+                done = [json.loads(x)["step"] for x in f if x.endswith("\n") and x.strip()]
             if done and done[-1] >= step:
                 return done[-1]
         time.sleep(0.01)
@@ -456,7 +457,9 @@ def second_sigint_exits_at_once_and_keeps_checkpoints():
     run_dir, log = f"{d}/run", f"{d}/log.jsonl"
     proc = popen_train([*TINY, "--data", data, "--steps", 100000, "--save-every", 1, "--out",
                         run_dir, "--log-json", log, "--quiet"])
-    wait_for_log_step(log, 4, proc)
+    # A step is logged before its checkpoint is written, so step 5 in the log means that
+    # step_000004 is complete; the interrupt may land in the middle of step 5's own write.
+    wait_for_log_step(log, 5, proc)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -65,6 +65,8 @@ def expected(log_path):
             want[(f"{base}/min_share", s)] = layer["min_share"]
             want[(f"{base}/max_share", s)] = layer["max_share"]
             want[(f"{base}/empty_experts", s)] = layer["empty"]
+            for k in ("dropped", "bias_min", "bias_max"):
+                want[(f"{base}/{k}", s)] = layer[k]
     return want
 
 
@@ -84,6 +86,27 @@ def scalars_equal_log_json():
     for key, value in want.items():  # simple_value is a float32
         assert got[key] == np.float32(value), (key, got[key], value)
     print(f"ok: {len(got)} scalars over {len(events) - 1} events equal --log-json")
+
+
+@test
+def routing_v2_scalars():
+    # A capacity that drops and an expert bias that moves: their per-layer scalars are written.
+    d = work("tb_routing_v2")
+    cfg = json.loads(run("config", "--preset", "tiny").stdout)
+    cfg["moe"].update(router="sigmoid_topk", bias_update_rate=0.01, capacity_factor=1.0)
+    with open(f"{d}/cap.json", "w") as f:
+        json.dump(cfg, f)
+    run("train", "--device", "cpu", "--threads", "1", "--config", f"{d}/cap.json", "--data",
+        corpus(d), "--batch", 4, "--seq", 32, "--steps", 4, "--log-json", f"{d}/log.jsonl",
+        "--tensorboard", f"{d}/tb", "--quiet")
+    got = scalars(read_events(glob.glob(f"{d}/tb/events.out.tfevents.*")[0])[1:])
+    want = expected(f"{d}/log.jsonl")
+    assert set(got) == set(want), sorted(set(got) ^ set(want))
+    assert all(got[k] == np.float32(v) for k, v in want.items())
+    base = "expert_load/layer_1"
+    assert max(got[(f"{base}/dropped", s)] for s in range(1, 5)) > 0
+    assert got[(f"{base}/bias_max", 4)] > 0 > got[(f"{base}/bias_min", 4)]
+    print("ok: dropped share and expert bias range written per layer and step")
 
 
 @test

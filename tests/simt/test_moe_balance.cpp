@@ -2,7 +2,8 @@
 // then token n) against the float64 reference, over several chunks of the priority order,
 // capacities from 0 to more than any expert receives, with and without the other ranks'
 // offsets, and no tokens at all; an expert index outside [0, E) reported; the expert-count
-// accumulator; the float64 expert-bias update (counts above, at and below the mean).
+// accumulator; the float64 expert-bias update (counts above, at and below the mean); the
+// data-parallel offset shares (several ranks, more ranks than threads, no tokens).
 #include "harness_util.h"
 #include "moe_balance.cuh"
 // after the kernels:
@@ -60,6 +61,39 @@ TEST_CASE("simt: moe_capacity reports an expert index outside [0, E)") {
     CHECK((err[1] == 4 || err[1] == -1));
     CHECK(kept == IVec{0, -1, 1, -1});
     CHECK(counts == IVec{1, 1, 0, 0});
+}
+
+TEST_CASE("simt: moe_capacity_shares against the reference") {
+    struct Case {
+        int64_t N, k, E, rank, ranks;
+    };
+    for (Case c : {Case{1, 1, 1, 0, 1}, Case{9, 2, 4, 1, 2}, Case{600, 2, 8, 2, 4},
+                   Case{130, 3, 40, 0, 3}, Case{0, 2, 4, 1, 2}, Case{70, 1, 3, 5, 300}}) {
+        CAPTURE(c.N);
+        CAPTURE(c.k);
+        CAPTURE(c.E);
+        CAPTURE(c.rank);
+        CAPTURE(c.ranks);
+        const int64_t slots = c.N * c.k, n = c.ranks * c.k * c.E;
+        Rng rng(static_cast<uint64_t>(c.N * 7 + c.E + c.ranks));
+        const IVec topk = rng.ints(slots, 0, static_cast<int32_t>(c.E - 1));
+        auto got = two_schedules("moe_capacity_shares", [&] {
+            IVec shares(n + 1, -7), err = {0, 0};
+            mtk::moe_capacity_shares(nullptr, shares.data(), topk.data(), c.N, c.k, c.E, c.rank,
+                                     c.ranks, err.data());
+            CHECK(err[0] == 0);
+            CHECK(shares[n] == -7);  // nothing written past the shares
+            shares.pop_back();
+            return shares;
+        });
+        IVec want(n);
+        ref::moe_capacity_shares(want, topk, c.N, c.k, c.E, c.rank, c.ranks);
+        moetrain::test::check_equal(got, want, "shares");
+    }
+    IVec topk = {0, 4, 1, 2}, shares(8), err = {0, 0};
+    mtk::moe_capacity_shares(nullptr, shares.data(), topk.data(), 4, 1, 4, 0, 2, err.data());
+    CHECK(err[0] == mtk::kErrCapacityExpert);
+    CHECK(err[1] == 4);
 }
 
 TEST_CASE("simt: add_counts and expert_bias_update") {

@@ -36,7 +36,7 @@ MemoryNeed training_memory(const ModelConfig& c, int64_t params, int64_t B, int6
         const double k = e.active_k(), E = e.n_experts;
         if (e.topk_router()) moe += N * (2.0 * E + 1.0 + k);  // logits, probs, lse, weights
         moe += N * k * 3.0;  // chosen experts, sorted token of each row, row of each slot
-        if (e.capacity_factor > 0) moe += N * k;  // the admitted selections (capacity)
+        if (e.capacity_factor > 0) moe += N * k + k * E;  // admitted selections, rank offsets
         moe += 2.0 * N * k * D;  // gathered expert inputs and outputs (combine weights' gradient)
         moe += ffn_saved(c, N * k, c.d_ff);  // routed experts
         moe += ffn_saved(c, N, static_cast<double>(e.n_shared_experts) * c.d_ff);

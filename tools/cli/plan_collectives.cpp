@@ -1,7 +1,8 @@
 // plan_collectives: see plan_collectives.h. The step's collectives, as the Trainer and the
 // model run them (models/train/trainer_dist.cpp, models/layers/moe.cpp):
 //  - every micro-batch: the target count (1 x i32) and, per MoE layer, the expert counts
-//    (E x i32) all-reduced;
+//    (E x i32) all-reduced; with a capacity also the admission offsets' shares (R x k x E i32)
+//    reduce-scattered and the admitted counts (E x i32) all-reduced;
 //  - every step: the loss terms (3 x f32) all-reduced; then either the gradients all-reduced
 //    in buckets, or (ZeRO-1) reduce-scattered, their shards' squared norm all-reduced and the
 //    updated parameter shards all-gathered.
@@ -36,6 +37,14 @@ std::vector<PlannedCollective> plan_collectives(const ModelConfig& c, int64_t n_
     if (moe_layers > 0)
         add("all_reduce expert counts", int64_t{accum} * moe_layers,
             4.0 * static_cast<double>(c.moe->n_experts), 2 * ring);
+    if (moe_layers > 0 && c.moe->capacity_factor > 0) {
+        // The admission offsets: every rank's shares (R x k x E i32) reduce-scattered, and the
+        // admitted rows per expert all-reduced for the logged drop share.
+        const double kE = static_cast<double>(c.moe->active_k() * c.moe->n_experts);
+        add("reduce_scatter capacity offsets", int64_t{accum} * moe_layers, 4 * R * kE, ring);
+        add("all_reduce admitted counts", int64_t{accum} * moe_layers,
+            4.0 * static_cast<double>(c.moe->n_experts), 2 * ring);
+    }
     add("all_reduce loss terms", 1, 12, 2 * ring);
     if (ep.ranks > 1 && moe_layers > 0) {
         const double P = ep.ranks, Rr = R / P, E = c.moe->n_experts, D = c.d_model;

@@ -113,6 +113,9 @@ void TensorBoardWriter::step_record(const nlohmann::json& j) {
             v.emplace_back(base + "/min_share", l.at("min_share").get<double>());
             v.emplace_back(base + "/max_share", l.at("max_share").get<double>());
             v.emplace_back(base + "/empty_experts", l.at("empty").get<double>());
+            // MODEL.md 2: the share a capacity dropped and the expert bias range.
+            for (const char* key : {"dropped", "bias_min", "bias_max"})
+                if (l.contains(key)) v.emplace_back(base + "/" + key, l.at(key).get<double>());
         }
     scalars(j.at("step").get<int64_t>(), v);
 }

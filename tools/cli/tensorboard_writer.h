@@ -22,7 +22,7 @@ class TensorBoardWriter {
     void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
     // The scalars of one --log-json step record: train/{loss,ce,aux,z,lr,grad_norm,
     // tokens_per_s,loss_scale} and, for MoE models, expert_load/layer_L/{min_share,max_share,
-    // empty_experts}.
+    // empty_experts,dropped,bias_min,bias_max}.
     void step_record(const nlohmann::json& step);
     // An evaluation record: <split>/{loss,ce,aux,z}.
     void eval_record(const nlohmann::json& eval);
