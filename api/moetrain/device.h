@@ -140,9 +140,9 @@ class Device {
     // device memory (index tensors, group sizes, the device-side values above) are checked by
     // the backends where they read them.
 #define MT_DEVICE_OP(name, params, args, ...) \
-    void name params {                   \
-        check_##name args;               \
-        name##_impl args;                \
+    void name params {                        \
+        check_##name args;                    \
+        name##_impl args;                     \
     }
 #include "moetrain/device_ops.def"
 
