@@ -11,26 +11,21 @@ namespace {
 constexpr int kChains = 12;
 constexpr int64_t kIters = 1 << 20;
 
-// Returns the FLOPs done (2 per lane per FMA).
-__attribute__((target("avx512f"))) double fma_loop_avx512() {
-    __m512 acc[kChains];
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(1.0f + 1e-3f * static_cast<float>(j));
-    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
-    for (int64_t i = 0; i < kIters; ++i)
-        for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], b, c);
-    for (int j = 0; j < kChains; ++j) benchmark::DoNotOptimize(acc[j]);
-    return 2.0 * 16 * kChains * static_cast<double>(kIters);
-}
+// name(): kChains independent chains of kIters FMAs on vectors V of `lanes` floats, compiled
+// for the instruction set `isa`. Returns the FLOPs done (2 per lane per FMA).
+#define MT_FMA_LOOP(name, isa, V, lanes, set1, fmadd)                                          \
+    __attribute__((target(isa))) double name() {                                               \
+        V acc[kChains];                                                                        \
+        for (int j = 0; j < kChains; ++j) acc[j] = set1(1.0f + 1e-3f * static_cast<float>(j)); \
+        const V b = set1(0.9999999f), c = set1(1e-7f);                                         \
+        for (int64_t i = 0; i < kIters; ++i)                                                   \
+            for (int j = 0; j < kChains; ++j) acc[j] = fmadd(acc[j], b, c);                    \
+        for (int j = 0; j < kChains; ++j) benchmark::DoNotOptimize(acc[j]);                    \
+        return 2.0 * lanes * kChains * static_cast<double>(kIters);                            \
+    }
 
-__attribute__((target("avx2,fma"))) double fma_loop_avx2() {
-    __m256 acc[kChains];
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_ps(1.0f + 1e-3f * static_cast<float>(j));
-    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-    for (int64_t i = 0; i < kIters; ++i)
-        for (int j = 0; j < kChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], b, c);
-    for (int j = 0; j < kChains; ++j) benchmark::DoNotOptimize(acc[j]);
-    return 2.0 * 8 * kChains * static_cast<double>(kIters);
-}
+MT_FMA_LOOP(fma_loop_avx512, "avx512f", __m512, 16, _mm512_set1_ps, _mm512_fmadd_ps)
+MT_FMA_LOOP(fma_loop_avx2, "avx2,fma", __m256, 8, _mm256_set1_ps, _mm256_fmadd_ps)
 
 void BM_fma_peak(benchmark::State& st) {
     const bool avx512 = __builtin_cpu_supports("avx512f");

@@ -47,10 +47,7 @@ __kernel void mt_swiglu_bwd(__global float* dgate, long dgate_off, __global floa
  * written by the same work-item). */
 __kernel void mt_softmax(__global float* y, long y_off, __global const float* x, long x_off,
                          long cols) {
-    __local float scratch[MT_WG_MAX];
-    long r = get_group_id(0);
-    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
-    __global const float* xr = x + x_off + r * cols;
+    MT_ROW_PER_WORK_GROUP(xr, x + x_off, cols);
     __global float* yr = y + y_off + r * cols;
     float m, s;
     mt_wg_softmax_stats(xr, cols, 1.0f, scratch, &m, &s);

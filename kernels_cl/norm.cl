@@ -5,10 +5,7 @@
 __kernel void mt_rmsnorm_fwd(__global float* y, long y_off, __global float* rstd, long rstd_off,
                              __global const float* x, long x_off, __global const float* g,
                              long g_off, long dim, float eps) {
-    __local float scratch[MT_WG_MAX];
-    long r = get_group_id(0);
-    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
-    __global const float* xr = x + x_off + r * dim;
+    MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
     __global float* yr = y + y_off + r * dim;
     float ss = 0.0f;
     for (long c = lid; c < dim; c += lsz) ss += xr[c] * xr[c];
@@ -23,10 +20,7 @@ __kernel void mt_rmsnorm_bwd_dx(__global float* dx, long dx_off, __global const 
                                 long dy_off, __global const float* x, long x_off,
                                 __global const float* g, long g_off, __global const float* rstd,
                                 long rstd_off, long dim, int accumulate) {
-    __local float scratch[MT_WG_MAX];
-    long r = get_group_id(0);
-    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
-    __global const float* xr = x + x_off + r * dim;
+    MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
     __global const float* dyr = dy + dy_off + r * dim;
     __global float* dxr = dx + dx_off + r * dim;
     float dot = 0.0f;
@@ -60,10 +54,7 @@ __kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* me
                                long x_off, __global const float* g, long g_off,
                                __global const float* b, long b_off, int has_b, long dim,
                                float eps) {
-    __local float scratch[MT_WG_MAX];
-    long r = get_group_id(0);
-    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
-    __global const float* xr = x + x_off + r * dim;
+    MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
     __global float* yr = y + y_off + r * dim;
     float s = 0.0f;
     for (long c = lid; c < dim; c += lsz) s += xr[c];
@@ -87,10 +78,7 @@ __kernel void mt_layernorm_bwd_dx(__global float* dx, long dx_off, __global cons
                                   __global const float* g, long g_off, __global const float* mean,
                                   long mean_off, __global const float* rstd, long rstd_off,
                                   long dim, int accumulate) {
-    __local float scratch[MT_WG_MAX];
-    long r = get_group_id(0);
-    int lid = (int)get_local_id(0), lsz = (int)get_local_size(0);
-    __global const float* xr = x + x_off + r * dim;
+    MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
     __global const float* dyr = dy + dy_off + r * dim;
     __global float* dxr = dx + dx_off + r * dim;
     float mu = mean[mean_off + r], rs = rstd[rstd_off + r];

@@ -155,29 +155,25 @@ __device__ __forceinline__ float block_max(float v) {
 }
 
 // ---- 16-bit floats (round to nearest even) ----
-__device__ __forceinline__ uint16_t f32_to_bf16_bits(float f) {
+// nvcc: the CUDA intrinsics; the harness: the host conversions of moetrain/dtype.h, which round
+// the same way.
 #if defined(__CUDACC__)
+__device__ __forceinline__ uint16_t f32_to_bf16_bits(float f) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-#else
-    return moetrain::f32_to_bf16(f);
-#endif
-}
-__device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) {
-    return __uint_as_float(static_cast<unsigned>(h) << 16);
 }
 __device__ __forceinline__ uint16_t f32_to_f16_bits(float f) {
-#if defined(__CUDACC__)
     return __half_as_ushort(__float2half_rn(f));
-#else
-    return moetrain::f32_to_f16(f);
-#endif
 }
 __device__ __forceinline__ float f16_bits_to_f32(uint16_t h) {
-#if defined(__CUDACC__)
     return __half2float(__ushort_as_half(h));
+}
 #else
-    return moetrain::f16_to_f32(h);
+inline constexpr auto f32_to_bf16_bits = &moetrain::f32_to_bf16;
+inline constexpr auto f32_to_f16_bits = &moetrain::f32_to_f16;
+inline constexpr auto f16_bits_to_f32 = &moetrain::f16_to_f32;
 #endif
+__device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) {
+    return __uint_as_float(static_cast<unsigned>(h) << 16);
 }
 
 }  // namespace mtk

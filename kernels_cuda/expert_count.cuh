@@ -55,4 +55,28 @@ __device__ __forceinline__ int32_t rank_in_chunk(const int32_t* expert, int32_t 
     return rank;
 }
 
+// The start of moe_sort and moe_capacity in their scratch (launch.h moe_sort_scratch_bytes):
+// hist[e][chunk] of the selections (expert_hist_kernel<kPriority>), then base, its exclusive
+// scan, then the scan's temporary. Launches nothing without selections.
+struct ExpertChunks {
+    int32_t* hist;
+    int32_t* base;
+};
+template <bool kPriority>
+ExpertChunks count_expert_chunks(Stream s, const int32_t* topk_idx, int64_t N, int64_t k, int64_t E,
+                                 bool dropped_ok, int32_t code, const ExclusiveScan& scan,
+                                 size_t scan_temp_bytes, void* scratch, int32_t* err) {
+    const int64_t slots = N * k;
+    const size_t hist_bytes = moe_sort_hist_bytes(slots, E);
+    const ExpertChunks c{static_cast<int32_t*>(scratch),
+                         reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + hist_bytes)};
+    if (slots > 0) {
+        MT_LAUNCH(expert_hist_kernel<kPriority>, moe_count(slots, E), s, topk_idx, N,
+                  static_cast<int>(k), static_cast<int>(E), c.hist, dropped_ok, code, err);
+        scan.run(s, c.hist, c.base, moe_sort_scan_items(slots, E),
+                 static_cast<char*>(scratch) + 2 * hist_bytes, scan_temp_bytes);
+    }
+    return c;
+}
+
 }  // namespace mtk

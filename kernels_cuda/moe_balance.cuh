@@ -100,15 +100,8 @@ void moe_capacity(Stream s, int32_t* kept_idx, int32_t* counts, const int32_t* t
                   const ExclusiveScan& scan, size_t scan_temp_bytes, void* scratch, int32_t* err) {
     const int64_t slots = N * k, chunks = moe_sort_chunks(slots);
     const int e = static_cast<int>(E);
-    const size_t hist_bytes = moe_sort_hist_bytes(slots, E);
-    auto* hist = static_cast<int32_t*>(scratch);
-    auto* base = reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + hist_bytes);
-    if (slots > 0) {
-        MT_LAUNCH(expert_hist_kernel<true>, moe_count(slots, E), s, topk_idx, N,
-                  static_cast<int>(k), e, hist, false, kErrCapacityExpert, err);
-        scan.run(s, hist, base, moe_sort_scan_items(slots, E),
-                 static_cast<char*>(scratch) + 2 * hist_bytes, scan_temp_bytes);
-    }
+    const auto [hist, base] = count_expert_chunks<true>(
+        s, topk_idx, N, k, E, false, kErrCapacityExpert, scan, scan_temp_bytes, scratch, err);
     // No selections: one block writes the zero counts (chunks = 0).
     MT_LAUNCH(moe_capacity_admit_kernel, moe_place(slots > 0 ? slots : 1), s, topk_idx, N,
               static_cast<int>(k), e, hist, base, chunks, offsets, capacity, kept_idx, counts);

@@ -159,15 +159,8 @@ void moe_sort(Stream s, int32_t* counts, int32_t* row_token, int32_t* slot_row,
     const int64_t slots = N * k, chunks = moe_sort_chunks(slots);
     const int64_t items = moe_sort_scan_items(slots, E);
     const int e = static_cast<int>(E);
-    const size_t hist_bytes = moe_sort_hist_bytes(slots, E);
-    auto* hist = static_cast<int32_t*>(scratch);
-    auto* base = reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + hist_bytes);
-    if (slots > 0) {
-        MT_LAUNCH(expert_hist_kernel<false>, moe_count(slots, E), s, topk_idx, N,
-                  static_cast<int>(k), e, hist, true, kErrSortExpert, err);
-        scan.run(s, hist, base, items, static_cast<char*>(scratch) + 2 * hist_bytes,
-                 scan_temp_bytes);
-    }
+    const auto [hist, base] = count_expert_chunks<false>(s, topk_idx, N, k, E, true, kErrSortExpert,
+                                                         scan, scan_temp_bytes, scratch, err);
     // No tokens: chunks = 0 and every count is 0.
     MT_LAUNCH(moe_counts_kernel, moe_counts(E), s, hist, base, chunks, e, counts);
     if (slots > 0) {

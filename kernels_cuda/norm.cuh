@@ -13,6 +13,24 @@
 
 namespace mtk {
 
+// The backward pass's write of one row of dx: dx[c] = f(dy[c], x[c], g[c]), added to dx when
+// accumulate, four elements per access where the row's pointers allow.
+template <typename F>
+__device__ __forceinline__ void write_dx_row(float* dxr, const float* dyr, const float* xr,
+                                             const float* g, int64_t dim, bool accumulate, F f) {
+    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
+                   gv = load_lanes(w, g + c);
+        auto d = dyv;  // every lane is overwritten
+        for (int u = 0; u < w.n; ++u) d[u] = f(dyv[u], xv[u], gv[u]);
+        if (accumulate) {
+            const auto old = load_lanes(w, dxr + c);
+            for (int u = 0; u < w.n; ++u) d[u] = old[u] + d[u];
+        }
+        store_lanes(w, dxr + c, d);
+    });
+}
+
 __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rstd,
                                    const float* __restrict__ x, const float* __restrict__ g,
                                    int64_t dim, float eps) {
@@ -41,19 +59,9 @@ __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restri
         dot += dy[base + c] * g[c] * x[base + c];
     dot = block_sum(dot) / static_cast<float>(dim);
     const float rs = rstd[blockIdx.x];
-    const float *dyr = dy + base, *xr = x + base;
-    float* dxr = dx + base;
-    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
-                   gv = load_lanes(w, g + c);
-        auto d = dyv;  // every lane is overwritten
-        for (int u = 0; u < w.n; ++u) d[u] = rs * gv[u] * dyv[u] - xv[u] * rs * rs * rs * dot;
-        if (accumulate) {
-            const auto old = load_lanes(w, dxr + c);
-            for (int u = 0; u < w.n; ++u) d[u] = old[u] + d[u];
-        }
-        store_lanes(w, dxr + c, d);
-    });
+    write_dx_row(
+        dx + base, dy + base, x + base, g, dim, accumulate,
+        [&](float dyc, float xc, float gc) { return rs * gc * dyc - xc * rs * rs * rs * dot; });
 }
 
 __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ mean,
@@ -96,22 +104,11 @@ __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __rest
     }
     const float mean_dxh = block_sum(a) / static_cast<float>(dim);
     const float mean_dxh_xh = block_sum(bsum) / static_cast<float>(dim);
-    const float *dyr = dy + base, *xr = x + base;
-    float* dxr = dx + base;
-    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
-                   gv = load_lanes(w, g + c);
-        auto d = dyv;  // every lane is overwritten
-        for (int u = 0; u < w.n; ++u) {
-            const float xh = (xv[u] - mu) * rs;
-            d[u] = rs * (dyv[u] * gv[u] - mean_dxh - xh * mean_dxh_xh);
-        }
-        if (accumulate) {
-            const auto old = load_lanes(w, dxr + c);
-            for (int u = 0; u < w.n; ++u) d[u] = old[u] + d[u];
-        }
-        store_lanes(w, dxr + c, d);
-    });
+    write_dx_row(dx + base, dy + base, x + base, g, dim, accumulate,
+                 [&](float dyc, float xc, float gc) {
+                     const float xh = (xc - mu) * rs;
+                     return rs * (dyc * gc - mean_dxh - xh * mean_dxh_xh);
+                 });
 }
 
 // Column-sum terms of the gain gradients.

@@ -15,6 +15,7 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/safetensors.h"
 #include "moetrain/train.h"
+#include "checkpoint_run.h"
 #include "op_test_util.h"
 #include "test_checkpoint_util.h"
 
@@ -22,8 +23,6 @@ using namespace moetrain;
 using namespace moetrain::testing;
 
 namespace {
-
-constexpr int kB = 2, kT = 16;
 
 TrainOptions adamw8bit_options() {
     TrainOptions o;
@@ -34,26 +33,10 @@ TrainOptions adamw8bit_options() {
     return o;
 }
 
-// A model + trainer on `dev` after `steps` optimizer steps on batches 0..steps-1.
-struct Run8 {
-    Model model;
-    Trainer trainer;
+// A TrainedRun of the tiny preset; state() is the optimizer state on the host, range by range.
+struct Run8 : TrainedRun {
     Run8(Device& dev, const TrainOptions& o, uint64_t seed, int steps)
-        : model(dev, preset_config("tiny")), trainer(model, o) {
-        model.init_weights(seed);
-        for (int s = 0; s < steps; ++s) step(static_cast<uint32_t>(s));
-    }
-    double step(uint32_t batch) {
-        std::mt19937 rng(batch);
-        std::vector<int32_t> x, y;
-        for (int i = 0; i < kB * kT; ++i) {
-            x.push_back(static_cast<int32_t>(rng() % 256));
-            y.push_back(static_cast<int32_t>(rng() % 256));
-        }
-        return trainer.step(x.data(), y.data(), kB, kT).loss.loss;
-    }
-    std::vector<float> weights() const { return model.get_flat(model.params_flat()); }
-    // The optimizer state on the host, range by range.
+        : TrainedRun(dev, preset_config("tiny"), o, seed, steps) {}
     std::vector<io::QuantizedHost> state() const {
         return io::download_quantized(model.device(), trainer.quantized_moments());
     }

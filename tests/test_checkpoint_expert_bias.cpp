@@ -14,14 +14,13 @@
 #include "moetrain/safetensors.h"
 #include "moetrain/train.h"
 #include "nlohmann/json.hpp"
+#include "checkpoint_run.h"
 #include "test_checkpoint_util.h"
 
 using namespace moetrain;
 using namespace moetrain::testing;
 
 namespace {
-
-constexpr int kB = 2, kT = 16;
 
 ModelConfig biased(double rate) {
     ModelConfig c = preset_config("tiny");
@@ -39,25 +38,9 @@ TrainOptions options() {
     return o;
 }
 
-// A model + trainer after `steps` optimizer steps on batches 0..steps-1.
-struct Run {
-    std::unique_ptr<Device> dev = open_device("cpu");
-    Model model;
-    Trainer trainer;
-    Run(const ModelConfig& c, uint64_t seed, int steps)
-        : model(*dev, c), trainer(model, options()) {
-        model.init_weights(seed);
-        for (int s = 0; s < steps; ++s) step(static_cast<uint32_t>(s));
-    }
-    double step(uint32_t seed) {
-        std::mt19937 rng(seed);
-        std::vector<int32_t> x, y;
-        for (int i = 0; i < kB * kT; ++i) {
-            x.push_back(static_cast<int32_t>(rng() % 256));
-            y.push_back(static_cast<int32_t>(rng() % 256));
-        }
-        return trainer.step(x.data(), y.data(), kB, kT).loss.loss;
-    }
+// A CpuRun with options(); bias() is every expert bias, layer by layer.
+struct Run : CpuRun {
+    Run(const ModelConfig& c, uint64_t seed, int steps) : CpuRun(c, options(), seed, steps) {}
     std::vector<float> bias() const {
         std::vector<float> v;
         for (const ParamInfo& b : model.buffers()) {

@@ -13,6 +13,7 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/safetensors.h"
 #include "moetrain/train.h"
+#include "checkpoint_run.h"
 #include "test_checkpoint_util.h"
 
 namespace fs = std::filesystem;
@@ -20,22 +21,6 @@ using namespace moetrain;
 using namespace moetrain::testing;
 
 namespace {
-
-constexpr int kB = 2, kT = 16;
-
-struct Batch {
-    std::vector<int32_t> x, y;
-};
-
-Batch random_batch(uint32_t seed) {
-    std::mt19937 rng(seed);
-    Batch b;
-    for (int i = 0; i < kB * kT; ++i) {
-        b.x.push_back(static_cast<int32_t>(rng() % 256));
-        b.y.push_back(static_cast<int32_t>(rng() % 256));
-    }
-    return b;
-}
 
 TrainOptions adamw_options() {
     TrainOptions o;
@@ -45,22 +30,7 @@ TrainOptions adamw_options() {
     return o;
 }
 
-// A model + trainer after `steps` optimizer steps on batches 0..steps-1.
-struct Run {
-    std::unique_ptr<Device> dev = open_device("cpu");
-    Model model;
-    Trainer trainer;
-    Run(const ModelConfig& c, const TrainOptions& o, uint64_t seed, int steps)
-        : model(*dev, c), trainer(model, o) {
-        model.init_weights(seed);
-        for (int s = 0; s < steps; ++s) step(static_cast<uint32_t>(s));
-    }
-    double step(uint32_t batch) {
-        Batch b = random_batch(batch);
-        return trainer.step(b.x.data(), b.y.data(), kB, kT).loss.loss;
-    }
-    std::vector<float> weights() const { return model.get_flat(model.params_flat()); }
-};
+using Run = CpuRun;
 
 TrainState sample_state() {
     TrainState st;

@@ -6,9 +6,11 @@
 
 #include "moetrain/config.h"
 #include "moetrain/error.h"
+#include "config_test_util.h"
 #include "test_checkpoint_util.h"
 
 using moetrain::ModelConfig;
+using namespace moetrain::testing;
 using nlohmann::json;
 
 namespace {
@@ -48,35 +50,17 @@ json erase(json j, const std::string& key) {
 
 TEST_CASE("config: defaults of every optional key") {
     ModelConfig c = moetrain::parse_config(minimal().dump());
-    CHECK(c.vocab_size == 256);
-    CHECK(c.d_model == 64);
-    CHECK(c.n_layers == 2);
-    CHECK(c.n_heads == 4);
-    CHECK(c.n_kv_heads == 1);
-    CHECK(c.head_dim == 16);
-    CHECK(c.max_seq_len == 128);
-    CHECK(c.norm == moetrain::NormKind::rmsnorm);
-    CHECK(c.norm_eps == 1e-5);
-    CHECK(c.pos == moetrain::PosKind::rope);
-    CHECK(c.rope_theta == 10000.0);
-    CHECK(c.rope_ntk_alpha == 1.0);
-    CHECK(c.ffn == moetrain::FfnKind::swiglu);
-    CHECK(c.d_ff == 128);
-    CHECK(c.bias == false);
-    CHECK(c.tie_embeddings == false);
+    CHECK(sizes_of(c) == ConfigSizes{256, 64, 2, 4, 1, 16, 128, 128});
+    CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::rmsnorm, moetrain::PosKind::rope,
+                                     moetrain::FfnKind::swiglu, false, false});
+    CHECK(numbers_of(c) == ConfigNumbers{1e-5, 10000.0, 1.0});
     CHECK(!c.moe.has_value());
     CHECK(!moetrain::parse_config(set(minimal(), "/moe"_json_pointer, nullptr).dump()).moe);
 
     ModelConfig m = moetrain::parse_config(minimal_moe().dump());
     REQUIRE(m.moe.has_value());
-    CHECK(m.moe->n_experts == 8);
-    CHECK(m.moe->top_k == 2);
-    CHECK(m.moe->router == moetrain::RouterKind::softmax_topk);
-    CHECK(m.moe->norm_topk_prob == true);
-    CHECK(m.moe->n_shared_experts == 0);
-    CHECK(m.moe->aux_loss_alpha == 0.01);
-    CHECK(m.moe->z_loss_alpha == 0.0);
-    CHECK(m.moe->first_layer == 0);
+    CHECK(moe_basics_of(*m.moe) ==
+          MoeBasics{8, 2, moetrain::RouterKind::softmax_topk, true, 0, 0.01, 0.0, 0});
 }
 
 TEST_CASE("config: explicit values of every key are read") {
@@ -106,28 +90,15 @@ TEST_CASE("config: explicit values of every key are read") {
                 {"z_loss_alpha", 0.25},
                 {"first_layer", 3}}}};
     ModelConfig c = moetrain::parse_config(j.dump());
-    CHECK(c.vocab_size == 300);
-    CHECK(c.n_kv_heads == 3);
-    CHECK(c.head_dim == 10);  // explicit: need not be d_model / n_heads
-    CHECK(c.max_seq_len == 77);
-    CHECK(c.norm == moetrain::NormKind::layernorm);
-    CHECK(c.norm_eps == 1e-6);
-    CHECK(c.pos == moetrain::PosKind::learned);
-    CHECK(c.rope_theta == 500000.0);
-    CHECK(c.rope_ntk_alpha == 2.5);
-    CHECK(c.ffn == moetrain::FfnKind::gelu);
-    CHECK(c.bias);
-    CHECK(c.tie_embeddings);
+    // head_dim explicit: need not be d_model / n_heads.
+    CHECK(sizes_of(c) == ConfigSizes{300, 48, 3, 6, 3, 10, 77, 96});
+    CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::layernorm, moetrain::PosKind::learned,
+                                     moetrain::FfnKind::gelu, true, true});
+    CHECK(numbers_of(c) == ConfigNumbers{1e-6, 500000.0, 2.5});
     REQUIRE(c.moe);
-    CHECK(c.moe->n_experts == 5);
-    CHECK(c.moe->top_k == 3);
-    CHECK(c.moe->router == moetrain::RouterKind::hash);
+    CHECK(moe_basics_of(*c.moe) ==
+          MoeBasics{5, 3, moetrain::RouterKind::hash, false, 2, 0.5, 0.25, 3});
     CHECK(c.moe->active_k() == 1);
-    CHECK(!c.moe->norm_topk_prob);
-    CHECK(c.moe->n_shared_experts == 2);
-    CHECK(c.moe->aux_loss_alpha == 0.5);
-    CHECK(c.moe->z_loss_alpha == 0.25);
-    CHECK(c.moe->first_layer == 3);
     CHECK(!c.is_moe_layer(2));
     CHECK(moetrain::parse_config(set(j, "/ffn"_json_pointer, "relu").dump()).ffn ==
           moetrain::FfnKind::relu);

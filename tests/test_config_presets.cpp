@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 
 #include "moetrain/config.h"
+#include "config_test_util.h"
 #include "moetrain/error.h"
 
 using moetrain::ModelConfig;
+using namespace moetrain::testing;
 
 TEST_CASE("config: every preset is valid and round-trips through JSON") {
     auto names = moetrain::preset_names();
@@ -21,14 +23,7 @@ TEST_CASE("config: every preset is valid and round-trips through JSON") {
 
 TEST_CASE("config: preset sizes") {
     ModelConfig t = moetrain::preset_config("tiny");
-    CHECK(t.vocab_size == 256);
-    CHECK(t.d_model == 64);
-    CHECK(t.n_layers == 2);
-    CHECK(t.n_heads == 4);
-    CHECK(t.n_kv_heads == 2);
-    CHECK(t.head_dim == 16);
-    CHECK(t.d_ff == 128);
-    CHECK(t.max_seq_len == 128);
+    CHECK(sizes_of(t) == ConfigSizes{256, 64, 2, 4, 2, 16, 128, 128});
     REQUIRE(t.moe);
     CHECK(t.moe->n_experts == 4);
     CHECK(t.moe->top_k == 2);
@@ -40,11 +35,8 @@ TEST_CASE("config: preset sizes") {
     for (const char* name : {"dense-small", "gpt2-124m"}) {
         CAPTURE(name);
         ModelConfig c = moetrain::preset_config(name);
-        CHECK(c.norm == moetrain::NormKind::layernorm);
-        CHECK(c.pos == moetrain::PosKind::learned);
-        CHECK(c.ffn == moetrain::FfnKind::gelu);
-        CHECK(c.bias);
-        CHECK(c.tie_embeddings);
+        CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::layernorm, moetrain::PosKind::learned,
+                                         moetrain::FfnKind::gelu, true, true});
         CHECK(c.n_kv_heads == c.n_heads);
         CHECK(c.max_seq_len == 1024);
         CHECK(!c.moe);
@@ -63,11 +55,8 @@ TEST_CASE("config: preset sizes") {
     CHECK((s.vocab_size == 32000 && s.d_model == 768 && s.n_layers == 30 && s.n_heads == 12 &&
            s.n_kv_heads == 1 && s.d_ff == 6144 && s.max_seq_len == 2048));
     for (const ModelConfig& c : {m, s}) {
-        CHECK(c.norm == moetrain::NormKind::rmsnorm);
-        CHECK(c.pos == moetrain::PosKind::rope);
-        CHECK(c.ffn == moetrain::FfnKind::swiglu);
-        CHECK(!c.bias);
-        CHECK(!c.tie_embeddings);
+        CHECK(kinds_of(c) == ConfigKinds{moetrain::NormKind::rmsnorm, moetrain::PosKind::rope,
+                                         moetrain::FfnKind::swiglu, false, false});
         REQUIRE(c.moe);
         CHECK(c.moe->n_experts == 16);
         CHECK(c.moe->top_k == 4);

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <random>
 
+#include "finite_difference.h"
 #include "model/model_access.h"
 #include "model/model_impl.h"
 #include "moetrain/train.h"
@@ -142,7 +143,7 @@ TEST_CASE("model: capacity drops in training micro-batches only, as the referenc
     }
 }
 
-// Tolerance as in test_model_reference.cpp: |ours - fd| <= 1e-3 |fd| + 1e-4 max|grad| + 1e-8.
+// Tolerance and step: tests/finite_difference.h.
 TEST_CASE("model: gradients through the capacity path match float64 finite differences") {
     const ModelConfig c = routed(RouterKind::sigmoid_topk, 2.0, 1e-3, 0.6);
     for (auto& d : test::test_devices()) {
@@ -163,28 +164,24 @@ TEST_CASE("model: gradients through the capacity path match float64 finite diffe
         std::mt19937_64 rng(99);
         for (const ParamInfo& p : m.params()) {
             CAPTURE(p.name);
-            double gmax = 0;
-            for (int64_t i = 0; i < p.numel(); ++i)
-                gmax = std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
+            const double gmax = test::max_abs_grad(grads, p);
             std::uniform_int_distribution<int64_t> pick(0, p.numel() - 1);
             for (int s = 0; s < 5; ++s) {
                 const int64_t i = pick(rng);
-                double& v = w[p.name][static_cast<size_t>(i)];
-                const double v0 = v, h = 1e-6;
-                int64_t dp = 0, dm = 0;
-                v = v0 + h;
-                const double lp = rm::loss(c, w, b.x, b.y, kB, kT, nullptr, true, &dp).loss;
-                v = v0 - h;
-                const double lm = rm::loss(c, w, b.x, b.y, kB, kT, nullptr, true, &dm).loss;
-                v = v0;
-                REQUIRE(dp == base_dropped);  // the admission pattern held (no selection moved)
-                REQUIRE(dm == base_dropped);
-                const double fd = (lp - lm) / (2 * h);
+                std::vector<int64_t> drops;  // at v + h, then v - h
+                const double fd = test::central_difference(w[p.name][static_cast<size_t>(i)], [&] {
+                    int64_t dr = 0;
+                    const double l = rm::loss(c, w, b.x, b.y, kB, kT, nullptr, true, &dr).loss;
+                    drops.push_back(dr);
+                    return l;
+                });
+                // The admission pattern held (no selection moved).
+                REQUIRE(drops == std::vector<int64_t>{base_dropped, base_dropped});
                 const double ours = grads[static_cast<size_t>(p.offset + i)];
                 CAPTURE(i);
                 CAPTURE(ours);
                 CAPTURE(fd);
-                CHECK(std::abs(ours - fd) <= 1e-3 * std::abs(fd) + 1e-4 * gmax + 1e-8);
+                CHECK(std::abs(ours - fd) <= test::fd_tolerance(fd, gmax));
             }
         }
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "finite_difference.h"
 #include "moetrain/model.h"
 #include "op_test_util.h"
 #include "reference_model.h"
@@ -117,9 +118,7 @@ TEST_CASE("model: forward loss terms match the float64 reference (rel 1e-5)") {
     });
 }
 
-// Tolerance: |ours - fd| <= 1e-3 |fd| + 1e-4 max|grad of the tensor| + 1e-8, where fd is the
-// float64 central difference of the reference loss with step 1e-6 (truncation ~1e-12, rounding
-// ~1e-9: the 1e-8 floor covers tensors whose true gradient is 0, e.g. wk.bias under softmax).
+// Tolerance and step: tests/finite_difference.h.
 TEST_CASE("model: analytic gradients of every tensor match float64 finite differences") {
     for_each_random_model(3, [&](const Case& cs, Model& m) {
         const rm::Batch b = rm::random_batch(cs.cfg.vocab_size, kB, kT, 5, 7);
@@ -130,9 +129,7 @@ TEST_CASE("model: analytic gradients of every tensor match float64 finite differ
         std::mt19937_64 rng(99);
         for (const ParamInfo& p : m.params()) {
             CAPTURE(p.name);
-            double gmax = 0;
-            for (int64_t i = 0; i < p.numel(); ++i)
-                gmax = std::max(gmax, std::abs(double{grads[static_cast<size_t>(p.offset + i)]}));
+            const double gmax = test::max_abs_grad(grads, p);
             std::vector<int64_t> sample;
             if (p.numel() <= 16) {
                 for (int64_t i = 0; i < p.numel(); ++i) sample.push_back(i);
@@ -142,16 +139,11 @@ TEST_CASE("model: analytic gradients of every tensor match float64 finite differ
             }
             double worst = 0;
             for (int64_t i : sample) {
-                double& v = w[p.name][static_cast<size_t>(i)];
-                const double v0 = v, h = 1e-6;
-                v = v0 + h;
-                const double lp = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
-                v = v0 - h;
-                const double lm = rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
-                v = v0;
-                const double fd = (lp - lm) / (2 * h);
+                const double fd = test::central_difference(w[p.name][static_cast<size_t>(i)], [&] {
+                    return rm::loss(cs.cfg, w, b.x, b.y, kB, kT).loss;
+                });
                 const double ours = grads[static_cast<size_t>(p.offset + i)];
-                const double allowed = 1e-3 * std::abs(fd) + 1e-4 * gmax + 1e-8;
+                const double allowed = test::fd_tolerance(fd, gmax);
                 worst = std::max(worst, std::abs(ours - fd) / allowed);
                 if (std::abs(ours - fd) > allowed) {
                     CAPTURE(i);

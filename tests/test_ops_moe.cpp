@@ -6,6 +6,7 @@
 // 1e-5.
 #include <numeric>
 
+#include "test_ops_moe_checks.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 
@@ -143,16 +144,7 @@ TEST_CASE("ops: moe_sort with empty experts and one token per expert") {
         for (auto& c : cases) {
             CAPTURE(c.N);
             CAPTURE(c.E);
-            const int64_t nk = c.N * c.k;
-            Tensor tc = to_device(dev, ref::IVec(static_cast<size_t>(c.E), 99));  // overwritten
-            Tensor trt = zeros(dev, nk, DType::i32), tsr = zeros(dev, nk, DType::i32);
-            dev.moe_sort(tc, trt, tsr, to_device(dev, c.idx), c.N, c.k, c.E);
-            ref::IVec counts(static_cast<size_t>(c.E)), rt(static_cast<size_t>(nk)),
-                sr(static_cast<size_t>(nk));
-            ref::moe_sort(counts, rt, sr, c.idx, c.N, c.k, c.E);
-            check_equal(from_device_i32(dev, tc), counts, "moe_sort counts");
-            check_equal(from_device_i32(dev, trt), rt, "moe_sort row_token");
-            check_equal(from_device_i32(dev, tsr), sr, "moe_sort slot_row");
+            check_moe_sort(dev, c.idx, c.N, c.k, c.E, "moe_sort counts");
         }
         Tensor t = zeros(dev, 8, DType::i32);
         // Thrown by the op or (cuda: no host wait inside an MoE layer) by the next synchronize.
@@ -163,64 +155,41 @@ TEST_CASE("ops: moe_sort with empty experts and one token per expert") {
 }
 
 TEST_CASE("ops: gather_rows moe_combine moe_combine_bwd") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
-        uint64_t seed = 31;
-        for (auto [N, k, E, dim] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
-                                    {7, 2, 4, 33},
-                                    {33, 3, 8, 65},
-                                    {64, 1, 5, 16}}) {
-            CAPTURE(N);
-            CAPTURE(k);
-            CAPTURE(dim);
-            Rng rng(seed++);
-            const int64_t nk = N * k;
-            ref::IVec idx(static_cast<size_t>(nk));  // k distinct experts per token
-            for (int64_t n = 0; n < N; ++n)
-                for (int64_t j = 0; j < k; ++j)
-                    idx[n * k + j] = static_cast<int32_t>((n + j * 3) % E);
-            ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)),
-                slot_row(static_cast<size_t>(nk));
-            ref::moe_sort(counts, row_token, slot_row, idx, N, k, E);
-            auto x = rng.normal(N * dim);
-            Tensor tx = to_device(dev, x), trows = zeros(dev, nk * dim);
-            dev.gather_rows(trows, tx, to_device(dev, row_token), nk, dim);
-            ref::Vec rows(static_cast<size_t>(nk * dim));
-            ref::gather_rows(rows, x, row_token, nk, dim);
-            check_close(from_device(dev, trows), rows, Tol{0, 0}, "gather_rows");
+    const auto cases = {MoeCase{1, 1, 1, 1, 0}, MoeCase{7, 2, 4, 33, 0}, MoeCase{33, 3, 8, 65, 0},
+                        MoeCase{64, 1, 5, 16, 0}};
+    for_each_moe_case(cases, 31, [](Device& dev, const MoeCase& c, Rng& rng) {
+        const auto [N, k, E, dim, capacity] = c;
+        const int64_t nk = N * k;
+        const ref::IVec idx = spread_selections(c, [](int64_t n) { return n; });
+        ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)),
+            slot_row(static_cast<size_t>(nk));
+        ref::moe_sort(counts, row_token, slot_row, idx, N, k, E);
+        auto x = rng.normal(N * dim);
+        Tensor tx = to_device(dev, x), trows = zeros(dev, nk * dim);
+        dev.gather_rows(trows, tx, to_device(dev, row_token), nk, dim);
+        ref::Vec rows(static_cast<size_t>(nk * dim));
+        ref::gather_rows(rows, x, row_token, nk, dim);
+        check_close(from_device(dev, trows), rows, Tol{0, 0}, "gather_rows");
 
-            auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
-                 y0 = rng.normal(N * dim);
-            Tensor teo = to_device(dev, expert_out), tsr = to_device(dev, slot_row),
-                   tw = to_device(dev, w);
-            for (bool weighted : {true, false})
-                for (bool acc : {false, true}) {
-                    CAPTURE(weighted);
-                    CAPTURE(acc);
-                    Tensor ty = to_device(dev, y0);
-                    dev.moe_combine(ty, teo, tsr, weighted ? tw : Tensor{}, N, k, dim, acc);
-                    auto y = y0;
-                    ref::moe_combine(y, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim,
-                                     acc);
-                    check_close(from_device(dev, ty), y, Tol{}, "moe_combine");
-                }
-            auto dy = rng.normal(N * dim);
-            for (bool weighted : {true, false})
-                for (bool want_dw : {true, false}) {
-                    CAPTURE(weighted);
-                    CAPTURE(want_dw);
-                    Tensor tdr = zeros(dev, nk * dim), tdw = zeros(dev, nk);
-                    dev.moe_combine_bwd(tdr, want_dw ? tdw : Tensor{}, to_device(dev, dy), teo, tsr,
-                                        weighted ? tw : Tensor{}, N, k, dim);
-                    ref::Vec dr(static_cast<size_t>(nk * dim)),
-                        dw = want_dw ? ref::Vec(static_cast<size_t>(nk)) : ref::Vec{};
-                    ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row,
-                                         weighted ? w : ref::Vec{}, N, k, dim);
-                    check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
-                    if (want_dw)
-                        check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw");
-                }
-        }
-    }
+        auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
+             y0 = rng.normal(N * dim);
+        Tensor teo = to_device(dev, expert_out), tsr = to_device(dev, slot_row),
+               tw = to_device(dev, w);
+        check_moe_combine(dev, {expert_out, w, teo, tw}, slot_row, tsr, y0, N, k, dim);
+        auto dy = rng.normal(N * dim);
+        for (bool weighted : {true, false})
+            for (bool want_dw : {true, false}) {
+                CAPTURE(weighted);
+                CAPTURE(want_dw);
+                Tensor tdr = zeros(dev, nk * dim), tdw = zeros(dev, nk);
+                dev.moe_combine_bwd(tdr, want_dw ? tdw : Tensor{}, to_device(dev, dy), teo, tsr,
+                                    weighted ? tw : Tensor{}, N, k, dim);
+                ref::Vec dr(static_cast<size_t>(nk * dim)),
+                    dw = want_dw ? ref::Vec(static_cast<size_t>(nk)) : ref::Vec{};
+                ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row, weighted ? w : ref::Vec{}, N,
+                                     k, dim);
+                check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
+                if (want_dw) check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw");
+            }
+    });
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "test_ops_moe_checks.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 
@@ -148,65 +149,38 @@ TEST_CASE("ops: moe_capacity_shares over R ranks admit as one process on the glo
 }
 
 TEST_CASE("ops: moe_sort, moe_combine and moe_combine_bwd skip dropped selections") {
-    for (auto& d : test_devices()) {
-        CAPTURE(d.id);
-        Device& dev = *d.dev;
-        uint64_t seed = 41;
-        for (auto [N, k, E, dim, capacity] :
-             {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 3, 0},
-              {7, 2, 4, 33, 2},
-              {33, 3, 8, 65, 5},
-              {64, 1, 5, 16, 3},
-              {300, 2, 4, 8, 100}}) {
-            CAPTURE(N);
-            CAPTURE(k);
-            CAPTURE(capacity);
-            Rng rng(seed++);
-            const int64_t nk = N * k;
-            ref::IVec idx(static_cast<size_t>(nk));  // k distinct experts per token
-            for (int64_t n = 0; n < N; ++n)
-                for (int64_t j = 0; j < k; ++j)
-                    idx[n * k + j] = static_cast<int32_t>((n * (n % 3 == 0 ? 1 : 2) + j * 3) % E);
-            ref::IVec kept(static_cast<size_t>(nk)), chosen(static_cast<size_t>(E));
-            ref::moe_capacity(kept, chosen, idx, {}, N, k, E, capacity);
+    const auto cases = {MoeCase{1, 1, 1, 3, 0}, MoeCase{7, 2, 4, 33, 2}, MoeCase{33, 3, 8, 65, 5},
+                        MoeCase{64, 1, 5, 16, 3}, MoeCase{300, 2, 4, 8, 100}};
+    for_each_moe_case(cases, 41, [](Device& dev, const MoeCase& c, Rng& rng) {
+        const auto [N, k, E, dim, capacity] = c;
+        const int64_t nk = N * k;
+        const ref::IVec idx =
+            spread_selections(c, [](int64_t n) { return n * (n % 3 == 0 ? 1 : 2); });
+        ref::IVec kept(static_cast<size_t>(nk)), chosen(static_cast<size_t>(E));
+        ref::moe_capacity(kept, chosen, idx, {}, N, k, E, capacity);
 
-            Tensor tc = to_device(dev, ref::IVec(static_cast<size_t>(E), 99));
-            Tensor trt = to_device(dev, ref::IVec(static_cast<size_t>(nk), 99));
-            Tensor tsr = zeros(dev, nk, DType::i32);
-            dev.moe_sort(tc, trt, tsr, to_device(dev, kept), N, k, E);
-            ref::IVec counts(static_cast<size_t>(E)), row_token(static_cast<size_t>(nk)),
-                slot_row(static_cast<size_t>(nk));
-            ref::moe_sort(counts, row_token, slot_row, kept, N, k, E);
-            check_equal(from_device_i32(dev, tc), counts, "moe_sort counts (admitted)");
-            check_equal(from_device_i32(dev, trt), row_token, "moe_sort row_token");
-            check_equal(from_device_i32(dev, tsr), slot_row, "moe_sort slot_row");
+        const MoeSorted sorted = check_moe_sort(dev, kept, N, k, E, "moe_sort counts (admitted)");
+        const ref::IVec& slot_row = sorted.slot_row;
+        const Tensor& tsr = sorted.device_slot_row;
 
-            auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
-                 y0 = rng.normal(N * dim), dy = rng.normal(N * dim);
-            Tensor teo = to_device(dev, expert_out), tw = to_device(dev, w);
-            for (bool weighted : {true, false}) {
-                CAPTURE(weighted);
-                for (bool acc : {false, true}) {
-                    Tensor ty = to_device(dev, y0);
-                    dev.moe_combine(ty, teo, tsr, weighted ? tw : Tensor{}, N, k, dim, acc);
-                    auto y = y0;
-                    ref::moe_combine(y, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k, dim,
-                                     acc);
-                    check_close(from_device(dev, ty), y, Tol{}, "moe_combine");
-                }
-                // Rows no admitted selection owns keep what was there (nothing writes them).
-                const ref::Vec marker(static_cast<size_t>(nk * dim), 7.0);
-                Tensor tdr = to_device(dev, marker), tdw = to_device(dev, ref::Vec(nk, 5.0));
-                dev.moe_combine_bwd(tdr, tdw, to_device(dev, dy), teo, tsr,
-                                    weighted ? tw : Tensor{}, N, k, dim);
-                ref::Vec dr = marker, dw(static_cast<size_t>(nk));
-                ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row, weighted ? w : ref::Vec{}, N,
-                                     k, dim);
-                check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
-                check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw (0 if dropped)");
-            }
+        auto expert_out = rng.normal(nk * dim), w = rng.uniform(nk, 0.0, 1.0),
+             y0 = rng.normal(N * dim), dy = rng.normal(N * dim);
+        Tensor teo = to_device(dev, expert_out), tw = to_device(dev, w);
+        check_moe_combine(dev, {expert_out, w, teo, tw}, slot_row, tsr, y0, N, k, dim);
+        for (bool weighted : {true, false}) {
+            CAPTURE(weighted);
+            // Rows no admitted selection owns keep what was there (nothing writes them).
+            const ref::Vec marker(static_cast<size_t>(nk * dim), 7.0);
+            Tensor tdr = to_device(dev, marker), tdw = to_device(dev, ref::Vec(nk, 5.0));
+            dev.moe_combine_bwd(tdr, tdw, to_device(dev, dy), teo, tsr, weighted ? tw : Tensor{}, N,
+                                k, dim);
+            ref::Vec dr = marker, dw(static_cast<size_t>(nk));
+            ref::moe_combine_bwd(dr, dw, dy, expert_out, slot_row, weighted ? w : ref::Vec{}, N, k,
+                                 dim);
+            check_close(from_device(dev, tdr), dr, Tol{}, "moe_combine_bwd drows");
+            check_close(from_device(dev, tdw), dw, Tol{}, "moe_combine_bwd dw (0 if dropped)");
         }
-    }
+    });
 }
 
 TEST_CASE("ops: add_counts and the float64 expert_bias_update") {

@@ -22,16 +22,116 @@ const std::vector<std::string> kPos = {"rope", "learned"};
 const std::vector<std::string> kFfns = {"swiglu", "gelu", "relu"};
 const std::vector<std::string> kRouters = {"softmax_topk", "hash", "sigmoid_topk"};
 
-const std::vector<std::string> kTopKeys = {
-    "vocab_size", "d_model",  "n_layers",    "n_heads",
-    "n_kv_heads", "head_dim", "max_seq_len", "norm",
-    "norm_eps",   "pos",      "rope_theta",  "rope_ntk_alpha",
-    "ffn",        "d_ff",     "bias",        "tie_embeddings",
-    "moe"};
-const std::vector<std::string> kMoeKeys = {
-    "n_experts",      "top_k",        "router",      "norm_topk_prob", "n_shared_experts",
-    "aux_loss_alpha", "z_loss_alpha", "first_layer", "routed_scaling", "bias_update_rate",
-    "capacity_factor"};
+// Every key of the config JSON once, in the canonical order: `v(key, member, required)`.
+// Parsing, the known-key lists and the canonical JSON are all driven by these two lists
+// (MODEL.md 1); an optional key's default is the member's value in a default-made struct.
+template <typename Moe, typename Visitor>
+void each_moe_field(Moe& m, Visitor&& v) {
+    v("n_experts", m.n_experts, true);
+    v("top_k", m.top_k, false);
+    v("router", m.router, false);
+    v("norm_topk_prob", m.norm_topk_prob, false);
+    v("n_shared_experts", m.n_shared_experts, false);
+    v("aux_loss_alpha", m.aux_loss_alpha, false);
+    v("z_loss_alpha", m.z_loss_alpha, false);
+    v("first_layer", m.first_layer, false);
+    v("routed_scaling", m.routed_scaling, false);
+    v("bias_update_rate", m.bias_update_rate, false);
+    v("capacity_factor", m.capacity_factor, false);
+}
+
+// The scalar keys of the top level; "moe" follows them.
+template <typename Config, typename Visitor>
+void each_model_field(Config& c, Visitor&& v) {
+    v("vocab_size", c.vocab_size, true);
+    v("d_model", c.d_model, true);
+    v("n_layers", c.n_layers, true);
+    v("n_heads", c.n_heads, true);
+    v("n_kv_heads", c.n_kv_heads, false);
+    v("head_dim", c.head_dim, false);
+    v("max_seq_len", c.max_seq_len, true);
+    v("norm", c.norm, false);
+    v("norm_eps", c.norm_eps, false);
+    v("pos", c.pos, false);
+    v("rope_theta", c.rope_theta, false);
+    v("rope_ntk_alpha", c.rope_ntk_alpha, false);
+    v("ffn", c.ffn, false);
+    v("d_ff", c.d_ff, true);
+    v("bias", c.bias, false);
+    v("tie_embeddings", c.tie_embeddings, false);
+}
+
+const std::vector<std::string>& names_of(NormKind) {
+    return kNorms;
+}
+const std::vector<std::string>& names_of(PosKind) {
+    return kPos;
+}
+const std::vector<std::string>& names_of(FfnKind) {
+    return kFfns;
+}
+const std::vector<std::string>& names_of(RouterKind) {
+    return kRouters;
+}
+
+// Collects the visited keys, in order.
+struct KeyLister {
+    std::vector<std::string>& keys;
+    template <typename T>
+    void operator()(const char* key, const T&, bool) const {
+        keys.emplace_back(key);
+    }
+};
+
+// Reads each visited key from `f` into its member: ints range-checked, doubles finite,
+// enums one of their names; a missing optional key keeps the member's value.
+struct FieldReader {
+    const io::JsonFields& f;
+    void operator()(const char* key, int& v, bool required) const {
+        v = static_cast<int>(required ? f.integer(key, INT_MIN, INT_MAX)
+                                      : f.integer(key, v, INT_MIN, INT_MAX));
+    }
+    void operator()(const char* key, double& v, bool required) const {
+        v = required ? f.number(key) : f.number(key, v);
+    }
+    void operator()(const char* key, bool& v, bool required) const {
+        v = required ? f.boolean(key) : f.boolean(key, v);
+    }
+    template <typename Enum>
+    void operator()(const char* key, Enum& v, bool required) const {
+        const std::vector<std::string>& names = names_of(v);
+        v = static_cast<Enum>(required ? f.choice(key, names)
+                                       : f.choice(key, names, static_cast<size_t>(v)));
+    }
+};
+
+// Writes each visited member under its key; enums as their names.
+struct FieldWriter {
+    io::ordered_json& j;
+    template <typename T>
+    void operator()(const char* key, const T& v, bool) const {
+        if constexpr (std::is_enum_v<T>)
+            j[key] = to_string(v);
+        else
+            j[key] = v;
+    }
+};
+
+std::vector<std::string> moe_keys() {
+    std::vector<std::string> keys;
+    const MoeConfig m;
+    each_moe_field(m, KeyLister{keys});
+    return keys;
+}
+std::vector<std::string> top_keys() {
+    std::vector<std::string> keys;
+    const ModelConfig c;
+    each_model_field(c, KeyLister{keys});
+    keys.emplace_back("moe");
+    return keys;
+}
+const std::vector<std::string> kMoeKeys = moe_keys();
+const std::vector<std::string> kTopKeys = top_keys();
 
 // Largest parameter count accepted: keeps every tensor size and offset far from int64
 // overflow (and no machine holds 2^50 floats anyway).
@@ -39,27 +139,10 @@ constexpr double kMaxParams = 1125899906842624.0;  // 2^50
 constexpr int64_t kMaxLayers = 1024, kMaxHeads = 4096, kMaxExperts = 4096;
 constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
 
-int int_field(const io::JsonFields& f, const std::string& key) {
-    return static_cast<int>(f.integer(key, INT_MIN, INT_MAX));
-}
-int int_field(const io::JsonFields& f, const std::string& key, int def) {
-    return static_cast<int>(f.integer(key, def, INT_MIN, INT_MAX));
-}
-
 MoeConfig parse_moe(const json& j) {
     io::JsonFields f(j, "config", "moe.", kMoeKeys);
     MoeConfig m;
-    m.n_experts = int_field(f, "n_experts");
-    m.top_k = int_field(f, "top_k", m.top_k);
-    m.router = static_cast<RouterKind>(f.choice("router", kRouters, 0));
-    m.norm_topk_prob = f.boolean("norm_topk_prob", m.norm_topk_prob);
-    m.n_shared_experts = int_field(f, "n_shared_experts", m.n_shared_experts);
-    m.aux_loss_alpha = f.number("aux_loss_alpha", m.aux_loss_alpha);
-    m.z_loss_alpha = f.number("z_loss_alpha", m.z_loss_alpha);
-    m.first_layer = int_field(f, "first_layer", m.first_layer);
-    m.routed_scaling = f.number("routed_scaling", m.routed_scaling);
-    m.bias_update_rate = f.number("bias_update_rate", m.bias_update_rate);
-    m.capacity_factor = f.number("capacity_factor", m.capacity_factor);
+    each_moe_field(m, FieldReader{f});
     return m;
 }
 
@@ -189,22 +272,7 @@ ModelConfig parse_config(const std::string& json_text) {
     json j = io::parse_json_strict(json_text, "config");
     io::JsonFields f(j, "config", "", kTopKeys);
     ModelConfig c;
-    c.vocab_size = int_field(f, "vocab_size");
-    c.d_model = int_field(f, "d_model");
-    c.n_layers = int_field(f, "n_layers");
-    c.n_heads = int_field(f, "n_heads");
-    c.n_kv_heads = int_field(f, "n_kv_heads", c.n_kv_heads);
-    c.head_dim = int_field(f, "head_dim", 0);
-    c.max_seq_len = int_field(f, "max_seq_len");
-    c.norm = static_cast<NormKind>(f.choice("norm", kNorms, 0));
-    c.norm_eps = f.number("norm_eps", c.norm_eps);
-    c.pos = static_cast<PosKind>(f.choice("pos", kPos, 0));
-    c.rope_theta = f.number("rope_theta", c.rope_theta);
-    c.rope_ntk_alpha = f.number("rope_ntk_alpha", c.rope_ntk_alpha);
-    c.ffn = static_cast<FfnKind>(f.choice("ffn", kFfns, 0));
-    c.d_ff = int_field(f, "d_ff");
-    c.bias = f.boolean("bias", c.bias);
-    c.tie_embeddings = f.boolean("tie_embeddings", c.tie_embeddings);
+    each_model_field(c, FieldReader{f});
     if (f.has("moe") && !f.raw("moe").is_null()) {
         f.object("moe");
         c.moe = parse_moe(f.raw("moe"));
@@ -237,36 +305,10 @@ ModelConfig load_config_file(const std::string& path) {
 
 std::string config_to_json(const ModelConfig& c) {
     io::ordered_json j;
-    j["vocab_size"] = c.vocab_size;
-    j["d_model"] = c.d_model;
-    j["n_layers"] = c.n_layers;
-    j["n_heads"] = c.n_heads;
-    j["n_kv_heads"] = c.n_kv_heads;
-    j["head_dim"] = c.head_dim;
-    j["max_seq_len"] = c.max_seq_len;
-    j["norm"] = to_string(c.norm);
-    j["norm_eps"] = c.norm_eps;
-    j["pos"] = to_string(c.pos);
-    j["rope_theta"] = c.rope_theta;
-    j["rope_ntk_alpha"] = c.rope_ntk_alpha;
-    j["ffn"] = to_string(c.ffn);
-    j["d_ff"] = c.d_ff;
-    j["bias"] = c.bias;
-    j["tie_embeddings"] = c.tie_embeddings;
+    each_model_field(c, FieldWriter{j});
     if (c.moe) {
-        const MoeConfig& m = *c.moe;
         io::ordered_json jm;
-        jm["n_experts"] = m.n_experts;
-        jm["top_k"] = m.top_k;
-        jm["router"] = to_string(m.router);
-        jm["norm_topk_prob"] = m.norm_topk_prob;
-        jm["n_shared_experts"] = m.n_shared_experts;
-        jm["aux_loss_alpha"] = m.aux_loss_alpha;
-        jm["z_loss_alpha"] = m.z_loss_alpha;
-        jm["first_layer"] = m.first_layer;
-        jm["routed_scaling"] = m.routed_scaling;
-        jm["bias_update_rate"] = m.bias_update_rate;
-        jm["capacity_factor"] = m.capacity_factor;
+        each_moe_field(*c.moe, FieldWriter{jm});
         j["moe"] = jm;
     } else {
         j["moe"] = nullptr;

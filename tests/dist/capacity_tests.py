@@ -6,7 +6,6 @@ dist_tests.py, whose helpers (mpirun, the corpus, the run comparison) it reuses:
 
     capacity_tests.py --mpirun mpiexec --moetrain build/moetrain --work DIR TEST_NAME
 """
-import argparse
 import json
 import os
 import subprocess
@@ -152,33 +151,10 @@ def capacity_bit_identical():
     for tag, extra in (("zero", ["--zero", 1]), ("ep", ["--expert-parallel", 2])):
         for out in ("a", "b"):
             run(2, d, data, cfg, 2, f"{tag}_{out}", extra=extra)
-        for f in ("model.safetensors", "optimizer.safetensors"):
-            with open(os.path.join(dt.final_dir(d, f"{tag}_a"), f), "rb") as x, \
-                    open(os.path.join(dt.final_dir(d, f"{tag}_b"), f), "rb") as y:
-                assert x.read() == y.read(), f"{tag}: {f} differs between two 2-rank runs"
-        la = dt.read_log(os.path.join(d, f"{tag}_a.jsonl"))
-        lb = dt.read_log(os.path.join(d, f"{tag}_b.jsonl"))
-        assert [(x["loss"], x["grad_norm"], x["expert_load"]) for x in la] == \
-            [(y["loss"], y["grad_norm"], y["expert_load"]) for y in lb], tag
+        dt.assert_same_runs(d, f"{tag}_a", f"{tag}_b", f"2-rank {tag} runs",
+                            fields=("loss", "grad_norm", "expert_load"))
     print("ok: two 2-rank capacity runs are bit-identical (ZeRO-1 and expert parallel)")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--moetrain", default="")
-    ap.add_argument("--comm-check", default="")
-    ap.add_argument("--work", default="")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("name", nargs="?")
-    args = ap.parse_args()
-    if args.list:
-        print(";".join(TESTS))
-        return
-    dt.ARGS = args
-    os.makedirs(args.work, exist_ok=True)
-    TESTS[args.name]()
-
-
 if __name__ == "__main__":
-    main()
+    dt.main(TESTS)

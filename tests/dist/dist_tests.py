@@ -9,6 +9,7 @@ mpirun gets --allow-run-as-root and --oversubscribe here, in the command, so tha
 as root in CI containers and with more ranks than cores without touching the machine's settings.
 """
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -300,25 +301,24 @@ def optimizer_mb(name, n, batch, runs):
     return mb
 
 
-@test
-def zero8_shards_optimizer_memory():
-    mb = optimizer_mb("zero8_memory", 4, 1, {z: ["--zero", z, "--optimizer", "adamw8bit"]
-                                             for z in (0, 1)})
+def zero_shards_state(name, optimizer, lo, hi):
+    # The optimizer state rank 0 allocates: about 1/N of the replicated one under ZeRO-1.
+    mb = optimizer_mb(name, 4, 1, {z: ["--zero", z, "--optimizer", optimizer] for z in (0, 1)})
     ratio = mb[1] / mb[0]
-    # The gains and biases (under 1% of tiny's parameters) stay replicated.
-    assert 0.25 <= ratio <= 0.27, f"8-bit ZeRO-1 over 4 ranks keeps {ratio:.3f} of the state"
-    print(f"ok: 8-bit optimizer state per rank {mb[0]:.4f} MB replicated, {mb[1]:.4f} MB with "
+    assert lo <= ratio <= hi, f"{optimizer} ZeRO-1 over 4 ranks keeps {ratio:.3f} of the state"
+    print(f"ok: {optimizer} state per rank {mb[0]:.4f} MB replicated, {mb[1]:.4f} MB with "
           f"ZeRO-1 over 4 ranks ({ratio:.3f})")
 
 
 @test
+def zero8_shards_optimizer_memory():
+    # The gains and biases (under 1% of tiny's parameters) stay replicated.
+    zero_shards_state("zero8_memory", "adamw8bit", 0.25, 0.27)
+
+
+@test
 def zero_shards_optimizer_memory():
-    # The optimizer state rank 0 allocates: 1/N of the replicated one under ZeRO-1.
-    mb = optimizer_mb("zero_memory", 4, 1, {z: ["--zero", z] for z in (0, 1)})
-    ratio = mb[1] / mb[0]
-    assert 0.24 <= ratio <= 0.26, f"ZeRO-1 over 4 ranks keeps {ratio:.3f} of the optimizer state"
-    print(f"ok: optimizer state per rank {mb[0]:.3f} MB replicated, {mb[1]:.3f} MB with ZeRO-1 "
-          f"over 4 ranks ({ratio:.3f})")
+    zero_shards_state("zero_memory", "adamw", 0.24, 0.26)
 
 
 @test
@@ -337,21 +337,29 @@ def zero_opencl_np2():
     equivalence(2, device="opencl", extra=["--zero", 1])
 
 
-@test
-def dp_bit_identical():
-    # Two runs with the same number of ranks write the same bytes (weights and moments).
-    d = work("dp_bit_identical")
+def assert_same_runs(d, a, b, what, fields=("loss", "grad_norm")):
+    # Runs a and b in d wrote the same bytes (weights and moments) and logged the same `fields`
+    # at every step.
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(final_dir(d, a), f), "rb") as x, \
+                open(os.path.join(final_dir(d, b), f), "rb") as y:
+            assert x.read() == y.read(), f"{f} differs between two {what}"
+    la, lb = read_log(os.path.join(d, a + ".jsonl")), read_log(os.path.join(d, b + ".jsonl"))
+    assert [[x[k] for k in fields] for x in la] == [[y[k] for k in fields] for y in lb], what
+
+
+def bit_identical(name, n, batch, extra, what):
+    d = work(name)
     data = corpus(d)
     for out in ("a", "b"):
-        train(2, d, data, 2, out, extra=["--zero", 1])
-    for f in ("model.safetensors", "optimizer.safetensors"):
-        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
-                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
-            assert x.read() == y.read(), f"{f} differs between two runs with 2 ranks"
-    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
-    for x, y in zip(la, lb):
-        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
-    print("ok: two 2-rank runs are bit-identical")
+        train(n, d, data, batch, out, extra=extra)
+    assert_same_runs(d, "a", "b", what)
+    print(f"ok: two {what} are bit-identical")
+
+
+@test
+def dp_bit_identical():
+    bit_identical("dp_bit_identical", 2, 2, ["--zero", 1], "runs with 2 ranks")
 
 
 # ---- expert parallel -----------------------------------------------------------------------
@@ -448,19 +456,8 @@ def ep_evaluates_every_expert():
 
 @test
 def ep_bit_identical():
-    # Two expert-parallel runs with the same ranks write the same bytes (weights and moments).
-    d = work("ep_bit_identical")
-    data = corpus(d)
-    for out in ("a", "b"):
-        train(4, d, data, 1, out, extra=["--expert-parallel", 2])
-    for f in ("model.safetensors", "optimizer.safetensors"):
-        with open(os.path.join(final_dir(d, "a"), f), "rb") as x, \
-                open(os.path.join(final_dir(d, "b"), f), "rb") as y:
-            assert x.read() == y.read(), f"{f} differs between two expert-parallel runs"
-    la, lb = read_log(os.path.join(d, "a.jsonl")), read_log(os.path.join(d, "b.jsonl"))
-    for x, y in zip(la, lb):
-        assert (x["loss"], x["grad_norm"]) == (y["loss"], y["grad_norm"]), (x, y)
-    print("ok: two 4-rank expert-parallel runs are bit-identical")
+    bit_identical("ep_bit_identical", 4, 1, ["--expert-parallel", 2],
+                  "4-rank expert-parallel runs")
 
 
 @test
@@ -513,66 +510,26 @@ def resume_case(n, m, zero_n, zero_m, ep_n=1, ep_m=1, optimizer="adamw"):
           f"ep {ep_m}): " + ("exact" if same_n else "within tolerance"))
 
 
-@test
-def resume_2_to_1():
-    resume_case(2, 1, 0, 0)
-
-
-@test
-def resume_1_to_2():
-    resume_case(1, 2, 0, 0)
-
-
-@test
-def resume_zero_2_to_1():
-    resume_case(2, 1, 1, 0)
-
-
-@test
-def resume_1_to_zero_2():
-    resume_case(1, 2, 0, 1)
-
-
-@test
-def resume_zero_2_to_2_exact():
-    resume_case(2, 2, 1, 1)
-
-
-@test
-def resume_2_to_zero_2():
-    resume_case(2, 2, 0, 1)
-
-
-@test
-def resume_zero8_2_to_2_exact():
-    # The 8-bit codes and block scales are gathered into the checkpoint and scattered back.
-    resume_case(2, 2, 1, 1, optimizer="adamw8bit")
-
-
-@test
-def resume_zero8_2_to_1():
-    resume_case(2, 1, 1, 0, optimizer="adamw8bit")
-
-
-@test
-def resume_1_to_zero8_4():
-    resume_case(1, 4, 0, 1, optimizer="adamw8bit")
-
-
-@test
-def resume_ep_2_to_1():
-    resume_case(2, 1, 0, 0, ep_n=2)
-
-
-@test
-def resume_1_to_ep_2():
-    resume_case(1, 2, 0, 0, ep_m=2)
-
-
-@test
-def resume_ep_2_to_2_exact():
-    # The moments of every expert are gathered into the checkpoint and scattered back.
-    resume_case(2, 2, 0, 0, ep_n=2, ep_m=2)
+# Save with one layout, resume with another: (ranks, zero, expert parallel) before and after.
+# resume_zero8_*: the 8-bit codes and block scales are gathered into the checkpoint and
+# scattered back; resume_ep_2_to_2_exact: the moments of every expert are gathered into the
+# checkpoint and scattered back.
+RESUME_CASES = {
+    "resume_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0),
+    "resume_1_to_2": dict(n=1, m=2, zero_n=0, zero_m=0),
+    "resume_zero_2_to_1": dict(n=2, m=1, zero_n=1, zero_m=0),
+    "resume_1_to_zero_2": dict(n=1, m=2, zero_n=0, zero_m=1),
+    "resume_zero_2_to_2_exact": dict(n=2, m=2, zero_n=1, zero_m=1),
+    "resume_2_to_zero_2": dict(n=2, m=2, zero_n=0, zero_m=1),
+    "resume_zero8_2_to_2_exact": dict(n=2, m=2, zero_n=1, zero_m=1, optimizer="adamw8bit"),
+    "resume_zero8_2_to_1": dict(n=2, m=1, zero_n=1, zero_m=0, optimizer="adamw8bit"),
+    "resume_1_to_zero8_4": dict(n=1, m=4, zero_n=0, zero_m=1, optimizer="adamw8bit"),
+    "resume_ep_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0, ep_n=2),
+    "resume_1_to_ep_2": dict(n=1, m=2, zero_n=0, zero_m=0, ep_m=2),
+    "resume_ep_2_to_2_exact": dict(n=2, m=2, zero_n=0, zero_m=0, ep_n=2, ep_m=2),
+}
+for _name, _kw in RESUME_CASES.items():
+    TESTS[_name] = functools.partial(resume_case, **_kw)
 
 
 # ---- bad combinations and failing ranks during training -------------------------------------
@@ -804,8 +761,11 @@ def opencl_available():
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
 
 
-def main():
+def main(tests=None):
+    # Runs one test of `tests` (default: this file's) by name, or lists them; the other dist
+    # test scripts call it with theirs.
     global ARGS
+    tests = TESTS if tests is None else tests
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--moetrain", default="")
@@ -815,10 +775,10 @@ def main():
     ap.add_argument("name", nargs="?")
     ARGS = ap.parse_args()
     if ARGS.list:
-        print(";".join(TESTS))
+        print(";".join(tests))
         return
     os.makedirs(ARGS.work, exist_ok=True)
-    TESTS[ARGS.name]()
+    tests[ARGS.name]()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "op_test_util.h"
@@ -52,6 +53,19 @@ auto two_schedules(const std::string& what, Op op) {
     INFO(what << ": result differs between two thread interleavings (a race)");
     CHECK(first == second);
     return first;
+}
+
+// Runs body(rows, cols, rng) for each (rows, cols) shape, both captured for failures, with rng
+// seeded rows * seed_rows + cols.
+using Shapes = std::vector<std::pair<int64_t, int64_t>>;
+template <typename Body>
+void for_each_shape(const Shapes& shapes, int64_t seed_rows, Body&& body) {
+    for (auto [rows, cols] : shapes) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        Rng rng(static_cast<uint64_t>(rows * seed_rows + cols));
+        body(rows, cols, rng);
+    }
 }
 
 inline void check_close(const FVec& got, const Vec& want, Tol tol, const std::string& what) {

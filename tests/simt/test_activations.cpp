@@ -48,10 +48,8 @@ TEST_CASE("simt: activations act_fwd, act_bwd, swiglu") {
 }
 
 TEST_CASE("simt: activations softmax rows, in place") {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {5, 257}, {2, 5000}}) {
-        CAPTURE(rows);
-        CAPTURE(cols);
-        Rng rng(static_cast<uint64_t>(rows + cols));
+    const Shapes shapes = {{1, 1}, {3, 7}, {5, 257}, {2, 5000}};
+    for_each_shape(shapes, 1, [&](int64_t rows, int64_t cols, Rng& rng) {
         Vec x = rng.normal(rows * cols, 4.0);
         auto got = two_schedules("softmax", [&] {
             FVec fx = to_f32(x), y(rows * cols);
@@ -63,7 +61,7 @@ TEST_CASE("simt: activations softmax rows, in place") {
         ref::softmax(want, x, rows, cols);
         check_close(got.first, want, Tol{1e-5, 1e-7}, "softmax");
         check_close(got.second, want, Tol{1e-5, 1e-7}, "softmax in place");
-    }
+    });
 }
 
 TEST_CASE(

@@ -53,6 +53,18 @@ class FakeGraphRuntime final : public GraphRuntime {
     }
 };
 
+// A cache without warm-up over a runtime whose `fail` step fails, and the number of times the
+// record ran.
+struct FailingRuntime {
+    FakeGraphRuntime rt;
+    GraphCache cache{rt, true, 0};
+    int work = 0;
+    explicit FailingRuntime(bool FakeGraphRuntime::*fail) { rt.*fail = true; }
+    StepRun run(const std::string& key) {
+        return cache.run(key, [this] { ++work; });
+    }
+};
+
 }  // namespace
 
 TEST_CASE("cuda graphs: two eager warm-up runs, one capture, then replays") {
@@ -103,13 +115,10 @@ TEST_CASE("cuda graphs: a record that cannot be captured runs eagerly, exactly o
 }
 
 TEST_CASE("cuda graphs: a capture the runtime invalidates falls back with its reason") {
-    FakeGraphRuntime rt;
-    rt.fail_end = true;
-    GraphCache cache(rt, true, 0);
-    int work = 0;
-    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);
-    CHECK(work == 2);  // once under the failed capture (discarded), once for real
-    CHECK(cache.failure("k") == "capture invalidated");
+    FailingRuntime f(&FakeGraphRuntime::fail_end);
+    CHECK(f.run("k") == StepRun::eager);
+    CHECK(f.work == 2);  // once under the failed capture (discarded), once for real
+    CHECK(f.cache.failure("k") == "capture invalidated");
 }
 
 TEST_CASE("cuda graphs: an error in the record itself still reaches the caller") {
@@ -150,28 +159,22 @@ TEST_CASE("cuda graphs: the least recently used graph is evicted beyond the limi
 }
 
 TEST_CASE("cuda graphs: a stream that cannot begin a capture runs the key eagerly") {
-    FakeGraphRuntime rt;
-    rt.fail_begin = true;
-    GraphCache cache(rt, true, 0);
-    int work = 0;
-    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);
-    CHECK(work == 1);
-    CHECK(cache.failure("k") == "cudaStreamBeginCapture: not permitted");
-    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);  // no second attempt
-    CHECK(work == 2);
+    FailingRuntime f(&FakeGraphRuntime::fail_begin);
+    CHECK(f.run("k") == StepRun::eager);
+    CHECK(f.work == 1);
+    CHECK(f.cache.failure("k") == "cudaStreamBeginCapture: not permitted");
+    CHECK(f.run("k") == StepRun::eager);  // no second attempt
+    CHECK(f.work == 2);
 }
 
 TEST_CASE("cuda graphs: a failed first launch propagates and the graph is never replayed") {
-    FakeGraphRuntime rt;
-    rt.fail_launch = true;
-    GraphCache cache(rt, true, 0);
-    int work = 0;
-    CHECK_THROWS_WITH(cache.run("k", [&] { ++work; }), "cudaGraphLaunch: launch failure");
-    CHECK(rt.live.empty());
-    CHECK(cache.graphs() == 0);
-    rt.fail_launch = false;
-    CHECK(cache.run("k", [&] { ++work; }) == StepRun::eager);
-    CHECK(work == 2);
+    FailingRuntime f(&FakeGraphRuntime::fail_launch);
+    CHECK_THROWS_WITH(f.run("k"), "cudaGraphLaunch: launch failure");
+    CHECK(f.rt.live.empty());
+    CHECK(f.cache.graphs() == 0);
+    f.rt.fail_launch = false;
+    CHECK(f.run("k") == StepRun::eager);
+    CHECK(f.work == 2);
 }
 
 TEST_CASE("cuda graphs: keys without graphs are forgotten beyond the key limit") {

@@ -42,10 +42,8 @@ TEST_CASE("simt: elementwise add, axpby") {
 }
 
 TEST_CASE("simt: elementwise add_bias") {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {17, 33}, {5, 257}}) {
-        CAPTURE(rows);
-        CAPTURE(cols);
-        Rng rng(static_cast<uint64_t>(rows * 1000 + cols));
+    const Shapes shapes = {{1, 1}, {3, 7}, {17, 33}, {5, 257}};
+    for_each_shape(shapes, 1000, [&](int64_t rows, int64_t cols, Rng& rng) {
         Vec y0 = rng.normal(rows * cols), bias = rng.normal(cols);
         auto got = two_schedules("add_bias", [&] {
             FVec y = to_f32(y0), fb = to_f32(bias);
@@ -55,7 +53,7 @@ TEST_CASE("simt: elementwise add_bias") {
         Vec want = y0;
         ref::add_bias(want, bias, rows, cols);
         check_close(got, want, Tol{}, "add_bias");
-    }
+    });
 }
 
 TEST_CASE("simt: elementwise fill of 4-, 2- and 1-byte elements") {
@@ -118,11 +116,8 @@ TEST_CASE("simt: elementwise add, axpby on aligned, offset and mismatched argume
 }
 
 TEST_CASE("simt: elementwise add_bias on aligned, offset and mismatched arguments") {
-    for (auto [rows, cols] :
-         {std::pair<int64_t, int64_t>{1, 4}, {3, 7}, {17, 32}, {5, 256}, {2, 2}}) {
-        CAPTURE(rows);
-        CAPTURE(cols);
-        Rng rng(static_cast<uint64_t>(rows * 100 + cols));
+    const Shapes shapes = {{1, 4}, {3, 7}, {17, 32}, {5, 256}, {2, 2}};
+    for_each_shape(shapes, 100, [&](int64_t rows, int64_t cols, Rng& rng) {
         Vec y0 = rng.normal(rows * cols), bias = rng.normal(cols);
         // Groups only when every row and the bias start one: cols % 4 == 0, both aligned.
         auto groups = [&](const Placement& p) {
@@ -139,7 +134,7 @@ TEST_CASE("simt: elementwise add_bias on aligned, offset and mismatched argument
         Vec want = y0;
         ref::add_bias(want, bias, rows, cols);
         check_close(got, want, Tol{}, "add_bias");
-    }
+    });
 }
 
 TEST_CASE("simt: elementwise fill at aligned and offset starts (16-byte stores)") {

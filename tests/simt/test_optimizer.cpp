@@ -19,6 +19,20 @@ struct AdamWCase {
     Vec p0, g, m0, v0;
     moetrain::AdamWArgs a;
     mtk::AdamWParams ka;
+    // Checks the kernels' AdamW p, m, v and SGD (lr 0.01) p against the reference's steps from
+    // this case.
+    template <typename Got>
+    void check_steps(const Got& p, const Got& m, const Got& v, const Got& sgd_p, float gsq,
+                     float clip, float scale) const {
+        const auto n = static_cast<int64_t>(p0.size());
+        Vec wp = p0, wm = m0, wv = v0, wps = p0;
+        ref::adamw(wp, g, wm, wv, n, a, gsq, clip, scale);
+        ref::sgd(wps, g, n, 0.01, gsq, clip, scale);
+        check_close(p, wp, Tol{1e-5, 1e-6}, "adamw p");
+        check_close(m, wm, Tol{1e-5, 1e-7}, "adamw m");
+        check_close(v, wv, Tol{1e-5, 1e-8}, "adamw v");
+        check_close(sgd_p, wps, Tol{1e-5, 1e-7}, "sgd p");
+    }
 };
 AdamWCase adamw_case(int64_t n, uint64_t seed) {
     Rng rng(seed);
@@ -41,7 +55,6 @@ TEST_CASE("simt: optimizer adamw and sgd") {
         CAPTURE(n);
         const AdamWCase c = adamw_case(n, static_cast<uint64_t>(n) + 99);
         const Vec &p0 = c.p0, &g = c.g, &m0 = c.m0, &v0 = c.v0;
-        const moetrain::AdamWArgs& a = c.a;
         const mtk::AdamWParams& ka = c.ka;
         // (gnorm_sq, clip): clipping active, inactive (norm below clip), and off without a norm.
         for (auto [gsq, clip, with_norm] : {std::tuple<float, float, bool>{400.0f, 1.0f, true},
@@ -60,13 +73,8 @@ TEST_CASE("simt: optimizer adamw and sgd") {
                 mtk::sgd(nullptr, ps.data(), fg.data(), n, 0.01f, pn, clip, scale);
                 return std::make_tuple(p, m, v, ps);
             });
-            Vec wp = p0, wm = m0, wv = v0, wps = p0;
-            ref::adamw(wp, g, wm, wv, n, a, gsq, clip, scale);
-            ref::sgd(wps, g, n, 0.01, gsq, clip, scale);
-            check_close(std::get<0>(got), wp, Tol{1e-5, 1e-6}, "adamw p");
-            check_close(std::get<1>(got), wm, Tol{1e-5, 1e-7}, "adamw m");
-            check_close(std::get<2>(got), wv, Tol{1e-5, 1e-8}, "adamw v");
-            check_close(std::get<3>(got), wps, Tol{1e-5, 1e-7}, "sgd p");
+            c.check_steps(std::get<0>(got), std::get<1>(got), std::get<2>(got), std::get<3>(got),
+                          gsq, clip, scale);
         }
     }
 }
@@ -116,7 +124,6 @@ TEST_CASE("simt: optimizer adamw and sgd on aligned, offset and mismatched argum
         CAPTURE(n);
         const AdamWCase c = adamw_case(n, static_cast<uint64_t>(n) + 7);
         const Vec &p0 = c.p0, &g = c.g, &m0 = c.m0, &v0 = c.v0;
-        const moetrain::AdamWArgs& a = c.a;
         const mtk::AdamWParams& ka = c.ka;
         const float gsq = 400.0f, clip = 1.0f, scale = 0.5f;  // clipping active
         FVec norm = {gsq};
@@ -140,12 +147,7 @@ TEST_CASE("simt: optimizer adamw and sgd on aligned, offset and mismatched argum
                 return p.values();
             },
             groups);
-        Vec wp = p0, wm = m0, wv = v0, wps = p0;
-        ref::adamw(wp, g, wm, wv, n, a, gsq, clip, scale);
-        ref::sgd(wps, g, n, 0.01, gsq, clip, scale);
-        check_close(std::get<0>(adamw), wp, Tol{1e-5, 1e-6}, "adamw p");
-        check_close(std::get<1>(adamw), wm, Tol{1e-5, 1e-7}, "adamw m");
-        check_close(std::get<2>(adamw), wv, Tol{1e-5, 1e-8}, "adamw v");
-        check_close(sgd, wps, Tol{1e-5, 1e-7}, "sgd p");
+        c.check_steps(std::get<0>(adamw), std::get<1>(adamw), std::get<2>(adamw), sgd, gsq, clip,
+                      scale);
     }
 }

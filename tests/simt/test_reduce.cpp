@@ -34,11 +34,8 @@ TEST_CASE("simt: reduce sum, sum_squares") {
 }
 
 TEST_CASE("simt: reduce bias_grad") {
-    for (auto [rows, cols] :
-         {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {65, 33}, {130, 257}, {1, 300}}) {
-        CAPTURE(rows);
-        CAPTURE(cols);
-        Rng rng(static_cast<uint64_t>(rows * 7 + cols));
+    const Shapes shapes = {{1, 1}, {3, 7}, {65, 33}, {130, 257}, {1, 300}};
+    for_each_shape(shapes, 7, [&](int64_t rows, int64_t cols, Rng& rng) {
         Vec dy = rng.normal(rows * cols), db0 = rng.normal(cols);
         auto got = two_schedules("bias_grad", [&] {
             FVec db = to_f32(db0), fdy = to_f32(dy);
@@ -49,5 +46,5 @@ TEST_CASE("simt: reduce bias_grad") {
         Vec want = db0;
         ref::bias_grad(want, dy, rows, cols);
         check_close(got, want, Tol{1e-5, 1e-5}, "bias_grad");
-    }
+    });
 }

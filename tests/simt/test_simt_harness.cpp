@@ -203,28 +203,31 @@ TEST_CASE("simt: dynamic shared memory is poisoned before each block") {
 }
 
 TEST_CASE("simt: misuse is reported") {
+    // Each misuse: the kernel (all take an int*), its launch geometry, and a part of the error.
+    struct Misuse {
+        const char* name;
+        void (*kernel)(int*);
+        mtk::Geom geom;
+        const char* error;
+    };
+    const Misuse misuses[] = {
+        {"early_return_kernel", early_return_kernel, {1, 1, 1, 64, 0}, "returned"},
+        {"divergent_barrier_kernel",
+         divergent_barrier_kernel,
+         {1, 1, 1, 64, 0},
+         "different __syncthreads"},
+        {"lane_exit_kernel", lane_exit_kernel, {1, 1, 1, 32, 0}, "returned while its warp waits"},
+        {"outside_mask_kernel", outside_mask_kernel, {1, 1, 1, 32, 0}, "not in the mask"},
+        {"nothing_kernel", nothing_kernel, {1, 1, 1, 2048, 0}, "1..1024"},
+        {"nothing_kernel", nothing_kernel, {1, 1, 1, 32, 64 * 1024}, "48 KiB"},
+        {"nothing_kernel", nothing_kernel, {1, 70000, 1, 32, 0}, "grid dimension"},
+    };
     std::vector<int> out(1024, 0);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(early_return_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
-        doctest::Contains("returned"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(divergent_barrier_kernel, (mtk::Geom{1, 1, 1, 64, 0}), nullptr, out.data()),
-        doctest::Contains("different __syncthreads"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(lane_exit_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
-        doctest::Contains("returned while its warp waits"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(outside_mask_kernel, (mtk::Geom{1, 1, 1, 32, 0}), nullptr, out.data()),
-        doctest::Contains("not in the mask"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 2048, 0}), nullptr, out.data()),
-        doctest::Contains("1..1024"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 1, 1, 32, 64 * 1024}), nullptr, out.data()),
-        doctest::Contains("48 KiB"), simt::Error);
-    CHECK_THROWS_WITH_AS(
-        MT_LAUNCH(nothing_kernel, (mtk::Geom{1, 70000, 1, 32, 0}), nullptr, out.data()),
-        doctest::Contains("grid dimension"), simt::Error);
+    for (const Misuse& m : misuses) {
+        CAPTURE(m.error);
+        CHECK_THROWS_WITH_AS(mtk::launch(m.name, m.kernel, m.geom, nullptr, out.data()),
+                             doctest::Contains(m.error), simt::Error);
+    }
     // After a fault the harness is usable again.
     std::vector<int> in(256, 3), res(256, 0);
     MT_LAUNCH(reverse_kernel, (mtk::Geom{1, 1, 1, 256, 0}), nullptr, in.data(), res.data());

@@ -7,20 +7,15 @@
 #include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
-#include "moetrain/memory_plan.h"
-#include "run_guards.h"
+#include "saved_model.h"
 #include "tokenizer_choice.h"
 #include "train_support.h"
 
 namespace moetrain::cli {
 namespace {
 
-struct EvalArgs {
-    std::string precision = "fp32";
-    DeviceChoice dev;
-    std::string checkpoint, data, split = "val";
-    TokenizerChoice tokenizer;
-    bool tokenizer_given = false;
+struct EvalArgs : SavedModelArgs {
+    std::string data, split = "val";
     int64_t val_tokens = -1;
     int batch = 0, seq = 0, batches = 10;
 };
@@ -33,24 +28,12 @@ void run_eval(const EvalArgs& a) {
     const ModelConfig& cfg = info.config;
     MT_CHECK(a.seq <= cfg.max_seq_len, "--seq ", a.seq, " exceeds the model's max_seq_len ",
              cfg.max_seq_len);
-    {  // an upper bound of what the forward passes need: the training plan less its
-       // gradients and optimizer state
-        PlanOptions o;
-        o.batch = a.batch;
-        o.seq = a.seq;
-        o.precision = parse_precision(a.precision);
-        o.optimizer = OptimizerKind::sgd;
-        const MemoryPlan p = plan_training_memory(cfg, o);
-        check_memory_fits(p.total() - p.grads - p.optimizer, memory_available(a.dev.device, 0),
-                          "this evaluation", a.dev.device);
-    }
+    check_forward_fits(a, cfg, a.batch, a.seq, 0, "this evaluation");  // an upper bound
     auto tok = checkpoint_or_given_tokenizer(a.tokenizer, a.tokenizer_given, info);
     const std::string& spec = a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer;
     TokenData data = load_token_data(a.data, *tok, spec, cfg, a.val_tokens);
-    auto device = a.dev.open();
-    Model model(*device, cfg);
-    model.set_precision(parse_precision(a.precision));
-    load_weights(dir, model);
+    const LoadedModel loaded = load_saved_model(a, dir, cfg);
+    Model& model = *loaded.model;
     const auto& tokens = a.split == "train" ? data.train : data.val;
     BatchLoader probe(tokens, a.batch, a.seq, a.split);  // validates the split is long enough
     Evaluator ev(model, tokens, a.batch, a.seq, a.batches);
@@ -67,8 +50,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval_command(CLI::App& app, int& exit_code) {
     const auto [a, cmd] =
         add_command<EvalArgs>(app, "eval", "evaluate a checkpoint; last line is JSON");
-    add_precision_option(cmd, a->precision);
-    add_checkpoint_option(cmd, a->checkpoint);
+    add_saved_model_options(cmd, *a);
     cmd->add_option("--data", a->data, "text file, or token shards (a shard, a directory, a glob)")
         ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();

@@ -12,24 +12,19 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/generate.h"
-#include "moetrain/memory_plan.h"
-#include "run_guards.h"
+#include "saved_model.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
 namespace {
 
-struct GenerateArgs {
-    std::string precision = "fp32";
-    DeviceChoice dev;
-    std::string checkpoint, prompt;
+struct GenerateArgs : SavedModelArgs {
+    std::string prompt;
     int max_new = 0;
     double temperature = 1.0, top_p = 1.0;
     int top_k = 0;
     uint64_t seed = 1337;
     bool json = false;
-    TokenizerChoice tokenizer;
-    bool tokenizer_given = false;
 };
 
 void run_generate(const GenerateArgs& a) {
@@ -39,19 +34,11 @@ void run_generate(const GenerateArgs& a) {
     check_tokenizer(*tok, a.tokenizer_given ? a.tokenizer.spec : info.state.tokenizer, info.config);
     {  // weights, one window of forward activations, and the KV cache of every layer
         const ModelConfig& c = info.config;
-        PlanOptions o;
-        o.seq = c.max_seq_len;
-        o.precision = parse_precision(a.precision);
-        o.optimizer = OptimizerKind::sgd;
-        const MemoryPlan p = plan_training_memory(c, o);
         const double kv = 2.0 * c.n_layers * c.max_seq_len * c.n_kv_heads * c.head_dim * 4;
-        check_memory_fits(p.total() - p.grads - p.optimizer + kv, memory_available(a.dev.device, 0),
-                          "generating from this model", a.dev.device);
+        check_forward_fits(a, c, 1, c.max_seq_len, kv, "generating from this model");
     }
-    auto device = a.dev.open();
-    Model model(*device, info.config);
-    model.set_precision(parse_precision(a.precision));
-    load_weights(dir, model);
+    const LoadedModel loaded = load_saved_model(a, dir, info.config);
+    Model& model = *loaded.model;
 
     // An empty prompt starts from the end-of-text id (a document start), else from a newline.
     std::vector<int32_t> prompt = tok->encode(a.prompt);
@@ -117,8 +104,7 @@ void run_generate(const GenerateArgs& a) {
 void add_generate_command(CLI::App& app, int& exit_code) {
     const auto [a, cmd] =
         add_command<GenerateArgs>(app, "generate", "sample text from a checkpoint");
-    add_precision_option(cmd, a->precision);
-    add_checkpoint_option(cmd, a->checkpoint);
+    add_saved_model_options(cmd, *a);
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
     cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()->check(positive());
     add_defaulted(cmd, "--temperature", a->temperature, "0 = greedy", non_negative());

@@ -56,6 +56,21 @@ struct TrainArgs {
     std::function<bool(const std::string&)> given;  // was the flag on the command line?
 };
 
+// The optimizer settings a flag sets one to one: v(flag, the argument, the TrainOptions field),
+// in the order resume reports overrides.
+template <typename Args, typename Options, typename Visitor>
+void each_optimizer_setting(Args& a, Options& o, Visitor&& v) {
+    v("--lr", a.lr, o.lr);
+    v("--min-lr", a.min_lr, o.min_lr);
+    v("--warmup", a.warmup, o.warmup);
+    v("--wd", a.wd, o.wd);
+    v("--b1", a.b1, o.b1);
+    v("--b2", a.b2, o.b2);
+    v("--eps", a.eps, o.eps);
+    v("--clip", a.clip, o.clip);
+    v("--accum", a.accum, o.accum);
+}
+
 // --resume continues the saved run: every training setting not given on the command line
 // comes from state.json; one given explicitly overrides the saved value, and says so.
 void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
@@ -71,15 +86,7 @@ void adopt_resume_settings(TrainArgs& a, const TrainState& s) {
     const TrainOptions& o = s.options;
     same("--optimizer", a.optimizer, std::string(optimizer_name(o.optimizer)));
     same("--precision", a.precision, s.precision);
-    same("--lr", a.lr, o.lr);
-    same("--min-lr", a.min_lr, o.min_lr);
-    same("--warmup", a.warmup, o.warmup);
-    same("--wd", a.wd, o.wd);
-    same("--b1", a.b1, o.b1);
-    same("--b2", a.b2, o.b2);
-    same("--eps", a.eps, o.eps);
-    same("--clip", a.clip, o.clip);
-    same("--accum", a.accum, o.accum);
+    each_optimizer_setting(a, o, same);
     same("--batch", a.batch, s.batch);
     same("--seq", a.seq, s.seq);
     same("--data", a.data, s.data_path);
@@ -105,16 +112,11 @@ TrainOptions train_options(const TrainArgs& a) {
     } catch (const Error& e) {
         fail("--optimizer: ", e.what());
     }
-    o.lr = a.lr;
+    each_optimizer_setting(a, o, [](const char*, const auto& arg, auto& setting) {
+        setting = static_cast<std::decay_t<decltype(setting)>>(arg);
+    });
     o.min_lr = a.min_lr < 0 ? a.lr / 10 : a.min_lr;
-    o.warmup = a.warmup;
     o.total_steps = std::max<int64_t>(1, a.steps);  // --steps 0 only writes the initial weights
-    o.wd = a.wd;
-    o.b1 = a.b1;
-    o.b2 = a.b2;
-    o.eps = a.eps;
-    o.clip = a.clip;
-    o.accum = a.accum;
     return o;
 }
 

@@ -75,6 +75,28 @@ void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, 
             cv = be == 0.0f ? static_cast<float>(al * acc) : static_cast<float>(al * acc + be * cv);
         }
 }
+
+// The errors the simulation raises: name and message as the real runtime gives them.
+struct SimulatedError {
+    cudaError_t code;
+    const char *name, *text;
+};
+constexpr SimulatedError kErrors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+};
+
+const SimulatedError* simulated_error(cudaError_t e) {
+    for (const SimulatedError& s : kErrors)
+        if (s.code == e) return &s;
+    return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,37 +119,13 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
-    switch (e) {
-        case cudaSuccess:
-            return "no error";
-        case cudaErrorMemoryAllocation:
-            return "out of memory";
-        case cudaErrorInvalidDevice:
-            return "invalid device ordinal";
-        case cudaErrorStreamCaptureUnsupported:
-            return "operation not permitted when stream is capturing";
-        case cudaErrorStreamCaptureInvalidated:
-            return "operation failed due to a previous error during capture";
-        default:
-            return "simulated CUDA error";
-    }
+    const SimulatedError* s = simulated_error(e);
+    return s ? s->text : "simulated CUDA error";
 }
 
 const char* cudaGetErrorName(cudaError_t e) {
-    switch (e) {
-        case cudaSuccess:
-            return "cudaSuccess";
-        case cudaErrorMemoryAllocation:
-            return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidDevice:
-            return "cudaErrorInvalidDevice";
-        case cudaErrorStreamCaptureUnsupported:
-            return "cudaErrorStreamCaptureUnsupported";
-        case cudaErrorStreamCaptureInvalidated:
-            return "cudaErrorStreamCaptureInvalidated";
-        default:
-            return "cudaErrorUnknown";
-    }
+    const SimulatedError* s = simulated_error(e);
+    return s ? s->name : "cudaErrorUnknown";
 }
 
 cudaError_t cudaGetLastError(void) {
