@@ -1,11 +1,12 @@
 // The front door of every Device op (api/moetrain/device.h): check_<op> checks the host-side
 // arguments once, for every backend, with one message per problem, before the backend's
-// <op>_impl runs. A tensor argument is checked for the device that owns it, its view bounds,
-// its dtype and the elements the op touches; sizes must be non-negative; the op-specific rules
-// (attention shape, GEMM leading dimensions and dtypes, router and sampling parameters) follow.
-// What a backend cannot serve (CUDA grid limits, OpenCL int ranges) and values that live in
-// device memory (index tensors, group sizes, the device-side values) are checked by the
-// backends themselves.
+// <op>_impl runs. Ops whose row in api/moetrain/device_ops.def states its checks get check_<op>
+// generated from the row (at the end of this file); the others are written here. A tensor argument
+// is checked for the device that owns it, its view bounds, its dtype and the elements the op
+// touches; sizes must be non-negative; the op-specific rules (attention shape, GEMM leading
+// dimensions and dtypes, router and sampling parameters) follow. What a backend cannot serve (CUDA
+// grid limits, OpenCL int ranges) and values that live in device memory (index tensors, group
+// sizes, the device-side values) are checked by the backends themselves.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -113,14 +114,6 @@ class OpArgs {
 
 // ---- memory ----
 
-void Device::check_upload(const Tensor& dst, const void*) const {
-    OpArgs(tensor_owner(), "upload").view(dst, "dst");
-}
-
-void Device::check_download(void*, const Tensor& src) const {
-    OpArgs(tensor_owner(), "download").view(src, "src");
-}
-
 void Device::check_copy(const Tensor& dst, const Tensor& src) const {
     MT_CHECK(dst.dtype == src.dtype, "copy: dtype mismatch (", dtype_name(dst.dtype), " <- ",
              dtype_name(src.dtype), ")");
@@ -129,10 +122,6 @@ void Device::check_copy(const Tensor& dst, const Tensor& src) const {
     const OpArgs c(tensor_owner(), "copy");
     c.view(dst, "dst");
     c.view(src, "src");
-}
-
-void Device::check_fill(const Tensor& dst, float) const {
-    OpArgs(tensor_owner(), "fill").view(dst, "dst");
 }
 
 void Device::check_convert(const Tensor& dst, const Tensor& src) const {
@@ -177,34 +166,6 @@ void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int
     c.tensor(g.c, DType::f32, s.c, "c");
 }
 
-void Device::check_add(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) const {
-    const OpArgs c(tensor_owner(), "add");
-    c.sizes({n});
-    c.f32({{out, n, "out"}, {a, n, "a"}, {b, n, "b"}});
-}
-
-void Device::check_axpby(const Tensor& y, float, const Tensor& x, float, int64_t n) const {
-    const OpArgs c(tensor_owner(), "axpby");
-    c.sizes({n});
-    c.f32(y, n, "y");
-    c.f32(x, n, "x");
-}
-
-void Device::check_add_bias(const Tensor& y, const Tensor& bias, int64_t rows, int64_t cols) const {
-    const OpArgs c(tensor_owner(), "add_bias");
-    c.sizes({rows, cols});
-    c.f32(y, rows * cols, "y");
-    c.f32(bias, cols, "bias");
-}
-
-void Device::check_bias_grad(const Tensor& dbias, const Tensor& dy, int64_t rows,
-                             int64_t cols) const {
-    const OpArgs c(tensor_owner(), "bias_grad");
-    c.sizes({rows, cols});
-    c.f32(dbias, cols, "dbias");
-    c.f32(dy, rows * cols, "dy");
-}
-
 // ---- embedding ----
 
 void Device::check_embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
@@ -216,66 +177,6 @@ void Device::check_embedding_fwd(const Tensor& out, const Tensor& table, const T
     MT_CHECK(table.numel() % dim == 0, "embedding_fwd: table of ", table.numel(),
              " elements is not whole rows of ", dim);
     c.i32(ids, n, "ids");
-}
-
-void Device::check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                                 int64_t n, int64_t dim) const {
-    const OpArgs c(tensor_owner(), "embedding_bwd");
-    c.rows(n, dim);
-    c.f32(dtable, dim, "dtable");
-    c.f32(dout, n * dim, "dout");
-    c.i32(ids, n, "ids");
-}
-
-// ---- normalisation ----
-
-void Device::check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
-                               const Tensor& g, int64_t rows, int64_t dim, float) const {
-    const OpArgs c(tensor_owner(), "rmsnorm_fwd");
-    c.rows(rows, dim);
-    c.f32({{y, rows * dim, "y"}, {rstd, rows, "rstd"}, {x, rows * dim, "x"}, {g, dim, "g"}});
-}
-
-void Device::check_rmsnorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& dy,
-                               const Tensor& x, const Tensor& g, const Tensor& rstd, int64_t rows,
-                               int64_t dim, bool) const {
-    const OpArgs c(tensor_owner(), "rmsnorm_bwd");
-    c.rows(rows, dim);
-    c.f32({{dx, rows * dim, "dx"},
-           {dg, dim, "dg"},
-           {dy, rows * dim, "dy"},
-           {x, rows * dim, "x"},
-           {g, dim, "g"},
-           {rstd, rows, "rstd"}});
-}
-
-void Device::check_layernorm_fwd(const Tensor& y, const Tensor& mean, const Tensor& rstd,
-                                 const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
-                                 int64_t dim, float) const {
-    const OpArgs c(tensor_owner(), "layernorm_fwd");
-    c.rows(rows, dim);
-    c.f32({{y, rows * dim, "y"},
-           {mean, rows, "mean"},
-           {rstd, rows, "rstd"},
-           {x, rows * dim, "x"},
-           {g, dim, "g"}});
-    c.f32_opt(b, dim, "b");
-}
-
-void Device::check_layernorm_bwd(const Tensor& dx, const Tensor& dg, const Tensor& db,
-                                 const Tensor& dy, const Tensor& x, const Tensor& g,
-                                 const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t dim,
-                                 bool) const {
-    const OpArgs c(tensor_owner(), "layernorm_bwd");
-    c.rows(rows, dim);
-    c.f32(dx, rows * dim, "dx");
-    c.f32(dg, dim, "dg");
-    c.f32_opt(db, dim, "db");
-    c.f32({{dy, rows * dim, "dy"},
-           {x, rows * dim, "x"},
-           {g, dim, "g"},
-           {mean, rows, "mean"},
-           {rstd, rows, "rstd"}});
 }
 
 // ---- positions, KV cache, attention ----
@@ -330,43 +231,6 @@ void Device::check_attention_bwd(const Tensor& dq, const Tensor& dk, const Tenso
            {v, nk, "v"},
            {o, nq, "o"},
            {lse, d.B * d.H * d.Tq, "lse"}});
-}
-
-// ---- activations ----
-
-void Device::check_act_fwd(Act, const Tensor& y, const Tensor& x, int64_t n) const {
-    const OpArgs c(tensor_owner(), "act_fwd");
-    c.sizes({n});
-    c.f32(y, n, "y");
-    c.f32(x, n, "x");
-}
-
-void Device::check_act_bwd(Act, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                           int64_t n) const {
-    const OpArgs c(tensor_owner(), "act_bwd");
-    c.sizes({n});
-    c.f32({{dx, n, "dx"}, {dy, n, "dy"}, {x, n, "x"}});
-}
-
-void Device::check_swiglu_fwd(const Tensor& h, const Tensor& gate, const Tensor& up,
-                              int64_t n) const {
-    const OpArgs c(tensor_owner(), "swiglu_fwd");
-    c.sizes({n});
-    c.f32({{h, n, "h"}, {gate, n, "gate"}, {up, n, "up"}});
-}
-
-void Device::check_swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dh,
-                              const Tensor& gate, const Tensor& up, int64_t n) const {
-    const OpArgs c(tensor_owner(), "swiglu_bwd");
-    c.sizes({n});
-    c.f32({{dgate, n, "dgate"}, {dup, n, "dup"}, {dh, n, "dh"}, {gate, n, "gate"}, {up, n, "up"}});
-}
-
-void Device::check_softmax(const Tensor& y, const Tensor& x, int64_t rows, int64_t cols) const {
-    const OpArgs c(tensor_owner(), "softmax");
-    c.sizes({rows, cols});
-    c.f32(y, rows * cols, "y");
-    c.f32(x, rows * cols, "x");
 }
 
 // ---- MoE routing ----
@@ -455,25 +319,6 @@ void Device::check_moe_sort(const Tensor& counts, const Tensor& row_token, const
     c.i32(topk_idx, N * k, "topk_idx");
 }
 
-void Device::check_gather_rows(const Tensor& dst, const Tensor& src, const Tensor& index, int64_t R,
-                               int64_t dim) const {
-    const OpArgs c(tensor_owner(), "gather_rows");
-    c.sizes({R, dim});
-    c.f32(dst, R * dim, "dst");
-    c.f32(src, dim, "src");
-    c.i32(index, R, "index");
-}
-
-void Device::check_moe_combine(const Tensor& y, const Tensor& rows, const Tensor& slot_row,
-                               const Tensor& w, int64_t N, int64_t k, int64_t dim, bool) const {
-    const OpArgs c(tensor_owner(), "moe_combine");
-    c.sizes({N, k, dim});
-    c.f32(y, N * dim, "y");
-    c.f32(rows, N * k * dim, "rows");
-    c.i32(slot_row, N * k, "slot_row");
-    c.f32_opt(w, N * k, "w");
-}
-
 void Device::check_moe_combine_bwd(const Tensor& drows, const Tensor& dw, const Tensor& dy,
                                    const Tensor& rows, const Tensor& slot_row, const Tensor& w,
                                    int64_t N, int64_t k, int64_t dim) const {
@@ -488,13 +333,6 @@ void Device::check_moe_combine_bwd(const Tensor& drows, const Tensor& dw, const 
         c.f32_opt(rows, N * k * dim, "rows");
     c.i32(slot_row, N * k, "slot_row");
     c.f32_opt(w, N * k, "w");
-}
-
-void Device::check_add_counts(const Tensor& acc, const Tensor& counts, int64_t n) const {
-    const OpArgs c(tensor_owner(), "add_counts");
-    c.sizes({n});
-    c.i32(acc, n, "acc");
-    c.i32(counts, n, "counts");
 }
 
 void Device::check_expert_bias_update(const Tensor& bias, const Tensor& counts, int64_t E,
@@ -518,20 +356,6 @@ void Device::check_cross_entropy(const Tensor& losses, const Tensor& logits, con
     c.f32(losses, N, "losses");
     c.f32(logits, N * V, "logits");
     c.i32(targets, N, "targets");
-}
-
-void Device::check_sum(const Tensor& out, const Tensor& x, int64_t n, float, bool) const {
-    const OpArgs c(tensor_owner(), "sum");
-    c.sizes({n});
-    c.f32(out, 1, "out");
-    c.f32(x, n, "x");
-}
-
-void Device::check_sum_squares(const Tensor& out, const Tensor& x, int64_t n, bool) const {
-    const OpArgs c(tensor_owner(), "sum_squares");
-    c.sizes({n});
-    c.f32(out, 1, "out");
-    c.f32(x, n, "x");
 }
 
 // ---- optimizers ----
@@ -563,15 +387,6 @@ void Device::check_adamw8bit(const Tensor& p, const Tensor& g, const Tensor& m_c
     c.gnorm(gnorm_sq, clip);
 }
 
-void Device::check_sgd(const Tensor& p, const Tensor& g, int64_t n, float, const Tensor& gnorm_sq,
-                       float clip, float) const {
-    const OpArgs c(tensor_owner(), "sgd");
-    c.sizes({n});
-    c.f32(p, n, "p");
-    c.f32(g, n, "g");
-    c.gnorm(gnorm_sq, clip);
-}
-
 // ---- sampling ----
 
 void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B, int64_t V,
@@ -586,5 +401,32 @@ void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B
     c.f32(logits, B * V, "logits");
     c.device_value(s.step_dev, "step_dev");
 }
+
+// ---- the checks stated in the op table ----
+// check_<op> of every row that states its checks (api/moetrain/device_ops.def), each check in
+// the order the row lists it. A row's parameters are all named, and a check uses only some.
+#define SIZES(...) c.sizes({__VA_ARGS__});
+#define ROWS(n, dim) c.rows(n, dim);
+#define F32(t, n) c.f32(t, n, #t);
+#define I32(t, n) c.i32(t, n, #t);
+#define F32_OPT(t, n) c.f32_opt(t, n, #t);
+#define VIEW(t) c.view(t, #t);
+#define GNORM(gnorm_sq, clip) c.gnorm(gnorm_sq, clip);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define MT_DEVICE_OP(name, params, args, ...)           \
+    __VA_OPT__(void Device::check_##name params const { \
+        const OpArgs c(tensor_owner(), #name);          \
+        __VA_ARGS__                                     \
+    })
+#include "moetrain/device_ops.def"
+#pragma GCC diagnostic pop
+#undef SIZES
+#undef ROWS
+#undef F32
+#undef I32
+#undef F32_OPT
+#undef VIEW
+#undef GNORM
 
 }  // namespace moetrain

@@ -140,10 +140,10 @@ class Device {
     // backend's <op>_impl runs with arguments it no longer needs to check. Values that live in
     // device memory (index tensors, group sizes, the device-side values above) are checked by
     // the backends where they read them.
-#define MT_DEVICE_OP(name, params, args) \
-    void name params {                   \
-        check_##name args;               \
-        name##_impl args;                \
+#define MT_DEVICE_OP(name, params, args, ...) \
+    void name params {                        \
+        check_##name args;                    \
+        name##_impl args;                     \
     }
 #include "moetrain/device_ops.def"
 
@@ -170,11 +170,11 @@ class Device {
 
   protected:
     // What each backend implements (pure virtual: a backend missing an op does not compile).
-#define MT_DEVICE_OP(name, params, args) virtual void name##_impl params = 0;
+#define MT_DEVICE_OP(name, params, args, ...) virtual void name##_impl params = 0;
 #include "moetrain/device_ops.def"
 
   private:
-#define MT_DEVICE_OP(name, params, args) void check_##name params const;
+#define MT_DEVICE_OP(name, params, args, ...) void check_##name params const;
 #include "moetrain/device_ops.def"
 };
 

@@ -35,21 +35,13 @@ class ProfilingDevice : public Device {
     const Device* tensor_owner() const override { return inner_.tensor_owner(); }
 
   protected:
-#define MT_DEVICE_OP(name, params, args) void name##_impl params override;
+#define MT_DEVICE_OP(name, params, args, ...) void name##_impl params override;
 #include "moetrain/device_ops.def"
 
   private:
-    struct Cost {
-        double flops = 0, bytes = 0;
-    };
-    // The cost of each op (profiling_device.cpp).
-#define MT_DEVICE_OP(name, params, args) Cost cost_##name params;
-#include "moetrain/device_ops.def"
-    // Runs fn, synchronises, and books the time and cost under `op`.
+    // Runs fn, synchronises, and books the time and the op's FLOPs and bytes under `op`.
     template <typename Fn>
-    void timed(const char* op, Cost cost, Fn&& fn);
-    // t[0] of a device-side value argument (device.h), 0 when t is empty.
-    int64_t device_value(const Tensor& t);
+    void timed(const char* op, double flops, double bytes, Fn&& fn);
 
     Device& inner_;
     std::map<std::string, OpProfile> table_;

@@ -55,7 +55,7 @@ class CpuDevice : public Device, public TensorPointers<CpuBuffer> {
 
   protected:
     // Every op of api/moetrain/device_ops.def, one file per family (cpu_<family>.cpp).
-#define MT_DEVICE_OP(name, params, args) void name##_impl params override;
+#define MT_DEVICE_OP(name, params, args, ...) void name##_impl params override;
 #include "moetrain/device_ops.def"
 
   private:

@@ -101,7 +101,7 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
   protected:
     // Every op of api/moetrain/device_ops.def: the memory ops in cuda_device.cpp, gemm in
     // cuda_gemm.cpp, the others in kernels_cuda/<family>.cu.
-#define MT_DEVICE_OP(name, params, args) void name##_impl params override;
+#define MT_DEVICE_OP(name, params, args, ...) void name##_impl params override;
 #include "moetrain/device_ops.def"
 
   private:

@@ -142,7 +142,7 @@ class ClDevice : public Device {
   protected:
     // Every op of api/moetrain/device_ops.def: memory ops in cl_device.cpp, the others one file
     // per family (cl_ops_<family>.cpp, cl_gemm.cpp).
-#define MT_DEVICE_OP(name, params, args) void name##_impl params override;
+#define MT_DEVICE_OP(name, params, args, ...) void name##_impl params override;
 #include "moetrain/device_ops.def"
 
   private:

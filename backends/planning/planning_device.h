@@ -27,7 +27,7 @@ class PlanningDevice : public Device {
 
   protected:
     // Every op refuses (after the front door's argument checks), naming itself.
-#define MT_DEVICE_OP(name, params, args)       \
+#define MT_DEVICE_OP(name, params, args, ...)  \
     void name##_impl params override {         \
         refuse(#name, MT_DEVICE_OP_ARGS args); \
     }

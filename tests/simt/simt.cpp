@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -367,6 +368,20 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t bits, int arg, int wid
     return f.result;
 }
 
+// With MOETRAIN_SIMT_LAUNCH_LOG set, the name of each kernel launched for the first time in this
+// process is appended to that file: how the cudasim run of the op suite records the kernels it
+// ran, for the coverage of kernels kept in kernels_cuda/*.cu (tests/simt/cu_kernel_coverage.py).
+namespace {
+void log_first_launch(const std::string& kname) {
+    const char* path = std::getenv("MOETRAIN_SIMT_LAUNCH_LOG");
+    if (!path || !*path) return;
+    FILE* f = std::fopen(path, "a");
+    if (!f) throw Error(std::string("cannot append to MOETRAIN_SIMT_LAUNCH_LOG ") + path);
+    std::fprintf(f, "%s\n", kname.c_str());
+    std::fclose(f);
+}
+}  // namespace
+
 void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
               const std::function<void()>& body) {
     std::string kname = strip_template(name);
@@ -382,7 +397,7 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
     if (shmem > kSimtMaxSharedBytes)
         bad("dynamic shared memory " + std::to_string(shmem) + " bytes > 48 KiB");
     if (g_run) bad("nested launch");
-    g_launched.insert(kname);
+    if (g_launched.insert(kname).second) log_first_launch(kname);
     g_launches++;
 
     std::vector<uint3> blocks;
