@@ -74,7 +74,8 @@ struct StepStats {
 // MoE layer, the routed rows go to their experts' ranks and come back (all-to-all-v), and this
 // rank updates only its own experts (its optimizer state covers the non-expert weights and its
 // experts). Non-expert gradients are summed over all ranks, expert gradients over the ranks
-// that hold the same experts (rank j of every group).
+// that hold the same experts (rank j of every group). With zero = 1 (AdamW) the non-expert
+// moments are sharded over all ranks and this rank's experts' over the ranks holding them.
 struct DistOptions {
     Communicator* comm = nullptr;             // null or size 1: one process
     int zero = 0;                             // 0 or 1
@@ -109,7 +110,8 @@ class Trainer {
     // its owner, so that this rank can run the whole model alone (evaluation); a no-op
     // otherwise. Between such calls a rank's copies of the other ranks' experts are stale.
     void sync_experts();
-    // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers.
+    // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers (the
+    // whole buffer under expert parallelism, whose shards are not one range).
     int64_t shard_first() const { return shard_lo_; }
     int64_t shard_count() const { return shard_hi_ - shard_lo_; }
     // Whether the gradient all-reduce overlaps the backward (DistOptions::overlap applies).
@@ -168,8 +170,27 @@ class Trainer {
     bool overlap() const;
     void begin_overlap();  // before the last micro-batch: every layer starts its all-reduce
     void start_reduce(int layer);
-    // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
-    void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
+    // Copies the segments `segs` of `full` back to back into the compact `part` (to_full: the
+    // other way); owned_ with m_ or v_, or a part of the expert-parallel ZeRO-1 packing.
+    void copy_segments(const std::vector<Segment>& segs, const Tensor& full, const Tensor& part,
+                       bool to_full);
+    // Expert parallel with ZeRO-1 (trainer_ep_zero.cpp): two parts, each its segments packed
+    // back to back and sharded in equal pieces over a communicator: the non-expert weights over
+    // all ranks, this rank's experts over the ranks holding them. owned_ is this rank's shard
+    // of each part, in that order, and the moments hold them so.
+    struct PackedPart {
+        std::vector<Segment> segs;     // shared_ or mine_
+        Communicator* over = nullptr;  // the ranks sharing its shards
+        int64_t total = 0, len = 0;    // packed elements; every rank's shard: ceil(total / ranks)
+        std::vector<Segment> pieces;   // this rank's shard as flat segments
+        int64_t count = 0, at = 0;     // its elements; the first in the moments
+    };
+    std::vector<PackedPart> parts_;
+    Tensor packed_, staged_;  // one part packed; one shard of it
+    void setup_ep_zero();
+    void ep_zero_reduce();  // gradients into the owned pieces of the flat buffer; the global norm
+    // Every rank's shards of `flat` (or, with `compact`, of the moments m_ / v_) into `flat`.
+    void ep_zero_gather(const Tensor& flat, const Tensor& compact);
     void setup_dist();
     void alloc_quantized(QuantizedMoments& q, int64_t elems);  // zero codes and scales
     // ZeRO-1 with 8-bit AdamW: the update of this rank's decayed shard and of the replicated

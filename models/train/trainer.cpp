@@ -43,9 +43,9 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
     Device& dev = model.device();
     setup_dist();  // owned_: the ZeRO-1 shard, this rank's experts, or everything
     if (opts.optimizer == OptimizerKind::adamw) {
-        int64_t n = zero() ? shard_len_ : 0;
-        if (!zero())
-            for (const Segment& seg : owned_) n += seg.count;
+        int64_t n = 0;
+        for (const Segment& seg : owned_) n += seg.count;
+        if (zero() && !ep()) n = shard_len_;  // padded: every rank all-gathers as many elements
         m_ = dev.alloc(DType::f32, {n});
         v_ = dev.alloc(DType::f32, {n});
     } else if (opts.optimizer == OptimizerKind::adamw8bit) {
@@ -146,10 +146,12 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = static_cast<float>(opts_.wd);
         // Range r: the decayed tensors [0, nd), then the gains and biases without decay, each
         // cut to the segments this rank owns (the ZeRO-1 shard [lo, hi), whose gradients start
-        // at element lo of gshard_; expert parallel: all but the other ranks' experts; else
+        // at element lo of gshard_; expert parallel: all but the other ranks' experts, or with
+        // ZeRO-1 its shards' pieces, their reduced gradients back in the flat buffer; else
         // everything). The moments hold the owned segments back to back.
-        const int64_t base = zero() ? shard_lo_ : 0;
-        const Tensor gsrc = zero() ? gshard_ : im.grads();
+        const bool in_shard = zero() && !ep();
+        const int64_t base = in_shard ? shard_lo_ : 0;
+        const Tensor gsrc = in_shard ? gshard_ : im.grads();
         auto update = [&](size_t r, int64_t first, int64_t last) {
             int64_t at = 0;  // the segment's first element in the moments
             for (const Segment& seg : owned_) {

@@ -2,7 +2,9 @@
 // first step, the bucketed gradient all-reduce and the loss terms summed over the ranks, and
 // ZeRO-1: the gradients reduce-scattered into each rank's shard, the global gradient norm from
 // the shards' squared norms, the parameter all-gather after the shard updates, and the moments
-// gathered for checkpoints and scattered after loading them.
+// gathered for checkpoints and scattered after loading them. Expert parallelism: its
+// subgroups and segments, its reductions and the expert blocks broadcast from their owners
+// (with ZeRO-1 its sharding is trainer_ep_zero.cpp's).
 #include <algorithm>
 
 #include "model/train_passes.h"
@@ -27,6 +29,10 @@ void Trainer::setup_dist() {
     if (!zero()) return;
     MT_CHECK(opts_.optimizer != OptimizerKind::sgd, "--zero 1 shards the AdamW moments; ",
              optimizer_name(opts_.optimizer), " has no optimizer state to shard");
+    if (ep()) {
+        setup_ep_zero();
+        return;
+    }
     const int R = dist_.comm->size(), r = dist_.comm->rank();
     if (opts_.optimizer == OptimizerKind::adamw8bit) {
         // The 8-bit state is quantised in blocks from the start of each range, so the shards
@@ -55,9 +61,6 @@ void Trainer::setup_expert_parallel() {
     MT_CHECK(cfg.moe, "--expert-parallel ", P, " needs an MoE model (this one is dense)");
     MT_CHECK(cfg.moe->n_experts % P == 0, "--expert-parallel ", P, " does not divide the ",
              cfg.moe->n_experts, " experts of every MoE layer");
-    MT_CHECK(dist_.zero == 0,
-             "--expert-parallel with --zero 1 is not supported (the ZeRO-1 "
-             "shards would cut through the expert blocks); use --zero 0");
     MT_CHECK(opts_.optimizer != OptimizerKind::adamw8bit,
              "--expert-parallel with --optimizer adamw8bit is not supported (its 256-element "
              "blocks would cut through the expert blocks); use adamw or sgd");
@@ -89,10 +92,11 @@ void Trainer::setup_expert_parallel() {
     ep_sq_ = model_.device().alloc(DType::f32, {1});
 }
 
-void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
+void Trainer::copy_segments(const std::vector<Segment>& segs, const Tensor& full,
+                            const Tensor& part, bool to_full) {
     Device& dev = model_.device();
     int64_t at = 0;
-    for (const Segment& seg : owned_) {
+    for (const Segment& seg : segs) {
         const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
         dev.copy(to_full ? f : p, to_full ? p : f);
         at += seg.count;
@@ -152,6 +156,10 @@ void Trainer::reduce_gradients() {
         return;
     }
     c.all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);  // ce, aux, z: sums of shares
+    if (ep() && zero()) {
+        ep_zero_reduce();
+        return;
+    }
     if (ep()) {
         // Non-expert gradients over every rank, this rank's experts over the ranks holding
         // them; the other experts' gradients are zero here and belong to their owners. The
@@ -214,6 +222,10 @@ void Trainer::update_zero8(AdamWArgs a, float clip, float inv_scale) {
 
 void Trainer::gather_parameters() {
     if (!zero()) return;
+    if (ep()) {
+        ep_zero_gather(TrainPasses(model_).params(), {});
+        return;
+    }
     TrainPasses im(model_);
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
@@ -240,8 +252,13 @@ void Trainer::gather_moments() {
             v_full_ = dev.alloc(DType::f32, {n});
             dev.fill(m_full_, 0.0f);
             dev.fill(v_full_, 0.0f);
-            owned_copy(m_full_, m_, true);
-            owned_copy(v_full_, v_, true);
+            if (zero()) {  // every rank's non-expert shards, the replicas' of this rank's experts
+                ep_zero_gather(m_full_, m_);
+                ep_zero_gather(v_full_, v_);
+            } else {
+                copy_segments(owned_, m_full_, m_, true);
+                copy_segments(owned_, v_full_, v_, true);
+            }
         }
         for (const auto& [b, owner] : expert_blocks_)
             for (const Tensor& t : {m_full_, v_full_})
@@ -289,8 +306,8 @@ void Trainer::scatter_moments() {
     }
     if (!m_full_) return;
     if (ep()) {
-        owned_copy(m_full_, m_, false);
-        owned_copy(v_full_, v_, false);
+        copy_segments(owned_, m_full_, m_, false);  // ZeRO-1: this rank's shards of both parts
+        copy_segments(owned_, v_full_, v_, false);
         m_full_ = Tensor{};
         v_full_ = Tensor{};
         return;

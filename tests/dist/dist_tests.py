@@ -364,16 +364,17 @@ def dp_bit_identical():
 
 # ---- expert parallel -----------------------------------------------------------------------
 
-def ep_equivalence(n, ep, device="cpu", accum=1, both=()):
+def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0):
     """1 rank x 4 rows vs n ranks x 4/n with --expert-parallel ep (tiny: 4 experts, top-2, a
-    shared expert, aux and z losses)."""
+    shared expert, aux and z losses), and --zero `zero`."""
     tag = "_".join(map(str, both)).replace("-", "")
-    d = work(f"ep_{device}_np{n}_ep{ep}_a{accum}{tag}")
+    d = work(f"ep_{device}_np{n}_ep{ep}_z{zero}_a{accum}{tag}")
     data = corpus(d)
     train(1, d, data, 4, "single", device, [*both, "--accum", accum])
     p = train(n, d, data, 4 // n, "multi", device,
-              ["--expert-parallel", ep, *both, "--accum", accum])
+              ["--expert-parallel", ep, "--zero", zero, *both, "--accum", accum])
     assert f"expert parallel {ep} ({4 // ep} experts per rank)" in p.stdout, p.stdout
+    assert ("ZeRO-1" in p.stdout) == (zero == 1), p.stdout
     compare_runs(d, "single", "multi")
     return d
 
@@ -387,6 +388,20 @@ def ep_np2():
 def ep_np4():
     # Two groups of 2: every expert has a replica whose gradients are summed with its own.
     ep_equivalence(4, 2, accum=2)
+
+
+@test
+def ep_zero_np2():
+    # ZeRO-1 under expert parallelism: the non-expert moments sharded over both ranks; one
+    # replica per expert, so each rank's expert shard is its whole experts.
+    ep_equivalence(2, 2, zero=1)
+
+
+@test
+def ep_zero_np4():
+    # Two groups of 2: the non-expert moments in 4 shards, each rank's experts in 2 (over the
+    # ranks holding them).
+    ep_equivalence(4, 2, accum=2, zero=1)
 
 
 @test
@@ -436,6 +451,14 @@ def ep_opencl_np2():
 
 
 @test
+def ep_zero_opencl_np2():
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    ep_equivalence(2, 2, device="opencl", zero=1)
+
+
+@test
 def ep_evaluates_every_expert():
     # Rank 0 evaluates alone: it first gets the other ranks' current experts.
     d = work("ep_eval")
@@ -461,6 +484,12 @@ def ep_bit_identical():
 
 
 @test
+def ep_zero_bit_identical():
+    bit_identical("ep_zero_bit_identical", 4, 1, ["--expert-parallel", 2, "--zero", 1],
+                  "4-rank expert-parallel ZeRO-1 runs")
+
+
+@test
 def ep_optimizer_state_per_rank():
     # Each rank keeps the moments of the shared weights and of its own experts only.
     mb = optimizer_mb("ep_memory", 2, 2, {ep: ["--expert-parallel", ep] for ep in (1, 2)})
@@ -469,6 +498,20 @@ def ep_optimizer_state_per_rank():
     assert abs(mb[2] - want) < 0.002, (mb, want)
     print(f"ok: optimizer state per rank {mb[1]:.3f} MB replicated, {mb[2]:.3f} MB with "
           f"2 experts of 4 per rank")
+
+
+@test
+def ep_zero_optimizer_state_per_rank():
+    # EP 2 with ZeRO-1 on 4 ranks: the non-expert moments S / 4 and this rank's experts (half
+    # of the experts) over the 2 ranks holding them: S / 4 + (X / 2) / 2 elements of m and v.
+    mb = optimizer_mb("ep_zero_memory", 4, 1, {"replicated": [],
+                                               "ep_zero": ["--expert-parallel", 2, "--zero", 1]})
+    experts = 4 * 3 * 128 * 64
+    shared = mb["replicated"] * 1e6 / 8 - experts
+    want = 8 * (shared / 4 + experts / 2 / 2) / 1e6
+    assert abs(mb["ep_zero"] - want) < 0.002, (mb, want)
+    print(f"ok: optimizer state per rank {mb['replicated']:.3f} MB replicated, "
+          f"{mb['ep_zero']:.3f} MB with EP 2 + ZeRO-1 over 4 ranks (formula {want:.3f})")
 
 
 # ---- checkpoints: saved with N ranks, resumed with M ------------------------------------------
@@ -513,7 +556,7 @@ def resume_case(n, m, zero_n, zero_m, ep_n=1, ep_m=1, optimizer="adamw"):
 # Save with one layout, resume with another: (ranks, zero, expert parallel) before and after.
 # resume_zero8_*: the 8-bit codes and block scales are gathered into the checkpoint and
 # scattered back; resume_ep_2_to_2_exact: the moments of every expert are gathered into the
-# checkpoint and scattered back.
+# checkpoint and scattered back; resume_ep_zero_*: the same from the shards of both parts.
 RESUME_CASES = {
     "resume_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0),
     "resume_1_to_2": dict(n=1, m=2, zero_n=0, zero_m=0),
@@ -527,6 +570,9 @@ RESUME_CASES = {
     "resume_ep_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0, ep_n=2),
     "resume_1_to_ep_2": dict(n=1, m=2, zero_n=0, zero_m=0, ep_m=2),
     "resume_ep_2_to_2_exact": dict(n=2, m=2, zero_n=0, zero_m=0, ep_n=2, ep_m=2),
+    "resume_ep_zero_2_to_2_exact": dict(n=2, m=2, zero_n=1, zero_m=1, ep_n=2, ep_m=2),
+    "resume_ep_zero_2_to_1": dict(n=2, m=1, zero_n=1, zero_m=0, ep_n=2),
+    "resume_1_to_ep_zero_4": dict(n=1, m=4, zero_n=0, zero_m=1, ep_m=2),
 }
 for _name, _kw in RESUME_CASES.items():
     TESTS[_name] = functools.partial(resume_case, **_kw)
@@ -580,10 +626,12 @@ def ep_dense_model():
 
 
 @test
-def ep_with_zero():
-    d = work("ep_with_zero")
-    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2, "--zero", 1]))
-    one_error_line(p, ["rank 0 of 2", "--expert-parallel with --zero 1 is not supported"])
+def ep_with_adamw8bit():
+    d = work("ep_with_adamw8bit")
+    p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2, "--zero", 1,
+                                                            "--optimizer", "adamw8bit"]))
+    one_error_line(p, ["rank 0 of 2", "--expert-parallel with --optimizer adamw8bit is not "
+                       "supported"])
 
 
 @test
@@ -713,6 +761,27 @@ def plan_expert_parallel():
         assert p.returncode == 1 and len(err) == 1 and why in err[0], p.stderr
     print(f"ok: plan --expert-parallel 4 over 8 ranks: optimizer {ep['optimizer']/1e9:.3f} GB "
           f"(replicated {dp['optimizer']/1e9:.3f}), expert rows {ep['expert_dispatch']/1e6:.1f} MB")
+
+
+@test
+def plan_expert_parallel_zero():
+    # moe-mini over 8 ranks, EP 4 with ZeRO-1: the non-expert moments over 8 ranks and each
+    # rank's quarter of the experts over the 2 ranks holding it: 1/8 of the moments per rank.
+    one = plan_json()
+    epz = plan_json("--ranks", 8, "--expert-parallel", 4, "--zero", 1)
+    ratio = epz["optimizer"] / one["optimizer"]
+    assert abs(ratio - 1 / 8) <= 1e-5, ratio
+    names = [c["collective"] for c in epz["collectives"]]
+    for n in ("reduce_scatter shared grads", "reduce_scatter expert grads", "all_reduce grad norm",
+              "all_gather shared params", "all_gather expert params"):
+        assert n in names, (n, names)
+    assert "all_reduce shared grads" not in names, names
+    p = plan_json("--ranks", 8, "--expert-parallel", 4, "--zero", 1, "--optimizer", "adamw8bit",
+                  ok=False)
+    err = [l for l in p.stderr.splitlines() if l]
+    assert p.returncode == 1 and len(err) == 1 and "adamw8bit is not supported" in err[0], p.stderr
+    print(f"ok: plan --expert-parallel 4 --zero 1 over 8 ranks: optimizer "
+          f"{epz['optimizer']/1e9:.4f} GB, 1/{1 / ratio:.3f} of one process's")
 
 
 # ---- cuda + nccl (machines with two or more GPUs; skipped elsewhere) --------------------------

@@ -79,7 +79,9 @@ void run_plan(const PlanArgs& a) {
         : o.optimizer == OptimizerKind::adamw8bit ? "AdamW m, v in 8 bits + a scale per 256"
                                                   : "SGD: none");
     if (a.zero)
-        row("zero shards", p.zero_buffers, "ZeRO-1: reduced gradient and updated parameter shard");
+        row("zero shards", p.zero_buffers,
+            a.expert_parallel > 1 ? "ZeRO-1: a packed part (gradients, parameters) and its shard"
+                                  : "ZeRO-1: reduced gradient and updated parameter shard");
     if (a.expert_parallel > 1) {
         char why[160];
         std::snprintf(why, sizeof why,
@@ -87,9 +89,16 @@ void run_plan(const PlanArgs& a) {
                       "(balanced router; up to %.2f GB)",
                       p.expert_dispatch_max / 1e9);
         row("expert rows", p.expert_dispatch, why);
-        std::printf(
-            "  (expert parallel: every rank holds all experts' weights and gradients; the "
-            "optimizer state covers its own experts only)\n");
+        if (a.zero)
+            std::printf(
+                "  (expert parallel: every rank holds all experts' weights and gradients; the "
+                "optimizer state covers 1/%d of the non-expert weights and 1/%d of its own "
+                "experts)\n",
+                a.ranks, a.ranks / a.expert_parallel);
+        else
+            std::printf(
+                "  (expert parallel: every rank holds all experts' weights and gradients; the "
+                "optimizer state covers its own experts only)\n");
     }
     row("activations", p.activations, "kept for the backward pass");
     row("workspace", p.workspace, "backward scratch, logits chunk, batch, backend op scratch");

@@ -12,7 +12,9 @@
 //    forward's two again when the backward recomputes it); the bytes assume a balanced router
 //    (N k rows per rank, (P - 1) / P of them to other ranks). The gradients of the non-expert
 //    weights are all-reduced over all ranks, those of a rank's experts (1/P of the expert
-//    weights) over the N / P ranks holding them, and the experts' squared norm over the group.
+//    weights) over the N / P ranks holding them, and the experts' squared norm over the group;
+//    with ZeRO-1 both parts are reduce-scattered instead (over all ranks, over the N / P), the
+//    shards' squared norm all-reduced and the updated shards all-gathered the same ways.
 // Ring algorithms: an all-reduce sends 2 (N - 1) / N of its message per rank, a
 // reduce-scatter or all-gather (N - 1) / N of the whole buffer.
 #include "plan_collectives.h"
@@ -60,13 +62,20 @@ std::vector<PlannedCollective> plan_collectives(const ModelConfig& c, int64_t n_
         const double hidden = c.ffn == FfnKind::swiglu ? 3 : 2;
         const double experts = moe_layers * E * hidden * c.d_ff * D;  // elements
         const double shared = static_cast<double>(n_params) - experts;
+        const double mine = experts / P, replicas = (Rr - 1) / Rr;
+        if (zero == 1) {
+            add("reduce_scatter shared grads", 1, 4 * shared, ring);
+            if (Rr > 1) add("reduce_scatter expert grads", 1, 4 * mine, replicas);
+            add("all_reduce grad norm", 1, 4, 2 * ring);
+            add("all_gather shared params", 1, 4 * shared, ring);
+            if (Rr > 1) add("all_gather expert params", 1, 4 * mine, replicas);
+            return out;
+        }
         const int64_t sb = static_cast<int64_t>((shared + bucket_elems - 1) / bucket_elems);
         add("all_reduce shared grads", sb, 4 * shared / static_cast<double>(sb), 2 * ring);
         if (Rr > 1) {
-            const double mine = experts / P;
             const int64_t eb = static_cast<int64_t>((mine + bucket_elems - 1) / bucket_elems);
-            add("all_reduce expert grads", eb, 4 * mine / static_cast<double>(eb),
-                2 * (Rr - 1) / Rr);
+            add("all_reduce expert grads", eb, 4 * mine / static_cast<double>(eb), 2 * replicas);
         }
         add("all_reduce expert norm", 1, 4, 2 * a2a);
         return out;
