@@ -110,7 +110,7 @@ elif [ ! -f "$BUILD/libmoetrain_comm_nccl.so" ]; then
 else
     DT=(python3 tests/dist/dist_tests.py --mpirun mpirun --moetrain "$MT"
         --comm-check "$BUILD/moetrain_comm_check" --work "$BUILD/dist-work")
-    for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2 ep_cuda_np2; do
+    for t in collectives_cuda_np2 dp_cuda_np2 zero_cuda_np2 ep_cuda_np2 ep_zero_cuda_np2; do
         run "dist $t" "${DT[@]}" "$t"
     done
     for t in capacity_dp_cuda_np2 capacity_ep_cuda_np2; do

@@ -825,6 +825,13 @@ def ep_cuda_np2():
     ep_equivalence(2, 2, device="cuda")
 
 
+@test
+def ep_zero_cuda_np2():
+    # The two parts' NCCL reduce-scatters and all-gathers (over all ranks, over a subgroup).
+    need_gpus(2)
+    ep_equivalence(2, 2, device="cuda", zero=1)
+
+
 def opencl_available():
     p = subprocess.run([ARGS.moetrain, "info"], capture_output=True, text=True)
     return any(l.split()[:2] == ["opencl", "available"] for l in p.stdout.splitlines())
