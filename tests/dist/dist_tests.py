@@ -375,6 +375,14 @@ def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0):
               ["--expert-parallel", ep, "--zero", zero, *both, "--accum", accum])
     assert f"expert parallel {ep} ({4 // ep} experts per rank)" in p.stdout, p.stdout
     assert ("ZeRO-1" in p.stdout) == (zero == 1), p.stdout
+    if zero:  # the norm from the shards of both parts, every element once
+        worst = 0.0
+        for x, y in zip(read_log(os.path.join(d, "single.jsonl")),
+                        read_log(os.path.join(d, "multi.jsonl"))):
+            rel = abs(x["grad_norm"] - y["grad_norm"]) / x["grad_norm"]
+            assert rel <= 1e-5, (x["step"], x["grad_norm"], y["grad_norm"])
+            worst = max(worst, rel)
+        print(f"ok: grad norms rel <= {worst:.2e}")
     compare_runs(d, "single", "multi")
     return d
 
