@@ -170,26 +170,23 @@ class Trainer {
     bool overlap() const;
     void begin_overlap();  // before the last micro-batch: every layer starts its all-reduce
     void start_reduce(int layer);
-    // Copies the segments `segs` of `full` back to back into the compact `part` (to_full: the
-    // other way); owned_ with m_ or v_, or a part of the expert-parallel ZeRO-1 packing.
-    void copy_segments(const std::vector<Segment>& segs, const Tensor& full, const Tensor& part,
-                       bool to_full);
-    // Expert parallel with ZeRO-1 (trainer_ep_zero.cpp): two parts, each its segments packed
-    // back to back and sharded in equal pieces over a communicator: the non-expert weights over
-    // all ranks, this rank's experts over the ranks holding them. owned_ is this rank's shard
-    // of each part, in that order, and the moments hold them so.
-    struct PackedPart {
-        std::vector<Segment> segs;     // shared_ or mine_
-        Communicator* over = nullptr;  // the ranks sharing its shards
-        int64_t total = 0, len = 0;    // packed elements; every rank's shard: ceil(total / ranks)
-        std::vector<Segment> pieces;   // this rank's shard as flat segments
-        int64_t count = 0, at = 0;     // its elements; the first in the moments
+    // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
+    void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
+    // Expert parallel with ZeRO-1 (trainer_ep_zero.cpp): every non-expert segment is sharded
+    // over all ranks, every segment of this rank's experts over the ranks holding them, each
+    // in equal pieces; owned_ is this rank's pieces in that order (the moments hold them so).
+    struct ShardedSegment {
+        Segment whole;
+        Communicator* over = nullptr;  // the ranks sharing its pieces
+        int64_t len = 0;               // every rank's piece: ceil(whole.count / ranks)
+        Segment piece;                 // this rank's (count < len at the end, possibly 0)
+        int64_t at = 0;                // the piece's first element in the moments
     };
-    std::vector<PackedPart> parts_;
-    Tensor packed_, staged_;  // one part packed; one shard of it
+    std::vector<ShardedSegment> sharded_;
+    Tensor staged_;  // one piece
     void setup_ep_zero();
-    void ep_zero_reduce();  // gradients into the owned pieces of the flat buffer; the global norm
-    // Every rank's shards of `flat` (or, with `compact`, of the moments m_ / v_) into `flat`.
+    void ep_zero_reduce();  // gradients into this rank's pieces of the flat buffer; the norm
+    // Every rank's pieces of `flat` (or, with `compact`, of the moments m_ / v_) into `flat`.
     void ep_zero_gather(const Tensor& flat, const Tensor& compact);
     void setup_dist();
     void alloc_quantized(QuantizedMoments& q, int64_t elems);  // zero codes and scales

@@ -92,11 +92,10 @@ void Trainer::setup_expert_parallel() {
     ep_sq_ = model_.device().alloc(DType::f32, {1});
 }
 
-void Trainer::copy_segments(const std::vector<Segment>& segs, const Tensor& full,
-                            const Tensor& part, bool to_full) {
+void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
     Device& dev = model_.device();
     int64_t at = 0;
-    for (const Segment& seg : segs) {
+    for (const Segment& seg : owned_) {
         const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
         dev.copy(to_full ? f : p, to_full ? p : f);
         at += seg.count;
@@ -252,12 +251,12 @@ void Trainer::gather_moments() {
             v_full_ = dev.alloc(DType::f32, {n});
             dev.fill(m_full_, 0.0f);
             dev.fill(v_full_, 0.0f);
-            if (zero()) {  // every rank's non-expert shards, the replicas' of this rank's experts
+            if (zero()) {  // every rank's non-expert pieces, the replicas' of its experts
                 ep_zero_gather(m_full_, m_);
                 ep_zero_gather(v_full_, v_);
             } else {
-                copy_segments(owned_, m_full_, m_, true);
-                copy_segments(owned_, v_full_, v_, true);
+                owned_copy(m_full_, m_, true);
+                owned_copy(v_full_, v_, true);
             }
         }
         for (const auto& [b, owner] : expert_blocks_)
@@ -306,8 +305,8 @@ void Trainer::scatter_moments() {
     }
     if (!m_full_) return;
     if (ep()) {
-        copy_segments(owned_, m_full_, m_, false);  // ZeRO-1: this rank's shards of both parts
-        copy_segments(owned_, v_full_, v_, false);
+        owned_copy(m_full_, m_, false);  // ZeRO-1: this rank's pieces
+        owned_copy(v_full_, v_, false);
         m_full_ = Tensor{};
         v_full_ = Tensor{};
         return;

@@ -80,7 +80,7 @@ void run_plan(const PlanArgs& a) {
                                                   : "SGD: none");
     if (a.zero)
         row("zero shards", p.zero_buffers,
-            a.expert_parallel > 1 ? "ZeRO-1: a packed part (gradients, parameters) and its shard"
+            a.expert_parallel > 1 ? "ZeRO-1: the staged piece of a segment"
                                   : "ZeRO-1: reduced gradient and updated parameter shard");
     if (a.expert_parallel > 1) {
         char why[160];

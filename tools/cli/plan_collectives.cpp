@@ -13,8 +13,10 @@
 //    (N k rows per rank, (P - 1) / P of them to other ranks). The gradients of the non-expert
 //    weights are all-reduced over all ranks, those of a rank's experts (1/P of the expert
 //    weights) over the N / P ranks holding them, and the experts' squared norm over the group;
-//    with ZeRO-1 both parts are reduce-scattered instead (over all ranks, over the N / P), the
-//    shards' squared norm all-reduced and the updated shards all-gathered the same ways.
+//    with ZeRO-1 each segment of both parts is reduce-scattered instead (the non-expert
+//    segments, one before each MoE layer's expert tensors and one after the last, over all
+//    ranks; the rank's expert blocks, one per expert tensor, over the N / P), the pieces'
+//    squared norm all-reduced and the updated pieces all-gathered the same ways.
 // Ring algorithms: an all-reduce sends 2 (N - 1) / N of its message per rank, a
 // reduce-scatter or all-gather (N - 1) / N of the whole buffer.
 #include "plan_collectives.h"
@@ -64,11 +66,14 @@ std::vector<PlannedCollective> plan_collectives(const ModelConfig& c, int64_t n_
         const double shared = static_cast<double>(n_params) - experts;
         const double mine = experts / P, replicas = (Rr - 1) / Rr;
         if (zero == 1) {
-            add("reduce_scatter shared grads", 1, 4 * shared, ring);
-            if (Rr > 1) add("reduce_scatter expert grads", 1, 4 * mine, replicas);
+            const int64_t ss = moe_layers + 1, es = moe_layers * static_cast<int64_t>(hidden);
+            const double sm = 4 * shared / static_cast<double>(ss);
+            const double em = 4 * mine / static_cast<double>(es);
+            add("reduce_scatter shared grads", ss, sm, ring);
+            if (Rr > 1) add("reduce_scatter expert grads", es, em, replicas);
             add("all_reduce grad norm", 1, 4, 2 * ring);
-            add("all_gather shared params", 1, 4 * shared, ring);
-            if (Rr > 1) add("all_gather expert params", 1, 4 * mine, replicas);
+            add("all_gather shared params", ss, sm, ring);
+            if (Rr > 1) add("all_gather expert params", es, em, replicas);
             return out;
         }
         const int64_t sb = static_cast<int64_t>((shared + bucket_elems - 1) / bucket_elems);
