@@ -106,6 +106,13 @@ def capacity_ep_np4():
 
 
 @test
+def capacity_ep_zero_np4():
+    # The same with ZeRO-1: the moments sharded, the expert bias still moved on every rank
+    # after the parameter all-gather.
+    equivalence("ep_zero_np4", 4, extra=["--expert-parallel", 2, "--zero", 1])
+
+
+@test
 def capacity_dp_opencl_np2():
     if not dt.opencl_available():
         print("skipped: no opencl device")
