@@ -159,7 +159,9 @@ void add_plan_command(CLI::App& app, int& exit_code) {
     add_defaulted(cmd, "--ranks", a->ranks,
                   "data-parallel ranks (mpirun -np N); --batch is per rank", positive());
     add_defaulted(cmd, "--zero", a->zero,
-                  "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks", CLI::Range(0, 1));
+                  "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks (with "
+                  "--expert-parallel, AdamW: an expert's over the ranks holding it)",
+                  CLI::Range(0, 1));
     add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
                   "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
                   "of the routed rows)",

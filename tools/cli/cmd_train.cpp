@@ -486,7 +486,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
         ->capture_default_str();
     add_defaulted(cmd, "--zero", a->zero,
-                  "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N)",
+                  "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N; with "
+                  "--expert-parallel, AdamW: an expert's over the ranks holding it)",
                   CLI::Range(0, 1));
     add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
                   "E: groups of E ranks split the experts of every MoE layer (E divides the "
