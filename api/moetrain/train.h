@@ -76,6 +76,9 @@ struct StepStats {
 // experts). Non-expert gradients are summed over all ranks, expert gradients over the ranks
 // that hold the same experts (rank j of every group). With zero = 1 (AdamW) the non-expert
 // moments are sharded over all ranks and this rank's experts' over the ranks holding them.
+// With adamw8bit (zero = 0 only) every expert block must start and end on a boundary of the
+// decayed range's 256-element blocks (else the Trainer refuses): each owned segment then keeps
+// the block grid, and so the numbers, of one process.
 struct DistOptions {
     Communicator* comm = nullptr;             // null or size 1: one process
     int zero = 0;                             // 0 or 1
@@ -101,9 +104,9 @@ class Trainer {
     // scatter_moments(), when they are the whole flat buffers (checkpoints save and load them).
     Tensor moment1() const { return m_full_ ? m_full_ : m_; }
     Tensor moment2() const { return v_full_ ? v_full_ : v_; }
-    // ZeRO-1 (collectives: every rank calls them): gather_moments() assembles the whole
-    // moments on every rank; scatter_moments() keeps this rank's shard of them (loaded ones
-    // included) and frees the whole ones. No-ops without ZeRO.
+    // ZeRO-1 or expert parallel (collectives: every rank calls them): gather_moments()
+    // assembles the whole moments (or 8-bit state) on every rank; scatter_moments() keeps this
+    // rank's part of them (loaded ones included) and frees the whole ones. No-ops otherwise.
     void gather_moments();
     void scatter_moments();
     // Expert parallel (a collective: every rank calls it): every expert's current weights from
@@ -119,8 +122,10 @@ class Trainer {
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
-    // Under ZeRO-1 the "decay" range is this rank's shard, except between gather_moments() and
-    // scatter_moments().
+    // Under ZeRO-1 the "decay" range is this rank's shard, and under expert parallelism the
+    // decayed segments this rank updates (the non-expert weights and its experts, back to back,
+    // n their total; every segment starts a block), except between gather_moments() and
+    // scatter_moments(), when it is the whole range.
     const std::vector<QuantizedMoments>& quantized_moments() const {
         return q_full_.empty() ? q_ : q_full_;
     }
@@ -163,6 +168,11 @@ class Trainer {
     Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
     bool ep() const { return dp() && dist_.expert_parallel > 1; }
     void setup_expert_parallel();
+    // 8-bit AdamW: refuses (one line) expert blocks whose edges are not block boundaries.
+    void check_expert_blocks_aligned() const;
+    // 8-bit AdamW: copies this rank's decayed segments of `full` (the whole "decay" state)
+    // into / out of the compact q_[0].
+    void ep_quantized_copy(const QuantizedMoments& full, bool to_full);
     // Overlap of the gradient all-reduce with the backward (trainer_dist.cpp): the host copy
     // the non-blocking all-reduces run on, and their ids.
     std::vector<float> hgrads_;

@@ -61,9 +61,11 @@ void Trainer::setup_expert_parallel() {
     MT_CHECK(cfg.moe, "--expert-parallel ", P, " needs an MoE model (this one is dense)");
     MT_CHECK(cfg.moe->n_experts % P == 0, "--expert-parallel ", P, " does not divide the ",
              cfg.moe->n_experts, " experts of every MoE layer");
-    MT_CHECK(opts_.optimizer != OptimizerKind::adamw8bit,
-             "--expert-parallel with --optimizer adamw8bit is not supported (its 256-element "
-             "blocks would cut through the expert blocks); use adamw or sgd");
+    const bool q8 = opts_.optimizer == OptimizerKind::adamw8bit;
+    MT_CHECK(!q8 || dist_.zero == 0,
+             "--expert-parallel with --zero 1 and --optimizer adamw8bit is not supported (the "
+             "ZeRO-1 pieces of the expert blocks would cut through its 256-element blocks); use "
+             "--zero 0 or --optimizer adamw");
     ep_group_ = dist_.comm->subgroup(r / P * P, 1, P);
     ep_replicas_ = dist_.comm->subgroup(r % P, P, R / P);
     TrainPasses im(model_);
@@ -84,12 +86,36 @@ void Trainer::setup_expert_parallel() {
         at = t.offset + P * El * t.per_expert;
     }
     if (at < n) shared_.push_back({at, n - at});
+    if (q8) check_expert_blocks_aligned();
     owned_.clear();
     for (const auto* list : {&shared_, &mine_})
         owned_.insert(owned_.end(), list->begin(), list->end());
     std::sort(owned_.begin(), owned_.end(),
               [](const Segment& a, const Segment& b) { return a.first < b.first; });
     ep_sq_ = model_.device().alloc(DType::f32, {1});
+}
+
+void Trainer::check_expert_blocks_aligned() const {
+    // 8-bit AdamW updates each owned segment with its own adamw8bit call; that is the block
+    // grid of one process (a block reads only itself) when every boundary between an expert
+    // block and its neighbours lies on a block boundary of the decayed range [0, nd) or at nd.
+    // The expert tensors are rank 3, so all of them lie in the decayed range.
+    const int64_t nd = TrainPasses(model_).n_decay();
+    for (const auto& [b, owner] : expert_blocks_) {
+        MT_CHECK(b.first + b.count <= nd, "expert block [", b.first, ", ", b.first + b.count,
+                 ") is outside the decayed range [0, ", nd, ")");
+        for (const int64_t edge : {b.first, b.first + b.count}) {
+            if (edge % MT_QBLOCK == 0 || edge == nd) continue;
+            std::string name = "an expert tensor";
+            for (const ParamInfo& p : model_.params())
+                if (p.offset <= b.first && b.first < p.offset + p.numel()) name = p.name;
+            fail("--expert-parallel ", dist_.expert_parallel,
+                 " with --optimizer adamw8bit needs every expert block to start and end at a "
+                 "multiple of ",
+                 MT_QBLOCK, " elements of the decayed range (", name, ": offset ", edge,
+                 "); use --optimizer adamw");
+        }
+    }
 }
 
 void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
@@ -99,6 +125,29 @@ void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
         const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
         dev.copy(to_full ? f : p, to_full ? p : f);
         at += seg.count;
+    }
+}
+
+void Trainer::ep_quantized_copy(const QuantizedMoments& full, bool to_full) {
+    // The compact "decay" state holds the owned segments below nd back to back; every one but
+    // the last (which may end at nd) is a whole number of blocks, so its scales follow too.
+    Device& dev = model_.device();
+    const QuantizedMoments& part = q_[0];
+    const int64_t nd = full.n;
+    int64_t at = 0;
+    for (const Segment& seg : owned_) {
+        const int64_t cnt = std::min(nd, seg.first + seg.count) - seg.first;
+        if (cnt <= 0) break;
+        const int64_t blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK;
+        auto pair = [&](const Tensor& f, const Tensor& p, int64_t f0, int64_t p0, int64_t c) {
+            const Tensor fv = f.view(f0, {c}), pv = p.view(p0, {c});
+            dev.copy(to_full ? fv : pv, to_full ? pv : fv);
+        };
+        pair(full.m_codes, part.m_codes, seg.first, at, cnt);
+        pair(full.v_codes, part.v_codes, seg.first, at, cnt);
+        pair(full.m_absmax, part.m_absmax, seg.first / MT_QBLOCK, at / MT_QBLOCK, blocks);
+        pair(full.v_absmax, part.v_absmax, seg.first / MT_QBLOCK, at / MT_QBLOCK, blocks);
+        at += cnt;
     }
 }
 
@@ -242,9 +291,24 @@ void Trainer::sync_experts() {
 }
 
 void Trainer::gather_moments() {
-    if (ep() && !m_full_) {  // every expert block from its owner in group 0 (its replicas agree)
+    if (ep() && !m_full_ && q_full_.empty()) {
+        // Every expert block from its owner in group 0 (its replicas agree).
         Device& dev = model_.device();
         sync_experts();
+        if (!q_.empty()) {  // 8-bit (no ZeRO): the whole decayed range, then the experts' blocks
+            QuantizedMoments full{"decay", 0, TrainPasses(model_).n_decay(), {}, {}, {}, {}};
+            alloc_quantized(full, full.n);
+            ep_quantized_copy(full, true);
+            for (const auto& [b, owner] : expert_blocks_) {
+                const int64_t b0 = b.first / MT_QBLOCK,
+                              blocks = (b.count + MT_QBLOCK - 1) / MT_QBLOCK;
+                for (const Tensor& t : {full.m_codes, full.v_codes})
+                    dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
+                for (const Tensor& t : {full.m_absmax, full.v_absmax})
+                    dist_.comm->broadcast(dev, t.view(b0, {blocks}), owner);
+            }
+            q_full_ = {full, q_[1]};
+        }
         if (m_) {
             const int64_t n = model_.num_params();
             m_full_ = dev.alloc(DType::f32, {n});
@@ -289,6 +353,11 @@ void Trainer::gather_moments() {
 }
 
 void Trainer::scatter_moments() {
+    if (!q_full_.empty() && ep()) {  // this rank's segments of the (possibly loaded) state
+        ep_quantized_copy(q_full_[0], false);
+        q_full_.clear();
+        return;
+    }
     if (!q_full_.empty()) {  // this rank's blocks of the (possibly loaded) whole state
         const QuantizedMoments &full = q_full_[0], &d = q_[0];
         const int64_t cnt = d.n, blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK,

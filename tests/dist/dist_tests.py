@@ -364,7 +364,7 @@ def dp_bit_identical():
 
 # ---- expert parallel -----------------------------------------------------------------------
 
-def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0):
+def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0, weight_rel=1e-4):
     """1 rank x 4 rows vs n ranks x 4/n with --expert-parallel ep (tiny: 4 experts, top-2, a
     shared expert, aux and z losses), and --zero `zero`."""
     tag = "_".join(map(str, both)).replace("-", "")
@@ -383,7 +383,7 @@ def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0):
             assert rel <= 1e-5, (x["step"], x["grad_norm"], y["grad_norm"])
             worst = max(worst, rel)
         print(f"ok: grad norms rel <= {worst:.2e}")
-    compare_runs(d, "single", "multi")
+    compare_runs(d, "single", "multi", weight_rel=weight_rel)
     return d
 
 
@@ -410,6 +410,18 @@ def ep_zero_np4():
     # Two groups of 2: the non-expert moments in 4 shards, each rank's experts in 2 (over the
     # ranks holding them).
     ep_equivalence(4, 2, accum=2, zero=1)
+
+
+@test
+def ep8_np2():
+    # 8-bit AdamW under expert parallelism: one adamw8bit call per owned segment (tiny's expert
+    # blocks start and end on 256-element blocks of the decayed range), the grid of one process.
+    ep_equivalence(2, 2, accum=2, both=["--optimizer", "adamw8bit"], weight_rel=W8)
+
+
+@test
+def ep8_np4():
+    ep_equivalence(4, 2, accum=2, both=["--optimizer", "adamw8bit"], weight_rel=W8)
 
 
 @test
