@@ -534,6 +534,19 @@ def ep_zero_optimizer_state_per_rank():
           f"{mb['ep_zero']:.3f} MB with EP 2 + ZeRO-1 over 4 ranks (formula {want:.3f})")
 
 
+@test
+def ep8_optimizer_state_per_rank():
+    # 8-bit AdamW under EP 2 on 2 ranks: each rank keeps the codes (1 byte each of m and v) and
+    # block scales (4 bytes each per 256 elements) of the shared weights and of its own experts.
+    mb = optimizer_mb("ep8_memory", 2, 2, {ep: ["--expert-parallel", ep, "--optimizer",
+                                                 "adamw8bit"] for ep in (1, 2)})
+    half = 4 * 3 * 128 * 64 // 2  # tiny's expert weights not on this rank
+    want = mb[1] - half * (2 + 8 / 256) / 1e6
+    assert abs(mb[2] - want) < 0.002, (mb, want)
+    print(f"ok: 8-bit optimizer state per rank {mb[1]:.3f} MB replicated, {mb[2]:.3f} MB with "
+          f"2 experts of 4 per rank (formula {want:.3f})")
+
+
 # ---- checkpoints: saved with N ranks, resumed with M ------------------------------------------
 
 def resume_case(n, m, zero_n, zero_m, ep_n=1, ep_m=1, optimizer="adamw"):
@@ -576,7 +589,8 @@ def resume_case(n, m, zero_n, zero_m, ep_n=1, ep_m=1, optimizer="adamw"):
 # Save with one layout, resume with another: (ranks, zero, expert parallel) before and after.
 # resume_zero8_*: the 8-bit codes and block scales are gathered into the checkpoint and
 # scattered back; resume_ep_2_to_2_exact: the moments of every expert are gathered into the
-# checkpoint and scattered back; resume_ep_zero_*: the same from the shards of both parts.
+# checkpoint and scattered back; resume_ep_zero_*: the same from the shards of both parts;
+# resume_ep8_*: the 8-bit codes and scales of every expert block from its owner.
 RESUME_CASES = {
     "resume_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0),
     "resume_1_to_2": dict(n=1, m=2, zero_n=0, zero_m=0),
@@ -593,6 +607,10 @@ RESUME_CASES = {
     "resume_ep_zero_2_to_2_exact": dict(n=2, m=2, zero_n=1, zero_m=1, ep_n=2, ep_m=2),
     "resume_ep_zero_2_to_1": dict(n=2, m=1, zero_n=1, zero_m=0, ep_n=2),
     "resume_1_to_ep_zero_4": dict(n=1, m=4, zero_n=0, zero_m=1, ep_m=2),
+    "resume_ep8_2_to_2_exact": dict(n=2, m=2, zero_n=0, zero_m=0, ep_n=2, ep_m=2,
+                                    optimizer="adamw8bit"),
+    "resume_ep8_2_to_1": dict(n=2, m=1, zero_n=0, zero_m=0, ep_n=2, optimizer="adamw8bit"),
+    "resume_1_to_ep8_2": dict(n=1, m=2, zero_n=0, zero_m=0, ep_m=2, optimizer="adamw8bit"),
 }
 for _name, _kw in RESUME_CASES.items():
     TESTS[_name] = functools.partial(resume_case, **_kw)
@@ -647,11 +665,31 @@ def ep_dense_model():
 
 @test
 def ep_with_adamw8bit():
+    # d_ff 130: the dense FFN before the MoE layer (3 x 130 x 64 elements) leaves the first
+    # expert block off the 256-element grid of the 8-bit state.
     d = work("ep_with_adamw8bit")
+    cfg = json.loads(subprocess.run([ARGS.moetrain, "config", "--preset", "tiny"],
+                                    capture_output=True, text=True, check=True).stdout)
+    cfg["d_ff"] = 130
+    path = os.path.join(d, "unaligned.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    argv = train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2, "--optimizer",
+                                                     "adamw8bit"])
+    argv[argv.index("--preset"):argv.index("--preset") + 2] = ["--config", path]
+    one_error_line(mpirun(2, argv), ["rank 0 of 2", "--expert-parallel 2 with --optimizer "
+                                     "adamw8bit needs every expert block to start and end at a "
+                                     "multiple of 256", "layers.1.moe.experts.w_", "offset ",
+                                     "use --optimizer adamw"])
+
+
+@test
+def ep_zero_with_adamw8bit():
+    d = work("ep_zero_with_adamw8bit")
     p = mpirun(2, train_argv(d, corpus(d), 2, "run", extra=["--expert-parallel", 2, "--zero", 1,
                                                             "--optimizer", "adamw8bit"]))
-    one_error_line(p, ["rank 0 of 2", "--expert-parallel with --optimizer adamw8bit is not "
-                       "supported"])
+    one_error_line(p, ["rank 0 of 2", "--expert-parallel with --zero 1 and --optimizer adamw8bit "
+                       "is not supported", "use --zero 0 or --optimizer adamw"])
 
 
 @test
