@@ -812,13 +812,20 @@ def plan_expert_parallel():
     assert a2a["calls"] == moe_layers and a2a["message_bytes"] == rows * cfg["d_model"] * 4, a2a
     assert abs(a2a["sent_bytes"] - moe_layers * rows * cfg["d_model"] * 4 * 3 / 4) < 1, a2a
     assert 0 < ep["expert_dispatch"] < ep["expert_dispatch_max"], ep
+    # 8-bit AdamW: 2 bytes of codes and 8 / 256 of block scales per element, 3/4 of the experts
+    # saved (moe-mini's expert blocks lie on the 256-element grid).
+    dp8 = plan_json("--ranks", 8, "--optimizer", "adamw8bit")
+    ep8 = plan_json("--ranks", 8, "--expert-parallel", 4, "--optimizer", "adamw8bit")
+    saved8 = dp8["optimizer"] - ep8["optimizer"]
+    assert abs(saved8 - (2 + 8 / 256) * experts * 3 / 4) <= 64, (saved8, experts)
     for bad, why in ((["--ranks", 8, "--expert-parallel", 3], "does not divide the 8 ranks"),
                      (["--ranks", 32, "--expert-parallel", 32], "does not divide the 16 experts")):
         p = plan_json(*bad, ok=False)
         err = [l for l in p.stderr.splitlines() if l]
         assert p.returncode == 1 and len(err) == 1 and why in err[0], p.stderr
     print(f"ok: plan --expert-parallel 4 over 8 ranks: optimizer {ep['optimizer']/1e9:.3f} GB "
-          f"(replicated {dp['optimizer']/1e9:.3f}), expert rows {ep['expert_dispatch']/1e6:.1f} MB")
+          f"(replicated {dp['optimizer']/1e9:.3f}; adamw8bit {ep8['optimizer']/1e9:.3f} of "
+          f"{dp8['optimizer']/1e9:.3f}), expert rows {ep['expert_dispatch']/1e6:.1f} MB")
 
 
 @test
@@ -837,7 +844,8 @@ def plan_expert_parallel_zero():
     p = plan_json("--ranks", 8, "--expert-parallel", 4, "--zero", 1, "--optimizer", "adamw8bit",
                   ok=False)
     err = [l for l in p.stderr.splitlines() if l]
-    assert p.returncode == 1 and len(err) == 1 and "adamw8bit is not supported" in err[0], p.stderr
+    assert p.returncode == 1 and len(err) == 1 and "--zero 1 and --optimizer adamw8bit is not " \
+        "supported" in err[0], p.stderr
     print(f"ok: plan --expert-parallel 4 --zero 1 over 8 ranks: optimizer "
           f"{epz['optimizer']/1e9:.4f} GB, 1/{1 / ratio:.3f} of one process's")
 
