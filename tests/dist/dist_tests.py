@@ -510,6 +510,12 @@ def ep_zero_bit_identical():
 
 
 @test
+def ep8_bit_identical():
+    bit_identical("ep8_bit_identical", 4, 1, ["--expert-parallel", 2, "--optimizer", "adamw8bit"],
+                  "4-rank expert-parallel 8-bit AdamW runs")
+
+
+@test
 def ep_optimizer_state_per_rank():
     # Each rank keeps the moments of the shared weights and of its own experts only.
     mb = optimizer_mb("ep_memory", 2, 2, {ep: ["--expert-parallel", ep] for ep in (1, 2)})

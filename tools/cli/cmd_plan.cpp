@@ -164,7 +164,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
                   CLI::Range(0, 1));
     add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
                   "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
-                  "of the routed rows)",
+                  "of the routed rows; adamw8bit: without --zero)",
                   positive());
     add_defaulted(cmd, "--accum", a->accum, "micro-batches per step (collective counts)",
                   positive());

@@ -491,7 +491,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   CLI::Range(0, 1));
     add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
                   "E: groups of E ranks split the experts of every MoE layer (E divides the "
-                  "experts and the ranks); routed rows go to their expert's rank",
+                  "experts and the ranks); routed rows go to their expert's rank (adamw8bit: "
+                  "without --zero)",
                   CLI::PositiveNumber);
     add_defaulted(cmd, "--overlap", a->overlap,
                   "1: each layer's gradient all-reduce starts during the backward (plain data "
