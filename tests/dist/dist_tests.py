@@ -471,6 +471,15 @@ def ep_opencl_np2():
 
 
 @test
+def ep8_opencl_np2():
+    # The 8-bit update on views of the compact state (codes and scales at nonzero offsets).
+    if not opencl_available():
+        print("skipped: no opencl device")
+        sys.exit(77)
+    ep_equivalence(2, 2, device="opencl", both=["--optimizer", "adamw8bit"], weight_rel=W8)
+
+
+@test
 def ep_zero_opencl_np2():
     if not opencl_available():
         print("skipped: no opencl device")
