@@ -66,6 +66,12 @@ int launched_local_rank() {
     return 0;
 }
 
+int launched_local_size() {
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMIX_LOCAL_SIZE"})
+        if (const int n = env_int(v)) return n;
+    return 1;
+}
+
 std::unique_ptr<Communicator> open_communicator(const std::string& engine,
                                                 const std::string& backend) {
     MT_CHECK(engine == "auto" || engine == "mpi" || engine == "nccl" || engine == "single",

@@ -92,6 +92,9 @@ int launched_world_size();
 // This process's rank among the ranks on its node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
 // PMIX_LOCAL_RANK, SLURM_LOCALID; 0 when not launched): which GPU a rank takes.
 int launched_local_rank();
+// How many ranks the launcher started on this process's node (OMPI_COMM_WORLD_LOCAL_SIZE,
+// MPI_LOCALNRANKS, PMIX_LOCAL_SIZE; 1 when not launched or not said).
+int launched_local_size();
 
 // The communicator of this process: "single" when launched_world_size() == 1, otherwise the
 // engine named (`engine` "auto": nccl for a cuda device when its module loads, else mpi).

@@ -362,6 +362,34 @@ def dp_bit_identical():
     bit_identical("dp_bit_identical", 2, 2, ["--zero", 1], "runs with 2 ranks")
 
 
+@test
+def threads_shared_by_node_ranks():
+    # Unbound ranks (no --threads, no OMP_NUM_THREADS) share the node's processors instead of
+    # each starting one thread per processor; --threads still wins.
+    d = work("threads")
+    data = corpus(d)
+    usable = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+
+    def threads_line(out, extra):
+        argv = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                "-np", "2", "--mca", "btl", "self,vader", ARGS.moetrain, "train", "--preset",
+                "tiny", "--data", data, "--steps", "1", "--batch", "2", "--seq", "16", "--out",
+                os.path.join(d, out), *extra]
+        p = must_pass(subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                                     env=dict(env, OMP_WAIT_POLICY="passive")), " ".join(argv))
+        line = next(x for x in p.stdout.splitlines() if x.startswith("train:"))
+        return line
+
+    want = max(1, usable // 2)
+    line = threads_line("default", [])
+    assert f"({want} thread{'s' if want > 1 else ''})" in line, (usable, line)
+    line = threads_line("given", ["--threads", "3"])
+    assert "(3 threads)" in line, line
+    print(f"ok: 2 unbound ranks on {usable} processors run {want} thread(s) each; --threads 3 "
+          "gives 3")
+
+
 # ---- expert parallel -----------------------------------------------------------------------
 
 def ep_equivalence(n, ep, device="cpu", accum=1, both=(), zero=0, weight_rel=1e-4):

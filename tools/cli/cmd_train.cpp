@@ -222,7 +222,8 @@ int run_train(TrainArgs& a, DistRun& dist) {
         BatchLoader(data.val, global_batch, a.seq, "val");
 
     // ---- device, model, optimizer ----
-    a.dev.device = dist.rank_device(a.dev.device);  // one GPU per rank on a node
+    a.dev.device = dist.rank_device(a.dev.device);     // one GPU per rank on a node
+    a.dev.threads = dist.rank_threads(a.dev.threads);  // the node's cores shared by its ranks
     auto device = a.dev.open();
     Model model(*device, cfg);
     model.set_recompute(recompute);

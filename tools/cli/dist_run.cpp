@@ -2,10 +2,12 @@
 #include "dist_run.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "moetrain/error.h"
 
@@ -86,6 +88,17 @@ void DistRun::agree(const std::string& error,
 std::string DistRun::rank_device(const std::string& device) const {
     if (!multi() || device != "cuda") return device;
     return device + ":" + std::to_string(launched_local_rank());
+}
+
+int DistRun::rank_threads(int threads) const {
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    if (threads > 0 || !multi() || (omp && *omp)) return threads;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    const int usable = sched_getaffinity(0, sizeof(mask), &mask) == 0
+                           ? CPU_COUNT(&mask)
+                           : static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+    return std::max(1, usable / std::max(1, launched_local_size()));
 }
 
 void DistRun::local_rows(const std::vector<int32_t>& global, std::vector<int32_t>& local, int B,

@@ -39,6 +39,12 @@ class DistRun {
     // The device this rank opens: `device` itself, except that "cuda" without an index gets
     // the node-local rank's GPU in a multi-rank launch (the one the nccl communicator uses).
     std::string rank_device(const std::string& device) const;
+    // The CPU threads this rank asks for: `threads` when given (> 0) or when OMP_NUM_THREADS is
+    // set (0: OpenMP's own choice); otherwise, in a multi-rank launch, the processors this
+    // process may run on divided among the node's ranks (at least 1), so that ranks started
+    // without core binding (--oversubscribe, --bind-to none) do not each run one thread per
+    // core of the node.
+    int rank_threads(int threads) const;
 
     // Ends the setup: one agreement (two collectives every rank makes, failed or not) on
     // `error` (empty = this rank is fine) and on the named values, which every rank must hold
