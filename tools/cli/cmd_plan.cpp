@@ -3,6 +3,7 @@
 // and whether it fits the chosen device (--device, read from the registry without opening
 // it) or a given capacity (--memory-gb, for hardware this machine does not have).
 #include <cstdio>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -89,16 +90,14 @@ void run_plan(const PlanArgs& a) {
                       "(balanced router; up to %.2f GB)",
                       p.expert_dispatch_max / 1e9);
         row("expert rows", p.expert_dispatch, why);
-        if (a.zero)
-            std::printf(
-                "  (expert parallel: every rank holds all experts' weights and gradients; the "
-                "optimizer state covers 1/%d of the non-expert weights and 1/%d of its own "
-                "experts)\n",
-                a.ranks, a.ranks / a.expert_parallel);
-        else
-            std::printf(
-                "  (expert parallel: every rank holds all experts' weights and gradients; the "
-                "optimizer state covers its own experts only)\n");
+        const std::string covers =
+            a.zero ? "1/" + std::to_string(a.ranks) + " of the non-expert weights and 1/" +
+                         std::to_string(a.ranks / a.expert_parallel) + " of its own experts"
+                   : std::string("its own experts only");
+        std::printf(
+            "  (expert parallel: every rank holds all experts' weights and gradients; "
+            "the optimizer state covers %s)\n",
+            covers.c_str());
     }
     row("activations", p.activations, "kept for the backward pass");
     row("workspace", p.workspace, "backward scratch, logits chunk, batch, backend op scratch");
