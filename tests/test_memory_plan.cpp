@@ -79,12 +79,18 @@ TEST_CASE("plan: each lever shrinks its own part") {
     CHECK_THROWS_AS(plan_training_memory(c, bad), Error);
 }
 
-TEST_CASE("plan: the planning device counts bytes and refuses to compute") {
+TEST_CASE("plan: the planning device counts live bytes, copies nothing and refuses to compute") {
     PlanningDevice d;
     const Tensor t = d.alloc(DType::f32, {10, 3});
     CHECK(d.allocated() == 120);
-    d.alloc(DType::bf16, {5});
-    CHECK(d.allocated() == 130);
+    {
+        const Tensor u = d.alloc(DType::bf16, {5});
+        CHECK(d.allocated() == 130);
+    }
+    CHECK(d.allocated() == 120);  // freed with its last view
+    const Tensor v = d.alloc(DType::f32, {30});
+    d.copy(v, t);  // a re-layout of planned buffers: nothing to move
+    CHECK(d.allocated() == 240);
     CHECK_THROWS_WITH_AS(d.fill(t, 0.0f),
                          "the memory planner's device cannot run fill: it only counts allocations",
                          Error);

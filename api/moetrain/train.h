@@ -73,11 +73,13 @@ struct StepStats {
 // groups of P consecutive ranks; rank j of a group holds experts [j E/P, (j + 1) E/P) of every
 // MoE layer, the routed rows go to their experts' ranks and come back (all-to-all-v), and this
 // rank updates only its own experts (its optimizer state covers the non-expert weights and its
-// experts). Non-expert gradients are summed over all ranks, expert gradients over the ranks
+// experts). The Trainer makes the model keep only this rank's experts (its parameter and
+// gradient buffers shrink to them), so every pass of the model is then a collective of the
+// group. Non-expert gradients are summed over all ranks, expert gradients over the ranks
 // that hold the same experts (rank j of every group). With zero = 1 (AdamW) the non-expert
 // moments are sharded over all ranks and this rank's experts' over the ranks holding them.
 // With adamw8bit (zero = 0 only) every expert block must start and end on a boundary of the
-// decayed range's 256-element blocks (else the Trainer refuses): each owned segment then keeps
+// decayed range's 256-element blocks (else the Trainer refuses): a rank's buffer then keeps
 // the block grid, and so the numbers, of one process.
 struct DistOptions {
     Communicator* comm = nullptr;             // null or size 1: one process
@@ -105,14 +107,12 @@ class Trainer {
     Tensor moment1() const { return m_full_ ? m_full_ : m_; }
     Tensor moment2() const { return v_full_ ? v_full_ : v_; }
     // ZeRO-1 or expert parallel (collectives: every rank calls them): gather_moments()
-    // assembles the whole moments (or 8-bit state) on every rank; scatter_moments() keeps this
-    // rank's part of them (loaded ones included) and frees the whole ones. No-ops otherwise.
+    // assembles the whole moments (or 8-bit state) on every rank, and under expert parallelism
+    // also lays the model out whole (every rank's experts); scatter_moments() keeps this rank's
+    // part of them (loaded ones included) and frees the whole ones. A checkpoint is saved or
+    // loaded between the two; the model runs no pass there. No-ops otherwise.
     void gather_moments();
     void scatter_moments();
-    // Expert parallel (a collective: every rank calls it): every expert's current weights from
-    // its owner, so that this rank can run the whole model alone (evaluation); a no-op
-    // otherwise. Between such calls a rank's copies of the other ranks' experts are stale.
-    void sync_experts();
     // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers (the
     // whole buffer under expert parallelism, whose shards are not one range).
     int64_t shard_first() const { return shard_lo_; }
@@ -163,16 +163,17 @@ class Trainer {
     std::vector<Segment> owned_;
     // Expert parallel (trainer_dist.cpp): this rank's group and the ranks holding its experts.
     std::unique_ptr<Communicator> ep_group_, ep_replicas_;
-    std::vector<Segment> shared_, mine_;  // non-expert ranges; this rank's expert blocks
-    std::vector<std::pair<Segment, int>> expert_blocks_;  // every expert block, its rank in group 0
+    std::vector<Segment> shared_, mine_;  // non-expert ranges; this rank's expert tensors
     Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
     bool ep() const { return dp() && dist_.expert_parallel > 1; }
     void setup_expert_parallel();
     // 8-bit AdamW: refuses (one line) expert blocks whose edges are not block boundaries.
     void check_expert_blocks_aligned() const;
-    // 8-bit AdamW: copies this rank's decayed segments of `full` (the whole "decay" state)
-    // into / out of the compact q_[0].
-    void ep_quantized_copy(const QuantizedMoments& full, bool to_full);
+    // Expert parallel (trainer_ep_state.cpp): gather_moments / scatter_moments, with the model
+    // laid out whole in between (shard_layout_: the rank's own layout meanwhile).
+    std::vector<ParamInfo> shard_layout_;
+    void ep_gather_state();
+    void ep_scatter_state();
     // Overlap of the gradient all-reduce with the backward (trainer_dist.cpp): the host copy
     // the non-blocking all-reduces run on, and their ids.
     std::vector<float> hgrads_;

@@ -78,29 +78,33 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     PlanningDevice dev;
     Model model(dev, c);  // parameters, gradients, the 4 + 3 floats of loss statistics
     ModelImpl& im = ModelAccess::impl(model);
-    const double params = static_cast<double>(im.params.bytes());
-    MemoryPlan p;
-    p.grads = static_cast<double>(dev.allocated()) - params;
-    size_t mark = dev.allocated();
     model.set_precision(o.precision);
-    const double lo = static_cast<double>(dev.allocated() - mark);
-    if (o.precision == Precision::fp32) {
-        p.weights = params;
-    } else {
-        p.weights = lo;
-        p.master_weights = params;
-    }
     TrainOptions t;
     t.optimizer = o.optimizer;
-    mark = dev.allocated();
     const std::unique_ptr<Communicator> ranks = make_planning_communicator(o.ranks);
     DistOptions dist{ranks.get(), o.zero};
     dist.expert_parallel = o.expert_parallel;
+    // The model's parameter buffers, which an expert-parallel trainer shrinks to this rank's
+    // experts; the trainer adds its state and scratch.
+    auto model_bytes = [&] {
+        return static_cast<double>(im.params.bytes() + im.grads.bytes() +
+                                   (im.params_lo ? im.params_lo.bytes() : 0));
+    };
+    const double before = static_cast<double>(dev.allocated()) - model_bytes();  // stats etc.
     Trainer trainer(model, t, dist);
+    const double params = static_cast<double>(im.params.bytes());
+    MemoryPlan p;
+    p.grads = static_cast<double>(im.grads.bytes()) + before;  // with the loss statistics
+    if (o.precision == Precision::fp32) {
+        p.weights = params;
+    } else {
+        p.weights = static_cast<double>(im.params_lo.bytes());
+        p.master_weights = params;
+    }
     p.optimizer = static_cast<double>(trainer.optimizer_state_bytes());
-    p.zero_buffers = static_cast<double>(dev.allocated() - mark) - p.optimizer;
+    p.zero_buffers = static_cast<double>(dev.allocated()) - model_bytes() - before - p.optimizer;
     model.set_recompute(o.recompute);
-    mark = dev.allocated();
+    const size_t mark = dev.allocated();
     const Workspace& ws = im.workspace(o.batch, o.seq, true);
     const double all = static_cast<double>(dev.allocated() - mark);
     p.workspace = scratch_bytes(ws);

@@ -90,7 +90,6 @@ struct MoeDispatch;
 struct MoeGlobal {
     Communicator* comm = nullptr;
     Tensor counts;
-    MoeDispatch* dispatch = nullptr;  // expert parallel: where the routed rows go (moe_dispatch.h)
     float aux_share() const { return 1.0f / static_cast<float>(comm->size() * comm->size()); }
     float z_share() const { return 1.0f / static_cast<float>(comm->size()); }
 };
@@ -117,16 +116,18 @@ RouterArgs router_args(const MoeConfig& m);
 // is given, the chosen experts are appended to it (gradient checks watch for flips). The
 // backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is
 // produced (expert output rows included), nothing is combined and no loss term is added.
+// Expert parallel, `ep` says where the routed rows go (moe_dispatch.h; w holds this rank's
+// experts only).
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
              std::vector<int32_t>* routing, const MoeRouting& route,
-             const MoeGlobal* global = nullptr);
+             const MoeGlobal* global = nullptr, MoeDispatch* ep = nullptr);
 // From dres = d loss / d MoE output: weight gradients and dxn (overwritten). grad_scale
 // scales the aux / z loss gradients (the micro-batch weight); `route` is the forward's.
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
              int64_t N, float grad_scale, const MoeRouting& route,
-             const MoeGlobal* global = nullptr);
+             const MoeGlobal* global = nullptr, MoeDispatch* ep = nullptr);
 
 // ---- head.cpp: final norm, logits (row chunks), cross-entropy ----
 // Per-token losses into ws.losses and ce_out[0] += ce_scale * sum(losses). With gw given,

@@ -46,7 +46,8 @@ RouterArgs router_args(const MoeConfig& m) {
 
 void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
              const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
-             std::vector<int32_t>* routing, const MoeRouting& route, const MoeGlobal* global) {
+             std::vector<int32_t>* routing, const MoeRouting& route, const MoeGlobal* global,
+             MoeDispatch* ep) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool topk = m.topk_router();
@@ -91,7 +92,7 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
         dev.gather_rows(a.yrows, xn, a.row_token, N * k, D);
         dev.convert(a.xg, a.yrows);
     }
-    moe_experts_fwd(dev, c, w.experts, a, N * k, global ? global->dispatch : nullptr);
+    moe_experts_fwd(dev, c, w.experts, a, N * k, ep);
     if (x_res)
         dev.moe_combine(x_res, a.yrows, a.slot_row, topk ? a.topk_w : Tensor{}, N, k, D, true);
     if (w.shared.present())
@@ -100,7 +101,8 @@ void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, cons
 
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
-             int64_t N, float grad_scale, const MoeRouting& route, const MoeGlobal* global) {
+             int64_t N, float grad_scale, const MoeRouting& route, const MoeGlobal* global,
+             MoeDispatch* ep) {
     const MoeConfig& m = *c.moe;
     const int64_t E = m.n_experts, k = m.active_k(), D = c.d_model;
     const bool topk = m.topk_router();
@@ -112,8 +114,7 @@ void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& g
     // Combine: drows = w * dy for every admitted row, dw = dy . expert output (0 if dropped).
     dev.moe_combine_bwd(g.drows, topk ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,
                         topk ? a.topk_w : Tensor{}, N, k, D);
-    moe_experts_bwd(dev, c, w.experts, gw.experts, a, g, N * k,
-                    global ? global->dispatch : nullptr);
+    moe_experts_bwd(dev, c, w.experts, gw.experts, a, g, N * k, ep);
     // Undo the gather: each token sums the gradients of its admitted rows.
     dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
     if (!topk) return;

@@ -7,7 +7,8 @@
 // and the owner runs its grouped FFN once per source block (the weight of group e is local
 // expert e in every block). Outputs go back the reverse way into a.yrows, in the order the
 // combine reads. The backward sends g.drows the same way, runs the experts' backward (the
-// weight gradients of the local experts add up over the blocks) and returns g.dxg.
+// weight gradients of the local experts add up over the blocks) and returns g.dxg. The expert
+// weights a rank holds are its own experts only (the shard layout of param_layout.h).
 #include "layers/moe_dispatch.h"
 
 #include <algorithm>
@@ -48,17 +49,6 @@ int64_t total(const std::vector<int64_t>& v) {
     int64_t t = 0;
     for (int64_t x : v) t += x;
     return t;
-}
-
-// The n experts from `first` of a stack of experts (the same layout, fewer groups).
-FfnW local_experts(const FfnW& w, int64_t first, int64_t n) {
-    FfnW l = w;
-    l.G = n;
-    const int64_t per = w.F * w.D;
-    if (w.w_gate) l.w_gate = w.w_gate.view(first * per, {n, w.F, w.D});
-    l.w_up = w.w_up.view(first * per, {n, w.F, w.D});
-    l.w_down = w.w_down.view(first * per, {n, w.D, w.F});
-    return l;
 }
 
 // Rows [off, off + n) of activations of width F.
@@ -149,6 +139,8 @@ int64_t moe_dispatch_bytes(const ModelConfig& c, int64_t group_size, int64_t row
 void moe_experts_fwd(Device& dev, const ModelConfig& c, const FfnW& w, const MoeActs& a,
                      int64_t rows, MoeDispatch* ep) {
     const int64_t E = c.moe->n_experts, D = c.d_model, F = c.d_ff;
+    MT_CHECK(w.G == (ep ? ep->n_local : E), "MoE pass over ", w.G, " experts of ", E,
+             ep ? " on an expert-parallel rank" : " without the expert-parallel group");
     if (!ep) {
         ffn_fwd(dev, c.ffn, w, FfnRows::experts(rows, a.counts, E), a.xg, a.experts, a.yrows, 0.0f);
         return;
@@ -158,12 +150,11 @@ void moe_experts_fwd(Device& dev, const ModelConfig& c, const FfnW& w, const Moe
     exchange_counts(dev, a, E, d);
     reserve_rows(dev, c, d, total(d.recv_rows));
     exchange_rows(dev, d, a.xg, d.send_rows, d.xr, d.recv_rows, D);
-    const FfnW wl = local_experts(w, d.group->rank() * El, El);
     int64_t off = 0;
     for (int64_t s = 0; s < P; ++s) {
         const int64_t n = d.recv_rows[static_cast<size_t>(s)];
         if (n == 0) continue;
-        ffn_fwd(dev, c.ffn, wl, FfnRows::experts(n, d.counts.view(s * El, {El}), El),
+        ffn_fwd(dev, c.ffn, w, FfnRows::experts(n, d.counts.view(s * El, {El}), El),
                 rows_of(d.xr, off, n, D), acts_rows(d.acts, off, n, F), rows_of(d.yr, off, n, D),
                 0.0f);
         off += n;
@@ -180,11 +171,10 @@ void moe_experts_bwd(Device& dev, const ModelConfig& c, const FfnW& w, const Ffn
         return;
     }
     MoeDispatch& d = *ep;
-    const int64_t El = d.n_local, P = d.group->size(), first = d.group->rank() * El;
+    const int64_t El = d.n_local, P = d.group->size();
     MoeDispatchScratch& sc = *d.scratch;
     reserve_scratch(dev, c, sc, total(d.recv_rows));
     exchange_rows(dev, d, g.drows, d.send_rows, sc.dyr, d.recv_rows, D);
-    const FfnW wl = local_experts(w, first, El), gwl = local_experts(gw, first, El);
     GradScratch gs = g;  // the hidden gradients of the received rows
     gs.dh = sc.dh;
     gs.dgate = sc.dgate;
@@ -193,7 +183,7 @@ void moe_experts_bwd(Device& dev, const ModelConfig& c, const FfnW& w, const Ffn
     for (int64_t s = 0; s < P; ++s) {
         const int64_t n = d.recv_rows[static_cast<size_t>(s)];
         if (n == 0) continue;
-        ffn_bwd(dev, c.ffn, wl, gwl, FfnRows::experts(n, d.counts.view(s * El, {El}), El),
+        ffn_bwd(dev, c.ffn, w, gw, FfnRows::experts(n, d.counts.view(s * El, {El}), El),
                 rows_of(d.xr, off, n, D), acts_rows(d.acts, off, n, F), rows_of(sc.dyr, off, n, D),
                 gs, rows_of(sc.dxr, off, n, D), false);
         off += n;

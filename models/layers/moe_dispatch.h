@@ -53,6 +53,7 @@ int64_t moe_dispatch_rows_balanced(const ModelConfig& c, int64_t N);
 int64_t moe_dispatch_rows_max(const ModelConfig& c, int64_t group_size, int64_t N);
 
 // yrows = the routed experts' outputs over a.xg's `rows` rows (sorted by expert, a.counts).
+// `w` holds every expert, or with `ep` this rank's n_local experts.
 void moe_experts_fwd(Device& dev, const ModelConfig& c, const FfnW& w, const MoeActs& a,
                      int64_t rows, MoeDispatch* ep);
 // From g.drows (d loss / d expert outputs): the expert weight gradients (added into gw) and

@@ -5,6 +5,9 @@
 #include "model/model_impl.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "model/expert_shard.h"
 #include <bit>
 #include <sstream>
 
@@ -13,6 +16,12 @@ namespace {
 
 bool same_view(const Tensor& a, const Tensor& b) {
     return a.buf == b.buf && a.offset == b.offset;
+}
+
+int64_t numel_of(const std::vector<ParamInfo>& layout) {
+    int64_t n = 0;
+    for (const ParamInfo& p : layout) n += p.numel();
+    return n;
 }
 
 }  // namespace
@@ -27,18 +36,10 @@ LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens) {
     return r;
 }
 
-ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
-    : dev(device), cfg(config), layout(build_param_layout(config)) {
-    for (size_t i = 0; i < layout.size(); ++i) {
-        index[layout[i].name] = i;
-        n_params += layout[i].numel();
-    }
-    n_decay = decayed_numel(layout);
-    params = dev.alloc(DType::f32, {n_params});
-    grads = dev.alloc(DType::f32, {n_params});
-    w = bind_params(cfg, layout, params);
-    gw = bind_params(cfg, layout, grads);
-    wf = w;
+ModelImpl::ModelImpl(Device& device, const ModelConfig& config) : dev(device), cfg(config) {
+    std::vector<ParamInfo> all = build_param_layout(config);
+    const int64_t n = numel_of(all);
+    adopt_layout(std::move(all), dev.alloc(DType::f32, {n}));
     stats = dev.alloc(DType::f32, {4});
     micro = dev.alloc(DType::f32, {3});
     int moe_layers = 0;
@@ -61,6 +62,38 @@ ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
         b.offset = row * E;
         buffer_layout.push_back(b);
     }
+}
+
+void ModelImpl::adopt_layout(std::vector<ParamInfo> next, Tensor values) {
+    layout = std::move(next);
+    index.clear();
+    for (size_t i = 0; i < layout.size(); ++i) index[layout[i].name] = i;
+    n_params = numel_of(layout);
+    n_decay = decayed_numel(layout);
+    params = std::move(values);
+    grads = dev.alloc(DType::f32, {n_params});
+    w = bind_params(cfg, layout, params);
+    gw = bind_params(cfg, layout, grads);
+    wf = w;
+}
+
+void ModelImpl::set_expert_shard(const ExpertShard& to) {
+    if (to == shard) return;
+    MT_CHECK(ep_comm && (to.whole() || shard.whole()) &&
+                 (to.whole() || (to.parts == ep_comm->size() && to.index == ep_comm->rank())),
+             "expert block ", to.index, " of ", to.parts, " is not this rank's");
+    std::vector<ParamInfo> next = build_param_layout(cfg, to);
+    Tensor moved = dev.alloc(DType::f32, {numel_of(next)});
+    if (to.whole())
+        shard_to_whole(dev, *ep_comm, shard_runs(layout, next), params, moved);
+    else
+        whole_to_shard(dev, to.index, shard_runs(next, layout), params, moved);
+    w = gw = wf = ModelW{};  // the old buffers are freed before the new ones exist
+    params = grads = params_lo = Tensor{};
+    adopt_layout(std::move(next), std::move(moved));
+    shard = to;
+    set_precision(precision);  // recorded steps go stale; a 16-bit copy of this buffer
+    params_changed();
 }
 
 void ModelImpl::begin_step_counts() {
@@ -185,16 +218,16 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
-const MoeGlobal* ModelImpl::moe_global(const Workspace& ws, int l) {
+const MoeGlobal* ModelImpl::moe_global(int l) {
     const int row = moe_row_[static_cast<size_t>(l)];
     if (!dp_pass_ || row < 0) return nullptr;
     const int64_t E = cfg.moe->n_experts;
-    moe_global_ = {dp_comm, load_counts.view(row * E, {E}),  // the loads of the global batch
-                   ep_comm ? moe_dispatch(ws, l) : nullptr};
+    moe_global_ = {dp_comm, load_counts.view(row * E, {E})};  // the loads of the global batch
     return &moe_global_;
 }
 
 MoeDispatch* ModelImpl::moe_dispatch(const Workspace& ws, int l) {
+    if (!ep_comm) return nullptr;
     if (dispatch_generation_ != ws.generation) {
         dispatch_.clear();  // frees the buffers of the previous shape first
         const auto moe_layers = static_cast<int>(load_counts.shape[0]);
@@ -207,9 +240,9 @@ MoeDispatch* ModelImpl::moe_dispatch(const Workspace& ws, int l) {
 
 void ModelImpl::run_step(const std::string& key, const Workspace& ws,
                          const std::function<void()>& queue) {
-    // The routing record downloads the choices and data-parallel passes run collectives
-    // between the ops (staged through the host on mpi): never captured.
-    if (record_routing || dp_pass_) {
+    // The routing record downloads the choices, and data-parallel and expert-parallel passes
+    // run collectives between the ops (staged through the host on mpi): never captured.
+    if (record_routing || dp_pass_ || ep_comm) {
         queue();
         last_run = StepRun::eager;
         return;
@@ -253,7 +286,7 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         // The recompute (no aux_stats) needs no global statistics, but the expert-parallel
         // dispatch of the rows.
         moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing,
-                moe_routing(ws, l), aux_stats || ep_comm ? moe_global(ws, l) : nullptr);
+                moe_routing(ws, l), aux_stats ? moe_global(l) : nullptr, moe_dispatch(ws, l));
     } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
@@ -276,7 +309,7 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
             moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale,
-                    moe_routing(ws, l), moe_global(ws, l));
+                    moe_routing(ws, l), moe_global(l), moe_dispatch(ws, l));
         else
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);

@@ -83,10 +83,17 @@ class ModelImpl {
     // expert counts are summed over the ranks (MoeGlobal), so the loss terms and gradients are
     // this rank's shares of the global ones. Inference passes stay local.
     Communicator* dp_comm = nullptr;
-    // Expert parallel (set by the Trainer, with dp_comm): this rank's expert-parallel group.
-    // The routed rows of data-parallel training passes are computed by their experts' ranks
-    // (moe_dispatch.h); this rank computes and updates only its own experts.
+    // Expert parallel (set by the Trainer, with dp_comm): this rank's expert-parallel group of
+    // P ranks. The flat buffers hold only this rank's block of experts (`shard`: block j of
+    // P, build_param_layout), and every pass sends the routed rows to their experts' ranks
+    // (moe_dispatch.h): each pass is a collective of the group.
     Communicator* ep_comm = nullptr;
+    ExpertShard shard;
+    // Re-lays the parameters out for `to` (the whole layout or this rank's block of ep_comm's
+    // experts): whole -> block keeps this rank's experts, block -> whole all-gathers every
+    // rank's over ep_comm (a collective; checkpoints save and load the whole layout). The
+    // gradients are reallocated (zero) and the 16-bit copy refreshed before the next pass.
+    void set_expert_shard(const ExpertShard& to);
     // When set, called after the backward of layer l has written that layer's gradients (the
     // trainer starts their all-reduce while the earlier layers' backward runs).
     std::function<void(int layer)> layer_grads_ready;
@@ -138,6 +145,8 @@ class ModelImpl {
     LossStats loss_f64(const int32_t* x, const int32_t* y, int B, int T);
 
   private:
+    // Makes `next` the layout with `values` its parameters (fresh gradients, fp32 views).
+    void adopt_layout(std::vector<ParamInfo> next, Tensor values);
     // Checks and uploads ids (and targets, positions pos0 + t); returns the counted targets.
     int64_t load_batch(Workspace& ws, const int32_t* x, const int32_t* y, int64_t pos0);
     void forward_layers(Workspace& ws, const std::vector<KvSlot>* cache);
@@ -160,9 +169,9 @@ class ModelImpl {
     // step runs eagerly, never captured.
     void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
     // The global statistics of MoE layer l while a data-parallel training pass runs, else null.
-    const MoeGlobal* moe_global(const Workspace& ws, int l);
+    const MoeGlobal* moe_global(int l);
     // Expert parallel: the dispatch buffers of MoE layer l for workspace `ws` (every MoE
-    // layer's planned on first use; one workspace's at a time).
+    // layer's planned on first use; one workspace's at a time); null without.
     MoeDispatch* moe_dispatch(const Workspace& ws, int l);
     // The routing state of MoE layer l in the pass being queued (MoeRouting).
     MoeRouting moe_routing(const Workspace& ws, int l) const;

@@ -35,7 +35,7 @@ struct Lister {
 
 }  // namespace
 
-std::vector<ParamInfo> build_param_layout(const ModelConfig& c) {
+std::vector<ParamInfo> build_param_layout(const ModelConfig& c, const ExpertShard& shard) {
     const int64_t D = c.d_model, V = c.vocab_size, h = c.head_dim;
     const int64_t qdim = int64_t{c.n_heads} * h, kvdim = int64_t{c.n_kv_heads} * h;
     MT_CHECK(D > 0 && V > 0 && h > 0 && c.n_heads > 0 && c.n_kv_heads > 0 && c.n_layers >= 0,
@@ -57,11 +57,15 @@ std::vector<ParamInfo> build_param_layout(const ModelConfig& c) {
             continue;
         }
         const MoeConfig& m = *c.moe;
-        const int64_t E = m.n_experts, F = c.d_ff;
+        const int64_t E = m.n_experts, F = c.d_ff, El = E / shard.parts;
+        MT_CHECK(shard.parts >= 1 && E % shard.parts == 0 && shard.index >= 0 &&
+                     shard.index < shard.parts,
+                 "expert block ", shard.index, " of ", shard.parts, " does not split ", E,
+                 " experts");
         if (m.topk_router()) ls.add(p + ".moe.router.weight", {E, D});
-        if (c.ffn == FfnKind::swiglu) ls.add(p + ".moe.experts.w_gate", {E, F, D});
-        ls.add(p + ".moe.experts.w_up", {E, F, D});
-        ls.add(p + ".moe.experts.w_down", {E, D, F});
+        if (c.ffn == FfnKind::swiglu) ls.add(p + ".moe.experts.w_gate", {El, F, D});
+        ls.add(p + ".moe.experts.w_up", {El, F, D});
+        ls.add(p + ".moe.experts.w_down", {El, D, F});
         if (m.n_shared_experts > 0)
             ls.dense_ffn(p + ".moe.shared", c, int64_t{m.n_shared_experts} * F, false);
     }
@@ -134,7 +138,7 @@ ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, c
             lw.experts.w_gate = get(p + ".moe.experts.w_gate");
             lw.experts.w_up = get(p + ".moe.experts.w_up");
             lw.experts.w_down = get(p + ".moe.experts.w_down");
-            lw.experts.G = m.n_experts;
+            lw.experts.G = lw.experts.w_up.shape[0];  // E, or this rank's E / P
             lw.experts.F = c.d_ff;
             lw.experts.D = D;
             if (m.n_shared_experts > 0)

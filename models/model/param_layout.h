@@ -52,11 +52,22 @@ struct ModelW {
     Tensor lm_head;  // the tok_emb tensor itself when tie_embeddings
 };
 
+// Which experts of every MoE layer a flat buffer holds: all of them (parts = 1), or under
+// expert parallelism (docs/DISTRIBUTED.md) the `index`-th of `parts` equal blocks, experts
+// [index E / parts, (index + 1) E / parts): the expert tensors are then [E / parts, ...] with
+// the same names, and everything else is as in the whole layout.
+struct ExpertShard {
+    int parts = 1, index = 0;
+    bool whole() const { return parts == 1; }
+    bool operator==(const ExpertShard&) const = default;
+};
+
 // Every parameter tensor with its offset; decayed tensors first, each group in MODEL.md order.
-std::vector<ParamInfo> build_param_layout(const ModelConfig& c);
+std::vector<ParamInfo> build_param_layout(const ModelConfig& c, const ExpertShard& shard = {});
 // Number of leading elements that belong to decayed (rank >= 2) tensors.
 int64_t decayed_numel(const std::vector<ParamInfo>& layout);
-// Views of `flat` (laid out by `layout`) for the layer code.
+// Views of `flat` (laid out by `layout`) for the layer code; an expert stack's G is the number
+// of experts the layout holds.
 ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, const Tensor& flat);
 // `w` with every matrix that feeds a matrix product through linear layers or the head
 // (attention, dense FFN, experts, shared experts, lm_head) replaced by the view at the same

@@ -58,7 +58,17 @@ void TrainPasses::set_data_parallel(Communicator* comm) {
     im_.dp_comm = comm;
 }
 void TrainPasses::set_expert_parallel(Communicator* group) {
+    im_.set_expert_shard({});  // from the whole layout (a no-op the first time)
     im_.ep_comm = group;
+    if (group) im_.set_expert_shard({group->size(), group->rank()});
+}
+void TrainPasses::set_whole_experts(bool whole) {
+    MT_CHECK(im_.ep_comm, "the model is not expert-parallel");
+    im_.set_expert_shard(whole ? ExpertShard{}
+                               : ExpertShard{im_.ep_comm->size(), im_.ep_comm->rank()});
+}
+const std::vector<ParamInfo>& TrainPasses::layout() const {
+    return im_.layout;
 }
 
 void TrainPasses::set_layer_grads_ready(std::function<void(int layer)> f) {
@@ -90,7 +100,7 @@ std::vector<TrainPasses::ExpertTensor> TrainPasses::expert_tensors() const {
     for (const LayerW& l : im_.w.layers) {
         if (!l.moe) continue;
         for (const Tensor* t : {&l.experts.w_gate, &l.experts.w_up, &l.experts.w_down})
-            if (*t) out.push_back({t->offset, t->numel() / l.experts.G});
+            if (*t) out.push_back({t->offset, t->numel() / l.experts.G, l.experts.G});
     }
     return out;
 }

@@ -44,12 +44,21 @@ class TrainPasses {
     void set_data_parallel(Communicator* comm);
     // Expert parallel (with set_data_parallel): `group` is this rank's expert-parallel group,
     // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts
-    // [j E/P, (j + 1) E/P)); the training passes send routed rows to their experts' ranks.
+    // [j E/P, (j + 1) E/P)). The model keeps only this rank's block from now on (the flat
+    // buffers shrink to the shard layout, ExpertShard) and every pass sends the routed rows to
+    // their experts' ranks.
     void set_expert_parallel(Communicator* group);
+    // Expert parallel, a collective of the group: whole = true lays the parameters out whole
+    // again (every rank's experts all-gathered: checkpoints save and load that layout), false
+    // keeps this rank's block again. Between the two the model runs no pass.
+    void set_whole_experts(bool whole);
+    // The tensors of the flat buffers as they are laid out now.
+    const std::vector<ParamInfo>& layout() const;
     // The routed-expert weight tensors of every MoE layer in the flat buffers, in order:
-    // elements [offset, offset + E per_expert), expert e from offset + e per_expert.
+    // `experts` experts (all, or this rank's block) of per_expert elements from `offset`.
     struct ExpertTensor {
-        int64_t offset = 0, per_expert = 0;
+        int64_t offset = 0, per_expert = 0, experts = 0;
+        int64_t numel() const { return per_expert * experts; }
     };
     std::vector<ExpertTensor> expert_tensors() const;
     // Called after the backward of each layer has written its gradients (set for the last

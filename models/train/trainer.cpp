@@ -52,16 +52,11 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
         // Zero-filled codes and absmax are the zero moments (Device::adamw8bit). ZeRO-1: the
         // decayed range's state is this rank's block-aligned shard (allocated at the padded
         // shard length, so that every rank all-gathers the same count), the rest replicated.
-        // Expert parallel: the decayed state covers the non-expert weights and this rank's
-        // experts (block-aligned segments, setup_expert_parallel), the rest replicated.
+        // Expert parallel: the model's buffers hold this rank's experts only, so its state
+        // covers the non-expert weights and this rank's experts.
         const int64_t n = model.num_params(), nd = TrainPasses(model).n_decay();
         q_ = {{"decay", 0, nd, {}, {}, {}, {}}, {"no_decay", nd, n - nd, {}, {}, {}, {}}};
         if (zero()) q_[0] = {"decay", shard_lo_, shard_hi_ - shard_lo_, {}, {}, {}, {}};
-        if (ep()) {  // expert parallel: the owned segments below nd back to back
-            q_[0].n = 0;
-            for (const Segment& seg : owned_)
-                q_[0].n += std::max<int64_t>(0, std::min(nd, seg.first + seg.count) - seg.first);
-        }
         if (zero())
             alloc_quantized(q_[0], shard_len_);
         else if (q_[0].n > 0)
@@ -153,11 +148,11 @@ StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
         a.wd = static_cast<float>(opts_.wd);
         // Range r: the decayed tensors [0, nd), then the gains and biases without decay, each
         // cut to the segments this rank owns (the ZeRO-1 shard [lo, hi), whose gradients start
-        // at element lo of gshard_; expert parallel: all but the other ranks' experts, or with
-        // ZeRO-1 its shards' pieces, their reduced gradients back in the flat buffer; else
-        // everything). The moments hold the owned segments back to back; so does the 8-bit
-        // "decay" state, whose segments each start a block (the gains' and biases' state is
-        // whole: [nd, n) is owned by every rank).
+        // at element lo of gshard_; expert parallel with ZeRO-1: its shards' pieces, their
+        // reduced gradients back in the flat buffer; else everything, which under expert
+        // parallelism is the non-expert weights and this rank's experts). The moments hold the
+        // owned segments back to back (the gains' and biases' 8-bit state is whole: [nd, n) is
+        // owned by every rank).
         const bool in_shard = zero() && !ep();
         const int64_t base = in_shard ? shard_lo_ : 0;
         const Tensor gsrc = in_shard ? gshard_ : im.grads();

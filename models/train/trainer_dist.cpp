@@ -3,8 +3,8 @@
 // ZeRO-1: the gradients reduce-scattered into each rank's shard, the global gradient norm from
 // the shards' squared norms, the parameter all-gather after the shard updates, and the moments
 // gathered for checkpoints and scattered after loading them. Expert parallelism: its
-// subgroups and segments, its reductions and the expert blocks broadcast from their owners
-// (with ZeRO-1 its sharding is trainer_ep_zero.cpp's).
+// subgroups and segments and its reductions (with ZeRO-1 its sharding is trainer_ep_zero.cpp's,
+// its checkpoint layout trainer_ep_state.cpp's).
 #include <algorithm>
 
 #include "model/train_passes.h"
@@ -66,56 +66,47 @@ void Trainer::setup_expert_parallel() {
              "--expert-parallel with --zero 1 and --optimizer adamw8bit is not supported (the "
              "ZeRO-1 pieces of the expert blocks would cut through its 256-element blocks); use "
              "--zero 0 or --optimizer adamw");
+    if (q8) check_expert_blocks_aligned();  // on the whole layout
     ep_group_ = dist_.comm->subgroup(r / P * P, 1, P);
     ep_replicas_ = dist_.comm->subgroup(r % P, P, R / P);
     TrainPasses im(model_);
-    im.set_expert_parallel(ep_group_.get());
-    // Every expert tensor in P blocks; the rest of the flat buffer is shared.
-    const int64_t n = im.n_params(), El = cfg.moe->n_experts / P, j = r % P;
+    im.set_expert_parallel(ep_group_.get());  // the model keeps this rank's experts only
+    // The flat buffers: the non-expert weights (shared_) and this rank's experts (mine_).
+    const int64_t n = im.n_params();
     shared_.clear();
     mine_.clear();
-    expert_blocks_.clear();
     int64_t at = 0;
     for (const TrainPasses::ExpertTensor& t : im.expert_tensors()) {
         if (t.offset > at) shared_.push_back({at, t.offset - at});
-        for (int q = 0; q < P; ++q) {
-            const Segment b{t.offset + q * El * t.per_expert, El * t.per_expert};
-            expert_blocks_.push_back({b, q});
-            if (q == j) mine_.push_back(b);
-        }
-        at = t.offset + P * El * t.per_expert;
+        mine_.push_back({t.offset, t.numel()});
+        at = t.offset + t.numel();
     }
     if (at < n) shared_.push_back({at, n - at});
-    if (q8) check_expert_blocks_aligned();
-    owned_.clear();
-    for (const auto* list : {&shared_, &mine_})
-        owned_.insert(owned_.end(), list->begin(), list->end());
-    std::sort(owned_.begin(), owned_.end(),
-              [](const Segment& a, const Segment& b) { return a.first < b.first; });
+    owned_ = {{0, n}};
     ep_sq_ = model_.device().alloc(DType::f32, {1});
 }
 
 void Trainer::check_expert_blocks_aligned() const {
-    // 8-bit AdamW updates each owned segment with its own adamw8bit call; that is the block
+    // 8-bit AdamW updates a rank's decayed range with one adamw8bit call; that is the block
     // grid of one process (a block reads only itself) when every boundary between an expert
-    // block and its neighbours lies on a block boundary of the decayed range [0, nd) or at nd.
+    // block and its neighbours in the whole layout lies on a block boundary of the decayed
+    // range [0, nd) or at nd: the rank's buffer is then whole blocks of the whole buffer's.
     // The expert tensors are rank 3, so all of them lie in the decayed range.
-    const int64_t nd = TrainPasses(model_).n_decay();
-    for (const auto& [b, owner] : expert_blocks_) {
-        MT_CHECK(b.first + b.count <= nd, "expert block [", b.first, ", ", b.first + b.count,
-                 ") is outside the decayed range [0, ", nd, ")");
-        for (const int64_t edge : {b.first, b.first + b.count}) {
+    TrainPasses im(model_);
+    const int64_t nd = im.n_decay(), P = dist_.expert_parallel;
+    for (const TrainPasses::ExpertTensor& t : im.expert_tensors())
+        for (int64_t q = 0; q <= P; ++q) {
+            const int64_t edge = t.offset + q * (t.numel() / P);
             if (edge % MT_QBLOCK == 0 || edge == nd) continue;
             std::string name = "an expert tensor";
-            for (const ParamInfo& p : model_.params())
-                if (p.offset <= b.first && b.first < p.offset + p.numel()) name = p.name;
-            fail("--expert-parallel ", dist_.expert_parallel,
+            for (const ParamInfo& p : im.layout())
+                if (p.offset == t.offset) name = p.name;
+            fail("--expert-parallel ", P,
                  " with --optimizer adamw8bit needs every expert block to start and end at a "
                  "multiple of ",
                  MT_QBLOCK, " elements of the decayed range (", name, ": offset ", edge,
                  "); use --optimizer adamw");
         }
-    }
 }
 
 void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
@@ -125,29 +116,6 @@ void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
         const Tensor f = full.view(seg.first, {seg.count}), p = part.view(at, {seg.count});
         dev.copy(to_full ? f : p, to_full ? p : f);
         at += seg.count;
-    }
-}
-
-void Trainer::ep_quantized_copy(const QuantizedMoments& full, bool to_full) {
-    // The compact "decay" state holds the owned segments below nd back to back; every one but
-    // the last (which may end at nd) is a whole number of blocks, so its scales follow too.
-    Device& dev = model_.device();
-    const QuantizedMoments& part = q_[0];
-    const int64_t nd = full.n;
-    int64_t at = 0;
-    for (const Segment& seg : owned_) {
-        const int64_t cnt = std::min(nd, seg.first + seg.count) - seg.first;
-        if (cnt <= 0) break;
-        const int64_t blocks = (cnt + MT_QBLOCK - 1) / MT_QBLOCK;
-        auto pair = [&](const Tensor& f, const Tensor& p, int64_t f0, int64_t p0, int64_t c) {
-            const Tensor fv = f.view(f0, {c}), pv = p.view(p0, {c});
-            dev.copy(to_full ? fv : pv, to_full ? pv : fv);
-        };
-        pair(full.m_codes, part.m_codes, seg.first, at, cnt);
-        pair(full.v_codes, part.v_codes, seg.first, at, cnt);
-        pair(full.m_absmax, part.m_absmax, seg.first / MT_QBLOCK, at / MT_QBLOCK, blocks);
-        pair(full.v_absmax, part.v_absmax, seg.first / MT_QBLOCK, at / MT_QBLOCK, blocks);
-        at += cnt;
     }
 }
 
@@ -179,7 +147,15 @@ void Trainer::start_reduce(int layer) {
 void Trainer::sync_parameters() {
     if (!dp() || synced_) return;
     TrainPasses im(model_);
-    dist_.comm->broadcast(model_.device(), im.params(), 0);
+    Device& dev = model_.device();
+    if (ep()) {  // the non-expert weights from rank 0, every block of experts from group 0
+        for (const Segment& seg : shared_)
+            dist_.comm->broadcast(dev, im.params().view(seg.first, {seg.count}), 0);
+        for (const Segment& seg : mine_)
+            ep_replicas_->broadcast(dev, im.params().view(seg.first, {seg.count}), 0);
+    } else {
+        dist_.comm->broadcast(dev, im.params(), 0);
+    }
     im.params_changed();
     synced_ = true;
 }
@@ -282,50 +258,9 @@ void Trainer::gather_parameters() {
     dist_.comm->all_gather(dev, pshard_, q8 ? im.params().view(0, {im.n_decay()}) : im.params());
 }
 
-void Trainer::sync_experts() {
-    if (!ep()) return;
-    const Tensor params = TrainPasses(model_).params();
-    for (const auto& [b, owner] : expert_blocks_)
-        dist_.comm->broadcast(model_.device(), params.view(b.first, {b.count}), owner);
-    TrainPasses(model_).params_changed();
-}
-
 void Trainer::gather_moments() {
-    if (ep() && !m_full_ && q_full_.empty()) {
-        // Every expert block from its owner in group 0 (its replicas agree).
-        Device& dev = model_.device();
-        sync_experts();
-        if (!q_.empty()) {  // 8-bit (no ZeRO): the whole decayed range, then the experts' blocks
-            QuantizedMoments full{"decay", 0, TrainPasses(model_).n_decay(), {}, {}, {}, {}};
-            alloc_quantized(full, full.n);
-            ep_quantized_copy(full, true);
-            for (const auto& [b, owner] : expert_blocks_) {
-                const int64_t b0 = b.first / MT_QBLOCK,
-                              blocks = (b.count + MT_QBLOCK - 1) / MT_QBLOCK;
-                for (const Tensor& t : {full.m_codes, full.v_codes})
-                    dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
-                for (const Tensor& t : {full.m_absmax, full.v_absmax})
-                    dist_.comm->broadcast(dev, t.view(b0, {blocks}), owner);
-            }
-            q_full_ = {full, q_[1]};
-        }
-        if (m_) {
-            const int64_t n = model_.num_params();
-            m_full_ = dev.alloc(DType::f32, {n});
-            v_full_ = dev.alloc(DType::f32, {n});
-            dev.fill(m_full_, 0.0f);
-            dev.fill(v_full_, 0.0f);
-            if (zero()) {  // every rank's non-expert pieces, the replicas' of its experts
-                ep_zero_gather(m_full_, m_);
-                ep_zero_gather(v_full_, v_);
-            } else {
-                owned_copy(m_full_, m_, true);
-                owned_copy(v_full_, v_, true);
-            }
-        }
-        for (const auto& [b, owner] : expert_blocks_)
-            for (const Tensor& t : {m_full_, v_full_})
-                if (t) dist_.comm->broadcast(dev, t.view(b.first, {b.count}), owner);
+    if (ep()) {
+        ep_gather_state();
         return;
     }
     if (zero() && opts_.optimizer == OptimizerKind::adamw8bit && q_full_.empty()) {
@@ -353,9 +288,8 @@ void Trainer::gather_moments() {
 }
 
 void Trainer::scatter_moments() {
-    if (!q_full_.empty() && ep()) {  // this rank's segments of the (possibly loaded) state
-        ep_quantized_copy(q_full_[0], false);
-        q_full_.clear();
+    if (ep()) {
+        ep_scatter_state();
         return;
     }
     if (!q_full_.empty()) {  // this rank's blocks of the (possibly loaded) whole state
@@ -373,13 +307,6 @@ void Trainer::scatter_moments() {
         return;
     }
     if (!m_full_) return;
-    if (ep()) {
-        owned_copy(m_full_, m_, false);  // ZeRO-1: this rank's pieces
-        owned_copy(v_full_, v_, false);
-        m_full_ = Tensor{};
-        v_full_ = Tensor{};
-        return;
-    }
     Device& dev = model_.device();
     const int64_t cnt = shard_hi_ - shard_lo_;
     if (cnt > 0) {

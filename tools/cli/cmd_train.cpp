@@ -250,7 +250,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     if (ranks > 1)
         std::printf(
             "data parallel: %d ranks x B=%d (global batch %d), %s%s%s, optimizer state "
-            "%.3f MB on this rank\n",
+            "%.3f MB and %.3fM of the %.3fM parameters on this rank\n",
             ranks, a.batch, global_batch, a.zero ? "ZeRO-1" : "replicated optimizer",
             trainer.overlaps_gradients() ? ", gradient all-reduce overlapped with the backward"
                                          : "",
@@ -259,7 +259,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
                    std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank)")
                       .c_str()
                 : "",
-            static_cast<double>(trainer.optimizer_state_bytes()) / 1e6);
+            static_cast<double>(trainer.optimizer_state_bytes()) / 1e6,
+            static_cast<double>(model.num_params()) / 1e6,
+            static_cast<double>(model_cost(cfg).total_params) / 1e6);
     const int64_t start = trainer.steps_done();
 
     TrainState state;
@@ -305,9 +307,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
     };
 
     std::printf("train: %s, %.2fM params, device %s, %s, B=%d T=%d accum=%d, steps %lld..%lld%s\n",
-                cfg.moe ? "MoE" : "dense", model.num_params() / 1e6, device->name().c_str(),
-                a.precision.c_str(), a.batch, a.seq, a.accum, static_cast<long long>(start),
-                static_cast<long long>(a.steps),
+                cfg.moe ? "MoE" : "dense", static_cast<double>(model_cost(cfg).total_params) / 1e6,
+                device->name().c_str(), a.precision.c_str(), a.batch, a.seq, a.accum,
+                static_cast<long long>(start), static_cast<long long>(a.steps),
                 recompute == Recompute::none ? "" : (", recompute " + a.recompute).c_str());
     std::fflush(stdout);
     if (start > 0 && start >= a.steps) {
@@ -376,9 +378,11 @@ int run_train(TrainArgs& a, DistRun& dist) {
             last_ckpt = save(last ? "final" : "periodic");
         const bool eval_now =
             a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last);
-        if (eval_now) trainer.sync_experts();  // expert parallel: every expert's weights here
+        // Rank 0 evaluates; under expert parallelism every rank of its group holds some of
+        // the experts, so they all run the evaluation passes (each the whole batches).
+        const LossStats ev =
+            eval_now && (dist.root() || a.expert_parallel > 1) ? evaluator.run() : LossStats{};
         if (eval_now && dist.root()) {
-            LossStats ev = evaluator.run();
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
