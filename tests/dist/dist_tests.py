@@ -289,16 +289,26 @@ def dp8_np2():
     equivalence(2, both=["--optimizer", "adamw8bit"], weight_rel=W8)
 
 
-def optimizer_mb(name, n, batch, runs):
-    """The optimizer state MB rank 0 reports for each run {key: extra arguments}."""
+def rank_report(name, n, batch, runs):
+    """What rank 0 reports on its "data parallel:" line for each run {key: extra arguments}:
+    {key: (optimizer state MB, parameters on this rank, parameters of the model)}, the
+    parameter counts in millions to 3 decimals."""
     d = work(name)
     data = corpus(d)
-    mb = {}
+    out = {}
     for key, extra in runs.items():
         p = train(n, d, data, batch, f"run{key}", extra=extra)
         line = [l for l in p.stdout.splitlines() if l.startswith("data parallel:")][0]
-        mb[key] = float(line.split("optimizer state ")[1].split(" MB")[0])
-    return mb
+        mb = float(line.split("optimizer state ")[1].split(" MB")[0])
+        here, total = line.split(" MB and ")[1].split(" parameters on this rank")[0].split(
+            "M of the ")
+        out[key] = (mb, float(here), float(total.rstrip("M")))
+    return out
+
+
+def optimizer_mb(name, n, batch, runs):
+    """The optimizer state MB rank 0 reports for each run {key: extra arguments}."""
+    return {key: r[0] for key, r in rank_report(name, n, batch, runs).items()}
 
 
 def zero_shards_state(name, optimizer, lo, hi):
@@ -517,7 +527,7 @@ def ep_zero_opencl_np2():
 
 @test
 def ep_evaluates_every_expert():
-    # Rank 0 evaluates alone: it first gets the other ranks' current experts.
+    # Every rank of the group runs the evaluation, its experts serving the others' rows.
     d = work("ep_eval")
     data = corpus(d)
     train(1, d, data, 4, "single", extra=["--eval-every", 5, "--eval-batches", 2])
@@ -554,13 +564,19 @@ def ep8_bit_identical():
 
 @test
 def ep_optimizer_state_per_rank():
-    # Each rank keeps the moments of the shared weights and of its own experts only.
-    mb = optimizer_mb("ep_memory", 2, 2, {ep: ["--expert-parallel", ep] for ep in (1, 2)})
+    # Each rank keeps the weights, gradients and moments of the shared weights and of its own
+    # experts only.
+    r = rank_report("ep_memory", 2, 2, {ep: ["--expert-parallel", ep] for ep in (1, 2)})
+    mb = {ep: r[ep][0] for ep in r}
     # tiny: 3 x 4 x 128 x 64 expert weights, m and v in fp32 (8 bytes), half of them here.
-    want = mb[1] - 4 * 3 * 128 * 64 * 8 / 2 / 1e6
+    experts = 4 * 3 * 128 * 64
+    want = mb[1] - experts * 8 / 2 / 1e6
     assert abs(mb[2] - want) < 0.002, (mb, want)
-    print(f"ok: optimizer state per rank {mb[1]:.3f} MB replicated, {mb[2]:.3f} MB with "
-          f"2 experts of 4 per rank")
+    (_, all1, total1), (_, here2, total2) = r[1], r[2]
+    assert all1 == total1 == total2, r
+    assert abs(here2 - (total2 - experts / 2 / 1e6)) < 0.0015, r  # the flat buffers' length
+    print(f"ok: per rank {mb[1]:.3f} MB of optimizer state and {all1:.3f}M parameters "
+          f"replicated; {mb[2]:.3f} MB and {here2:.3f}M with 2 experts of 4 per rank")
 
 
 @test
@@ -833,8 +849,8 @@ def plan_ranks_zero():
 
 @test
 def plan_expert_parallel():
-    # moe-mini over 8 ranks, groups of 4: each rank keeps the moments of 1/4 of the experts and
-    # moves its routed rows with four all-to-all-v per MoE layer.
+    # moe-mini over 8 ranks, groups of 4: each rank keeps the weights, gradients and moments of
+    # 1/4 of the experts and moves its routed rows with four all-to-all-v per MoE layer.
     dp = plan_json("--ranks", 8)
     ep = plan_json("--ranks", 8, "--expert-parallel", 4)
     cfg = json.loads(subprocess.run([ARGS.moetrain, "config", "--preset", "moe-mini"],
@@ -845,6 +861,8 @@ def plan_expert_parallel():
     experts = moe_layers * m["n_experts"] * hidden * cfg["d_ff"] * cfg["d_model"]
     saved = dp["optimizer"] - ep["optimizer"]
     assert abs(saved - 8 * experts * 3 / 4) <= 64, (saved, experts)  # m and v, 3/4 of them
+    for part in ("weights", "grads"):  # fp32: 4 bytes each, 3/4 of the experts elsewhere
+        assert abs(dp[part] - ep[part] - 4 * experts * 3 / 4) <= 64, (part, dp[part], ep[part])
     names = {c["collective"]: c for c in ep["collectives"]}
     for n in ("all_to_all_v rows to experts", "all_to_all_v expert outputs",
               "all_to_all_v output grads", "all_to_all_v input grads",

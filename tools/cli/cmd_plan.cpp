@@ -95,8 +95,8 @@ void run_plan(const PlanArgs& a) {
                          std::to_string(a.ranks / a.expert_parallel) + " of its own experts"
                    : std::string("its own experts only");
         std::printf(
-            "  (expert parallel: every rank holds all experts' weights and gradients; "
-            "the optimizer state covers %s)\n",
+            "  (expert parallel: the weights and gradients are the non-expert ones and this "
+            "rank's experts; the optimizer state covers %s)\n",
             covers.c_str());
     }
     row("activations", p.activations, "kept for the backward pass");
