@@ -102,7 +102,8 @@ class Trainer {
     const TrainOptions& options() const { return opts_; }
     Model& model() { return model_; }
     // Optimizer moments (AdamW m, v; empty tensors otherwise), flat like Model::params_flat().
-    // Under ZeRO-1 they hold this rank's shard only, except between gather_moments() and
+    // Under ZeRO-1 they hold this rank's shard only, and under expert parallelism they are laid
+    // out like this rank's buffer (its experts only), except between gather_moments() and
     // scatter_moments(), when they are the whole flat buffers (checkpoints save and load them).
     Tensor moment1() const { return m_full_ ? m_full_ : m_; }
     Tensor moment2() const { return v_full_ ? v_full_ : v_; }
@@ -123,9 +124,8 @@ class Trainer {
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
     // Under ZeRO-1 the "decay" range is this rank's shard, and under expert parallelism the
-    // decayed segments this rank updates (the non-expert weights and its experts, back to back,
-    // n their total; every segment starts a block), except between gather_moments() and
-    // scatter_moments(), when it is the whole range.
+    // decayed range of this rank's buffer (the non-expert weights and its experts), except
+    // between gather_moments() and scatter_moments(), when it is the whole range.
     const std::vector<QuantizedMoments>& quantized_moments() const {
         return q_full_.empty() ? q_ : q_full_;
     }
