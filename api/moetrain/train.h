@@ -95,6 +95,12 @@ struct DistOptions {
 class Trainer {
   public:
     Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist = {});
+    // Detaches the model from the communicators this Trainer made (an expert-parallel model
+    // keeps only its experts: a later pass on it fails with one line instead of reaching a
+    // freed group).
+    ~Trainer();
+    Trainer(const Trainer&) = delete;
+    Trainer& operator=(const Trainer&) = delete;
     // One optimizer step over `accum` micro-batches; xs/ys hold accum * B * T ids each.
     StepStats step(const int32_t* xs, const int32_t* ys, int B, int T);
     int64_t steps_done() const { return step_; }

@@ -5,11 +5,11 @@
 #include "model/model_impl.h"
 
 #include <algorithm>
+#include <bit>
+#include <sstream>
 #include <utility>
 
 #include "model/expert_shard.h"
-#include <bit>
-#include <sstream>
 
 namespace moetrain {
 namespace {

@@ -67,6 +67,9 @@ void TrainPasses::set_whole_experts(bool whole) {
     im_.set_expert_shard(whole ? ExpertShard{}
                                : ExpertShard{im_.ep_comm->size(), im_.ep_comm->rank()});
 }
+void TrainPasses::drop_expert_group() {
+    im_.ep_comm = nullptr;
+}
 const std::vector<ParamInfo>& TrainPasses::layout() const {
     return im_.layout;
 }

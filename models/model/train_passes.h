@@ -52,6 +52,9 @@ class TrainPasses {
     // again (every rank's experts all-gathered: checkpoints save and load that layout), false
     // keeps this rank's block again. Between the two the model runs no pass.
     void set_whole_experts(bool whole);
+    // Forgets the expert-parallel group (its owner is going away); the model keeps its block,
+    // so a pass on it refuses with one line.
+    void drop_expert_group();
     // The tensors of the flat buffers as they are laid out now.
     const std::vector<ParamInfo>& layout() const;
     // The routed-expert weight tensors of every MoE layer in the flat buffers, in order:

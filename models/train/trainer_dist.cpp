@@ -55,6 +55,10 @@ void Trainer::setup_dist() {
     pshard_ = dev.alloc(DType::f32, {shard_len_});
 }
 
+Trainer::~Trainer() {
+    if (ep()) TrainPasses(model_).drop_expert_group();  // ep_group_ is freed with this Trainer
+}
+
 void Trainer::setup_expert_parallel() {
     const ModelConfig& cfg = model_.config();
     const int P = dist_.expert_parallel, R = dist_.comm->size(), r = dist_.comm->rank();
