@@ -79,7 +79,9 @@ void ModelImpl::adopt_layout(std::vector<ParamInfo> next, Tensor values) {
 
 void ModelImpl::set_expert_shard(const ExpertShard& to) {
     if (to == shard) return;
-    MT_CHECK(ep_comm && (to.whole() || shard.whole()) &&
+    MT_CHECK(ep_comm, "this model holds expert block ", shard.index, " of ", shard.parts,
+             " and has no expert-parallel group (its Trainer is gone)");
+    MT_CHECK((to.whole() || shard.whole()) &&
                  (to.whole() || (to.parts == ep_comm->size() && to.index == ep_comm->rank())),
              "expert block ", to.index, " of ", to.parts, " is not this rank's");
     std::vector<ParamInfo> next = build_param_layout(cfg, to);

@@ -98,7 +98,9 @@ void Trainer::check_expert_blocks_aligned() const {
     // The expert tensors are rank 3, so all of them lie in the decayed range.
     TrainPasses im(model_);
     const int64_t nd = im.n_decay(), P = dist_.expert_parallel;
-    for (const TrainPasses::ExpertTensor& t : im.expert_tensors())
+    for (const TrainPasses::ExpertTensor& t : im.expert_tensors()) {
+        MT_CHECK(t.offset + t.numel() <= nd, "expert tensor [", t.offset, ", ",
+                 t.offset + t.numel(), ") is outside the decayed range [0, ", nd, ")");
         for (int64_t q = 0; q <= P; ++q) {
             const int64_t edge = t.offset + q * (t.numel() / P);
             if (edge % MT_QBLOCK == 0 || edge == nd) continue;
@@ -111,6 +113,7 @@ void Trainer::check_expert_blocks_aligned() const {
                  MT_QBLOCK, " elements of the decayed range (", name, ": offset ", edge,
                  "); use --optimizer adamw");
         }
+    }
 }
 
 void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {

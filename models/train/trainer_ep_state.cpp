@@ -12,6 +12,20 @@
 #include "shared/mt_math.h"
 
 namespace moetrain {
+namespace {
+
+// Calls f(a's tensor, b's tensor, span) for the codes and the block scales of two 8-bit states
+// whose flat range is the decayed range [0, nd_local) of a rank's buffer.
+template <class F>
+void each_quantized(const QuantizedMoments& a, const QuantizedMoments& b, int64_t nd_local, F f) {
+    const ShardSpan codes{1, nd_local}, scales{MT_QBLOCK, nd_local};
+    f(a.m_codes, b.m_codes, codes);
+    f(a.v_codes, b.v_codes, codes);
+    f(a.m_absmax, b.m_absmax, scales);
+    f(a.v_absmax, b.v_absmax, scales);
+}
+
+}  // namespace
 
 void Trainer::ep_gather_state() {
     if (!shard_layout_.empty()) return;  // already whole
@@ -41,11 +55,9 @@ void Trainer::ep_gather_state() {
         const QuantizedMoments& d = q_[0];
         QuantizedMoments full{"decay", 0, nd, {}, {}, {}, {}};
         alloc_quantized(full, nd);
-        const ShardSpan codes{1, nd_local}, scales{MT_QBLOCK, nd_local};
-        shard_to_whole(dev, group, runs, d.m_codes, full.m_codes, codes);
-        shard_to_whole(dev, group, runs, d.v_codes, full.v_codes, codes);
-        shard_to_whole(dev, group, runs, d.m_absmax, full.m_absmax, scales);
-        shard_to_whole(dev, group, runs, d.v_absmax, full.v_absmax, scales);
+        each_quantized(d, full, nd_local, [&](const Tensor& l, const Tensor& w, ShardSpan s) {
+            shard_to_whole(dev, group, runs, l, w, s);
+        });
         QuantizedMoments rest = q_[1];  // the gains and biases: the same state, after nd
         rest.offset = nd;
         q_full_ = {full, rest};
@@ -76,11 +88,9 @@ void Trainer::ep_scatter_state() {
     }
     if (!q_full_.empty()) {  // q_[1] is q_full_[1]'s tensors, loaded in place
         const QuantizedMoments &full = q_full_[0], &d = q_[0];
-        const ShardSpan codes{1, nd_local}, scales{MT_QBLOCK, nd_local};
-        whole_to_shard(dev, index, runs, full.m_codes, d.m_codes, codes);
-        whole_to_shard(dev, index, runs, full.v_codes, d.v_codes, codes);
-        whole_to_shard(dev, index, runs, full.m_absmax, d.m_absmax, scales);
-        whole_to_shard(dev, index, runs, full.v_absmax, d.v_absmax, scales);
+        each_quantized(d, full, nd_local, [&](const Tensor& l, const Tensor& w, ShardSpan s) {
+            whole_to_shard(dev, index, runs, w, l, s);
+        });
     }
     m_full_ = v_full_ = Tensor{};
     q_full_.clear();
