@@ -12,7 +12,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "cpu/cpu_gemm.h"
 #include "cpu/cpu_round16.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
@@ -70,17 +72,18 @@ const Case kCases[] = {
     {5, 4, 0, 2, 1, 1.0f, 0.5f},
 };
 
-void run_all(DType compute) {
+void run_all_on(Device& dev, DType compute) {
     const DType half = compute;
-    for_each_test_device([&](Device& dev) {
-        uint64_t seed = 1;
-        for (DType ad : {DType::f32, half})
-            for (DType bd : {DType::f32, half})
-                for (Trans ta : {Trans::N, Trans::T})
-                    for (Trans tb : {Trans::N, Trans::T})
-                        for (const Case& c : kCases)
-                            run_case(dev, {compute, ad, bd, ta, tb}, c, seed++);
-    });
+    uint64_t seed = 1;
+    for (DType ad : {DType::f32, half})
+        for (DType bd : {DType::f32, half})
+            for (Trans ta : {Trans::N, Trans::T})
+                for (Trans tb : {Trans::N, Trans::T})
+                    for (const Case& c : kCases) run_case(dev, {compute, ad, bd, ta, tb}, c, seed++);
+}
+
+void run_all(DType compute) {
+    for_each_test_device([&](Device& dev) { run_all_on(dev, compute); });
 }
 
 }  // namespace
@@ -98,9 +101,8 @@ TEST_CASE("ops: gemm16 f16 compute, f32 / f16 operands, every transpose, ld, alp
 // through oneDNN's matmul primitive), many rows (the CPU's bf16 path cuts m = 600 into 512 +
 // 64 + 16 + 8 rows and pads k = 70 to 128 when it packs both operands), and beta = 0 over a C
 // full of NaN (C must not be read).
-TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
-    for_each_test_device([&](Device& dev) {
-        for (DType compute : {DType::bf16, DType::f16}) {
+namespace {
+void long_reduction_on(Device& dev, DType compute) {
             run_case(dev, {compute, DType::f32, compute, Trans::T, Trans::N},
                      {40, 8, 1100, 1, 1, 1.0f, 0.5f}, 7);
             for (Trans ta : {Trans::N, Trans::T})
@@ -122,7 +124,12 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
             std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
             ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
             check_close(from_device(dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
-        }
+}
+}  // namespace
+
+TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
+    for_each_test_device([&](Device& dev) {
+        for (DType compute : {DType::bf16, DType::f16}) long_reduction_on(dev, compute);
     });
 }
 
@@ -130,9 +137,8 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
 // 1 (round up) or exactly on the tie (round to even: down to 1). With k = 8 every partial sum
 // of the rounded products is exact in f32, so C = k * round(p) * round(q) exactly (tolerance
 // 0); unrounded operands move C by k * ulp / 64 or more (ulp = spacing of `compute` at 1).
-TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") {
-    for_each_test_device([&](Device& dev) {
-        for (DType compute : {DType::bf16, DType::f16}) {
+namespace {
+void rounding_on(Device& dev, DType compute) {
             const std::string compute_name = dtype_name(compute);
             CAPTURE(compute_name);
             const double ulp = compute == DType::bf16 ? 0x1p-7 : 0x1p-10;
@@ -152,8 +158,47 @@ TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") 
                             std::vector<double>(static_cast<size_t>(m * n), k * rp * rq), Tol{0, 0},
                             "gemm16 of rounded operands");
             }
-        }
+}
+}  // namespace
+
+TEST_CASE("ops: gemm16 rounds the operands to the compute type (ties to even)") {
+    for_each_test_device([&](Device& dev) {
+        for (DType compute : {DType::bf16, DType::f16}) rounding_on(dev, compute);
     });
+}
+
+// The CPU runs bf16 products through oneDNN's bf16 matmul where this processor has a kernel for
+// it, else widened to f32 (cpu::bf16_gemm_path; AVX2-only CPUs). Both paths must keep the
+// contract above, and the widened one is forced here so that it is tested on every machine; the
+// oneDNN one runs too where the CPU has it. Forcing oneDNN where it has no kernel fails in one
+// line.
+TEST_CASE("cpu: bf16 products on both paths (oneDNN bf16 matmul, widened to f32)") {
+    auto dev = open_device("cpu");
+    const cpu::Bf16Gemm detected = cpu::bf16_gemm_path();
+    struct Restore {
+        cpu::Bf16Gemm path;
+        ~Restore() { cpu::set_bf16_gemm_path(path); }
+    } restore{detected};
+    const bool onednn = cpu::onednn_bf16_available();
+    MESSAGE("bf16 products on this CPU: " << cpu::bf16_gemm_description());
+    std::vector<cpu::Bf16Gemm> paths{cpu::Bf16Gemm::widen};
+    if (onednn) paths.push_back(cpu::Bf16Gemm::onednn);
+    for (cpu::Bf16Gemm path : paths) {
+        const std::string name = path == cpu::Bf16Gemm::widen ? "widen" : "onednn";
+        CAPTURE(name);
+        cpu::set_bf16_gemm_path(path);
+        REQUIRE(cpu::bf16_gemm_path() == path);
+        CHECK(cpu::bf16_gemm_description().find(path == cpu::Bf16Gemm::widen ? "widened"
+                                                                             : "oneDNN") !=
+              std::string::npos);
+        run_all_on(*dev, DType::bf16);
+        long_reduction_on(*dev, DType::bf16);
+        rounding_on(*dev, DType::bf16);
+    }
+    if (!onednn)
+        CHECK_THROWS_WITH_AS(cpu::set_bf16_gemm_path(cpu::Bf16Gemm::onednn),
+                             doctest::Contains("oneDNN has no bf16 matmul kernel on this CPU"),
+                             Error);
 }
 
 TEST_CASE("ops: gemm16 rejects dtype combinations outside the contract") {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_gemm.h"
 
 namespace moetrain {
 namespace {
@@ -54,7 +55,8 @@ class CpuBackend : public Backend {
         DeviceInfo d;
         d.id = "cpu:0";
         d.name = device_name(omp_get_max_threads());
-        d.details = std::string("OpenMP, GEMM: ") + gemm_provider() + ", " +
+        d.details = std::string("OpenMP, GEMM: ") + gemm_provider() +
+                    ", bf16 products: " + cpu::bf16_gemm_description() + ", " +
                     std::to_string(omp_get_num_procs()) + " processors";
         d.memory_bytes = physical_memory();
         return {d};
@@ -65,6 +67,7 @@ class CpuBackend : public Backend {
                  "' does not exist (cpu has 1 device)");
         MT_CHECK(opts.threads >= 0, "bad thread count ", opts.threads, " (0 = default)");
         if (opts.threads > 0) omp_set_num_threads(opts.threads);
+        cpu::bf16_gemm_path();  // a bad MOETRAIN_CPU_BF16_GEMM fails here, in one line
         int threads = omp_get_max_threads();
         return std::make_unique<CpuDevice>(device_name(threads), threads);
     }

@@ -85,15 +85,17 @@ void gemm_bf16(CpuDevice& dev, const GemmArgs& g, cpu::StoredMatrix a, cpu::Stor
 }
 #endif
 
-// The 16-bit products: with oneDNN, compute = bf16 runs the bf16 matmul primitive on bf16
-// operands (an f32 operand is first packed to bf16 in the device scratch; gemm_bf16); compute
-// = f16 (no f16 matmul in oneDNN 2.6 on CPUs) and bf16 with the BLAS provider pack both
+// The 16-bit products: compute = bf16 on the oneDNN path (cpu::bf16_gemm_path()) runs the bf16
+// matmul primitive on bf16 operands (an f32 operand is first packed to bf16 in the device
+// scratch; gemm_bf16). compute = f16 (no f16 matmul in oneDNN 2.6 on CPUs), and bf16 on the
+// widen path (CPUs without a oneDNN bf16 kernel, the BLAS provider, or forced) pack both
 // operands as f32 values rounded through `compute` and run the f32 product, which is exact for
 // the rounded operands (a product of two 16-bit values fits an f32 mantissa).
 void gemm16(CpuDevice& dev, const GemmArgs& g, const cpu::StoredMatrix& a,
             const cpu::StoredMatrix& b, float* c) {
 #if defined(MOETRAIN_GEMM_ONEDNN)
-    if (g.compute == DType::bf16) return gemm_bf16(dev, g, a, b, c);
+    if (g.compute == DType::bf16 && cpu::bf16_gemm_path() == cpu::Bf16Gemm::onednn)
+        return gemm_bf16(dev, g, a, b, c);
 #endif
     const size_t fa = scratch_floats(cpu::packed_elements(a, a.rows, a.cols), 4);
     float* base = dev.scratch(fa + scratch_floats(cpu::packed_elements(b, b.rows, b.cols), 4));

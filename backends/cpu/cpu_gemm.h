@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "moetrain/device.h"
 
@@ -21,6 +22,26 @@ void sgemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, con
 bool matmul_preferred(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k);
 void matmul(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// How the bf16 products (GemmArgs::compute = bf16) run on this CPU:
+//  - onednn: oneDNN's bf16 matmul primitive (AMX / AVX512-BF16 / AVX512 brgemm kernels);
+//  - widen:  both operands rounded to bf16 and widened to f32, then the f32 GEMM. The product of
+//            two bf16 values is exact in f32 and the sums accumulate in f32, the same rounding
+//            contract as the bf16 kernels (only the summation order differs).
+// The choice is made once per process: `widen` when oneDNN has no bf16 matmul kernel for this
+// CPU (e.g. AVX2-only processors: creating the primitive fails), or when the environment says
+// MOETRAIN_CPU_BF16_GEMM=widen; `onednn` otherwise (MOETRAIN_CPU_BF16_GEMM=auto, the default).
+// With the BLAS provider it is always `widen`. Any other value of the variable is an error.
+enum class Bf16Gemm { onednn, widen };
+Bf16Gemm bf16_gemm_path();
+// Overrides the choice (tests force the fallback on every machine); `onednn` where this CPU has
+// no bf16 kernel fails with one line.
+void set_bf16_gemm_path(Bf16Gemm path);
+// Whether oneDNN has a bf16 matmul kernel for this CPU (probed once).
+bool onednn_bf16_available();
+// One phrase for `moetrain info`: the path and, for oneDNN, its kernel (e.g.
+// "oneDNN bf16 matmul (brg:avx512_core_amx)"), or why the products are widened.
+std::string bf16_gemm_description();
 
 #if defined(MOETRAIN_GEMM_ONEDNN)
 // The product of bf16 operands (bit patterns) with an f32 C, fp32 accumulation, through

@@ -43,6 +43,39 @@ def info_lists_backends():
 
 
 @test
+def bf16_on_every_cpu():
+    """The CPU runs 16-bit training on every x86-64 processor: oneDNN's bf16 matmul where the CPU
+    has a kernel for it, else the operands widened to f32 (AVX2-only CPUs). `info` names the path;
+    MOETRAIN_CPU_BF16_GEMM=widen forces the fallback, so it is exercised on every machine, and its
+    losses agree with the detected path's to bf16 accuracy; a bad value fails in one line."""
+    d = work("bf16_every_cpu")
+    data = corpus(d)
+    cpu_line = [l for l in run("info").stdout.splitlines() if "bf16 products:" in l]
+    assert cpu_line, "info does not say how the CPU runs bf16 products"
+    print(cpu_line[0].strip())
+    widen = dict(os.environ, MOETRAIN_CPU_BF16_GEMM="widen")
+    forced = [l for l in run("info", env=widen).stdout.splitlines() if "bf16 products:" in l]
+    assert "widened to f32" in forced[0], forced
+    losses = {}
+    for name, env in [("detected", None), ("widen", widen)]:
+        for precision in ["bf16", "fp16"]:
+            log = f"{d}/{name}_{precision}.jsonl"
+            run("train", *TINY, "--data", data, "--steps", 3, "--precision", precision,
+                "--out", f"{d}/{name}_{precision}", "--log-json", log, env=env)
+            losses[name, precision] = [l for _, l in step_losses(log)]
+        run("eval", "--checkpoint", f"{d}/{name}_bf16/step_000003", "--data", data, "--batch", 2,
+            "--seq", 32, "--batches", 2, "--threads", 1, env=env)
+        run("bench", *TINY, "--precision", "bf16", "--steps", 2, env=env)
+    for precision in ["bf16", "fp16"]:
+        a, b = losses["detected", precision], losses["widen", precision]
+        assert len(a) == 3 and all(abs(x - y) < 2e-2 * abs(x) for x, y in zip(a, b)), (a, b)
+    bad = dict(os.environ, MOETRAIN_CPU_BF16_GEMM="fast")
+    expect_error(["train", *TINY, "--data", data, "--steps", 1, "--precision", "bf16", "--out",
+                  f"{d}/bad"], "MOETRAIN_CPU_BF16_GEMM=fast", env=bad)
+    print(losses)
+
+
+@test
 def registry_reports_broken_modules():
     mods = os.path.join(os.path.dirname(os.path.abspath(ARGS.moetrain)), "test-modules")
     assert os.path.isdir(mods), mods

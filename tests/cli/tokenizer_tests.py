@@ -20,7 +20,9 @@ from cli_tests import expect_error, work
 TESTS = {}
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHAKESPEARE = os.path.join(os.path.dirname(REPO), "shared", "data", "tinyshakespeare.txt")
+# The first 200,000 bytes of tinyshakespeare, shipped with the tests (tests/data/README.md): the
+# tests read nothing from outside the repository.
+SHAKESPEARE = os.path.join(REPO, "tests", "data", "tinyshakespeare_head.txt")
 
 
 def test(fn):
@@ -38,15 +40,10 @@ def run_bytes(*argv):
 
 
 def base_corpus():
-    """A training text for the test tokenizers: some Shakespeare (or generated words) plus the
-    stress text, so that merges exist across every kind of piece."""
-    if os.path.exists(SHAKESPEARE):
-        with open(SHAKESPEARE, encoding="utf-8") as f:
-            text = f.read()[:200000]
-    else:
-        rng = random.Random(0)
-        text = " ".join("".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 9)))
-                        for _ in range(40000))
+    """A training text for the test tokenizers: some Shakespeare plus the stress text, so that
+    merges exist across every kind of piece."""
+    with open(SHAKESPEARE, encoding="utf-8") as f:
+        text = f.read()
     return text + "\n" + "\n".join(STRESS) * 20
 
 
