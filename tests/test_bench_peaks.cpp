@@ -36,8 +36,7 @@ TEST_CASE("bench: known GPUs are found by name and compute capability") {
     // The more specific rows win over "H100" / "H200".
     CHECK(std::string(find_known_gpu("NVIDIA H100 PCIe", "9.0")->label) == "NVIDIA H100 PCIe");
     CHECK(std::string(find_known_gpu("NVIDIA H100 NVL", "9.0")->label) == "NVIDIA H100 NVL");
-    CHECK(std::string(find_known_gpu("NVIDIA H100 80GB HBM3", "9.0")->label) ==
-          "NVIDIA H100 SXM");
+    CHECK(std::string(find_known_gpu("NVIDIA H100 80GB HBM3", "9.0")->label) == "NVIDIA H100 SXM");
     CHECK(std::string(find_known_gpu("NVIDIA GH200 480GB", "9.0")->label) == "NVIDIA GH200");
     CHECK(std::string(find_known_gpu("NVIDIA A100-SXM4-80GB", "8.0")->label) ==
           "NVIDIA A100 SXM4 80GB");

@@ -39,13 +39,13 @@ const KnownGpu* find_known_gpu(std::string_view device_name, std::string_view co
     return nullptr;
 }
 
-PeakFigure compute_peak(Device& device, const DeviceInfo& info, Precision precision,
-                        double given) {
+PeakFigure compute_peak(Device& device, const DeviceInfo& info, Precision precision, double given) {
     if (given > 0) return {given, "given: --peak-gflops"};
     if (const KnownGpu* g = find_known_gpu(info.name, info.compute_capability)) {
         const bool tensor = precision != Precision::fp32;
         return {1000.0 * (tensor ? g->tensor16_tflops : g->fp32_tflops),
-                std::string("table: ") + g->label + (tensor ? ", dense tensor cores" : ", fp32 without TF32")};
+                std::string("table: ") + g->label +
+                    (tensor ? ", dense tensor cores" : ", fp32 without TF32")};
     }
     const ProbeResult r = probe_gemm(device, compute_dtype(precision));
     return {r.rate, measured(r)};

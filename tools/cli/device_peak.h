@@ -18,9 +18,9 @@ namespace moetrain::cli {
 struct KnownGpu {
     const char* name_part;  // matched against the device name (the first matching row wins)
     const char* compute_capability;
-    const char* label;        // "NVIDIA H200"
-    double tensor16_tflops;   // bf16 / fp16 tensor cores, fp32 accumulation
-    double fp32_tflops;       // fp32 without TF32 (what moetrain's fp32 precision runs)
+    const char* label;       // "NVIDIA H200"
+    double tensor16_tflops;  // bf16 / fp16 tensor cores, fp32 accumulation
+    double fp32_tflops;      // fp32 without TF32 (what moetrain's fp32 precision runs)
     double bandwidth_gbs;
 };
 
@@ -35,8 +35,7 @@ struct PeakFigure {
 
 // The dense peak of `device` (described by `info`) for matrix products at `precision`: `given`
 // (> 0) as is, else the table, else a GEMM probe at the precision's compute type.
-PeakFigure compute_peak(Device& device, const DeviceInfo& info, Precision precision,
-                        double given);
+PeakFigure compute_peak(Device& device, const DeviceInfo& info, Precision precision, double given);
 
 // The memory bandwidth of `device`: `given` (> 0) as is, else the table, else what the runtime
 // reports (DeviceInfo::memory_bandwidth_gbs), else a copy probe.

@@ -10,8 +10,8 @@
 namespace moetrain::cli {
 
 struct ProbeResult {
-    double rate = 0;            // GFLOP/s or GB/s: the best of the timed repetitions
-    std::string what;           // "2048^3 bf16 GEMM", "256 MiB copy"
+    double rate = 0;   // GFLOP/s or GB/s: the best of the timed repetitions
+    std::string what;  // "2048^3 bf16 GEMM", "256 MiB copy"
 };
 
 // C[n,n] = A[n,n] @ B[n,n] with A and B stored in `compute` (f32, bf16 or f16); n is chosen
