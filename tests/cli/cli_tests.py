@@ -429,11 +429,22 @@ def bench_and_gradcheck():
     j = last_json(p)
     assert set(j) >= {"tokens_per_s", "ms_per_step", "gflops", "mfu", "peak_rss_mb"}, j
     assert j["tokens_per_s"] > 0 and "gemm" in p.stdout
+    # The CPU's peak is measured on it (no fixed 500 GFLOP/s), and bench says so.
+    assert j["peak_source"] == "measured: 1024^3 f32 GEMM probe" and j["peak_gflops"] > 0, j
+    assert "peak " in p.stdout and "(measured: 1024^3 f32 GEMM probe)" in p.stdout, p.stdout
     # --generate N decodes N tokens (a 120-token prompt leaves room for 8 of tiny's 128).
     p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
             "--generate", 8, "--warmup", 0)
     j = last_json(p)
     assert j["tokens_per_s"] > 0 and j["graph_replayed_steps"] == 0, j
+    assert j["bandwidth_source"].startswith("measured: 128 MiB copy probe"), j
+    # Given figures are used as they are and named as given.
+    p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
+            "--generate", 8, "--warmup", 0, "--peak-gflops", 1000, "--bandwidth-gbs", 50)
+    j = last_json(p)
+    assert j["peak_gflops"] == 1000 and j["peak_source"] == "given: --peak-gflops", j
+    assert j["bandwidth_gbs"] == 50 and j["bandwidth_source"] == "given: --bandwidth-gbs", j
+    assert abs(j["bandwidth_bound_tokens_per_s"] * j["weight_mb_per_token"] - 50e3) < 1, j
     g = run("gradcheck", "--device", "cpu", "--preset", "tiny")
     assert "passed" in g.stdout, g.stdout
 
