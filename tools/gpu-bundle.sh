@@ -86,7 +86,7 @@ built=$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)
 nvcc=$(nvcc --version 2>/dev/null | tail -1)
 cuda_arch=$CUDA_ARCH
 source_root=$ROOT
-build_dir=$ROOT/$BUILD
+build_dir=$(cd "$BUILD" && pwd)
 EOF
 
 # env.sh: `source DIR/env.sh [CHECKOUT]` puts the bundle's bin/ and lib/ first on
