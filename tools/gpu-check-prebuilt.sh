@@ -43,6 +43,12 @@ status=0
 : >"$LOG"
 say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
 elapsed() { echo $(($(date +%s) - START)); }
+# cap SECONDS: SECONDS, or what is left of the budget when less (at least 10 s).
+cap() {
+    local left=$((BUDGET_S - $(elapsed)))
+    if [ "$left" -lt 10 ]; then left=10; fi
+    if [ "$1" -lt "$left" ]; then echo "$1"; else echo "$left"; fi
+}
 # within SECONDS: true while the budget has SECONDS left; otherwise notes the part as skipped.
 within() {
     if [ $(($(elapsed) + $1)) -le "$BUDGET_S" ]; then return 0; fi
@@ -51,9 +57,10 @@ within() {
 }
 # part TITLE TIMEOUT CMD...: the command's output to the log, one line to the report.
 part() {
-    local title=$1 limit=$2
+    local title=$1 limit
+    within "$(($2 / 4))" "$title" || return 1
+    limit=$(cap "$2")
     shift 2
-    within "$((limit / 4))" "$title" || return 1
     echo "==== $title ($(elapsed) s): $*" >>"$LOG"
     local t0 rc
     t0=$(date +%s)
@@ -74,7 +81,8 @@ part() {
 # capture TIMEOUT CMD...: stdout's last line (the JSON line of a bench or a peer, or whatever
 # a failure left there), the whole output to the log.
 capture() {
-    local limit=$1
+    local limit
+    limit=$(cap "$1")
     shift
     echo "==== ($(elapsed) s): $*" >>"$LOG"
     local out
@@ -182,7 +190,7 @@ def cell(j):
     if not t:
         return f"unavailable: {j['unavailable']}" if isinstance(j, dict) and "unavailable" in j else "FAILED"
     extra = f" ({j['experts']})" if j.get("experts") else ""
-    return f"{t / 1000:.1f}K{extra}"
+    return (f"{t / 1000:.1f}K" if t >= 1000 else f"{t:.1f}") + extra
 best = max([t for t in (tps(eager), tps(comp)) if t] or [0])
 mfu = f"{100 * ours['mfu']:.1f}% ({ours['peak_source']})" if tps(ours) else ""
 ratio = f"**{tps(ours) / best:.2f}x**" if tps(ours) and best else ""
