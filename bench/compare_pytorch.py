@@ -39,8 +39,8 @@ class Norm(nn.Module):
 def rope(x, theta):
     # x: [B, T, nh, h], half-split convention
     B, T, nh, h = x.shape
-    inv = theta ** (-torch.arange(0, h // 2, dtype=torch.float32) * 2 / h)
-    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+    inv = theta ** (-torch.arange(0, h // 2, dtype=torch.float32, device=x.device) * 2 / h)
+    ang = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * inv[None, :]
     c, s = ang.cos()[None, :, None, :], ang.sin()[None, :, None, :]
     x1, x2 = x[..., : h // 2], x[..., h // 2:]
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
@@ -109,15 +109,17 @@ class MoE(nn.Module):
         D, E, Fd = c["d_model"], m["n_experts"], c["d_ff"]
         self.m, self.E, self.layer, self.kind = m, E, layer, c["ffn"]
         self.router = nn.Linear(D, E, bias=False) if m["router"] == "softmax_topk" else None
-        self.experts = nn.ModuleList(FFN(c, Fd, False) for _ in range(E))
+        self.build_experts(c)
         S = m["n_shared_experts"]
         self.shared = FFN(c, S * Fd, False) if S > 0 else None
 
-    def forward(self, x, ids):
-        B, T, D = x.shape
-        xf = x.reshape(-1, D)
+    def build_experts(self, c):
+        self.experts = nn.ModuleList(FFN(c, c["d_ff"], False) for _ in range(self.E))
+
+    def route(self, xf, ids):
+        """The chosen experts idx [N, k], their weights w [N, k], the aux and z losses."""
         N = xf.shape[0]
-        aux = z = x.new_zeros(())
+        aux = z = xf.new_zeros(())
         if self.router is not None:
             r = self.router(xf)
             p = r.softmax(-1)
@@ -138,25 +140,37 @@ class MoE(nn.Module):
             zz ^= zz >> 16
             idx = (zz % self.E).view(N, 1)
             w = xf.new_ones(N, 1)
+        return idx, w, aux, z
+
+    def run_experts(self, xf, idx, w):
         y = torch.zeros_like(xf)
         for e, expert in enumerate(self.experts):  # the usual Python loop over experts
             tok, slot = (idx == e).nonzero(as_tuple=True)
             if tok.numel() == 0:
                 continue
             y.index_add_(0, tok, expert(xf[tok]) * w[tok, slot, None])
+        return y
+
+    def forward(self, x, ids):
+        B, T, D = x.shape
+        xf = x.reshape(-1, D)
+        idx, w, aux, z = self.route(xf, ids)
+        y = self.run_experts(xf, idx, w)
         if self.shared is not None:
             y = y + self.shared(xf)
         return y.view(B, T, D), aux, z
 
 
 class Block(nn.Module):
+    attention_class, moe_class = Attention, MoE  # bench/pytorch_peer_cuda.py swaps these
+
     def __init__(self, c, layer):
         super().__init__()
         self.attn_norm, self.ffn_norm = Norm(c), Norm(c)
-        self.attn = Attention(c)
+        self.attn = self.attention_class(c)
         m = c.get("moe")
         self.is_moe = m is not None and layer >= m["first_layer"]
-        self.ffn = MoE(c, layer) if self.is_moe else FFN(c, c["d_ff"], c["bias"])
+        self.ffn = self.moe_class(c, layer) if self.is_moe else FFN(c, c["d_ff"], c["bias"])
 
     def forward(self, x, ids):
         x = x + self.attn(self.attn_norm(x))
@@ -168,12 +182,14 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
+    block_class = Block
+
     def __init__(self, c):
         super().__init__()
         self.c = c
         self.tok_emb = nn.Embedding(c["vocab_size"], c["d_model"])
         self.pos_emb = nn.Embedding(c["max_seq_len"], c["d_model"]) if c["pos"] == "learned" else None
-        self.layers = nn.ModuleList(Block(c, l) for l in range(c["n_layers"]))
+        self.layers = nn.ModuleList(self.block_class(c, l) for l in range(c["n_layers"]))
         self.norm_f = Norm(c)
         self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["d_model"], c["vocab_size"], bias=False)
         for mod in self.modules():

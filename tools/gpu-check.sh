@@ -12,14 +12,20 @@
 #      (docs/DISTRIBUTED.md; expert parallelism is not implemented, so there is no EP check).
 # The report goes to $OUT/gpu-check-<host>-<time>.md (default OUT=gpu-check-reports); the exit
 # status is non-zero if any check failed. Environment: BUILD (build dir, default build-gpu),
-# CUDA_ARCH (e.g. 90; default: the project's architecture list), PEAK_GFLOPS (for MFU; default
-# 989000, H100 SXM dense bf16), BENCH_STEPS (default 20).
+# CUDA_ARCH (e.g. 90; default: the project's architecture list), PEAK_GFLOPS (for MFU; default:
+# the device's own, which `bench` finds and names), BENCH_STEPS (default 20).
+#
+#   tools/gpu-check.sh --prebuilt DIR   runs instead from a bundle of tools/gpu-bundle.sh,
+# compiling nothing (tools/gpu-check-prebuilt.sh: for a GPU host lent for minutes at a time).
 set -uo pipefail
+if [ "${1:-}" = --prebuilt ]; then
+    exec bash "$(dirname "$0")/gpu-check-prebuilt.sh" "${2:?--prebuilt needs DIR (a moetrain-gpu-bundle directory or .tar.xz)}"
+fi
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-gpu-check-reports}
-PEAK_GFLOPS=${PEAK_GFLOPS:-989000}
+PEAK_GFLOPS=${PEAK_GFLOPS:-}
 BENCH_STEPS=${BENCH_STEPS:-20}
 if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 mkdir -p "$OUT"
@@ -90,7 +96,7 @@ for spec in "dense-small 16 1024" "moe-mini 16 1024" "gpt2-124m 8 1024"; do
         echo "==== bench $preset $v" >>"$LOG"
         # shellcheck disable=SC2086
         if out=$("$MT" bench --preset "$preset" --device cuda --batch "$batch" --seq "$seq" \
-            --steps "$BENCH_STEPS" --warmup 3 --peak-gflops "$PEAK_GFLOPS" $v 2>&1); then
+            --steps "$BENCH_STEPS" --warmup 3 ${PEAK_GFLOPS:+--peak-gflops "$PEAK_GFLOPS"} $v 2>&1); then
             say "| $preset | ${v:-fp32} | ${batch}x${seq} | \`$(tail -1 <<<"$out")\` |"
         else
             say "| $preset | ${v:-fp32} | ${batch}x${seq} | FAILED |"

@@ -12,7 +12,7 @@
 
 #include "moetrain/device.h"
 
-#define MOETRAIN_BACKEND_ABI 3
+#define MOETRAIN_BACKEND_ABI 4
 
 namespace moetrain {
 
@@ -21,6 +21,11 @@ struct DeviceInfo {
     std::string name;     // "AMD EPYC 9B45 (2 threads)"
     std::string details;  // platform, compute units, capability...
     uint64_t memory_bytes = 0;
+    // What `bench` needs to find the device's peak (tools/cli/device_peak.h): the GPU's
+    // compute capability ("9.0", "" when not a GPU) and the memory bandwidth the runtime
+    // reports (memory clock x bus width x 2, GB/s; 0 when it reports none).
+    std::string compute_capability;
+    double memory_bandwidth_gbs = 0;
     bool available = true;
     std::string reason;  // why not available
 };

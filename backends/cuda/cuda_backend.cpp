@@ -3,6 +3,7 @@
 // module's single exported entry point. Runtime API only; the driver library is never linked.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "cuda/cuda_device.h"
@@ -62,6 +63,19 @@ class CudaBackend final : public Backend {
         });
     }
 
+    // Peak DRAM bandwidth from the memory clock (kHz) and bus width (bits), both read as
+    // attributes (CUDA 13 dropped them from cudaDeviceProp); double data rate: x 2. 0 when the
+    // runtime reports neither.
+    static double reported_bandwidth_gbs(int i) {
+        int clock_khz = 0, bus_bits = 0;
+        if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, i) != cudaSuccess ||
+            cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, i) != cudaSuccess) {
+            cudaGetLastError();
+            return 0;
+        }
+        return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    }
+
     static DeviceInfo describe_device(int i) {
         DeviceInfo info;
         info.id = MOETRAIN_CUDA_BACKEND_NAME ":" + std::to_string(i);
@@ -75,11 +89,16 @@ class CudaBackend final : public Backend {
         }
         info.name = prop.name;
         info.memory_bytes = prop.totalGlobalMem;
+        info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+        info.memory_bandwidth_gbs = reported_bandwidth_gbs(i);
         int cc = prop.major * 10 + prop.minor;
         info.details =
             "compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor) +
             ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
             std::to_string(prop.sharedMemPerBlockOptin / 1024) + " KiB shared memory per block";
+        if (info.memory_bandwidth_gbs > 0)
+            info.details += ", " + std::to_string(std::lround(info.memory_bandwidth_gbs)) +
+                            " GB/s memory (clock x bus width)";
         if (cc < MOETRAIN_CUDA_MIN_CC) {
             info.available = false;
             info.reason = "compute capability " + std::to_string(prop.major) + "." +

@@ -462,11 +462,22 @@ def bench_and_gradcheck():
     j = last_json(p)
     assert set(j) >= {"tokens_per_s", "ms_per_step", "gflops", "mfu", "peak_rss_mb"}, j
     assert j["tokens_per_s"] > 0 and "gemm" in p.stdout
+    # The CPU's peak is measured on it (no fixed 500 GFLOP/s), and bench says so.
+    assert j["peak_source"] == "measured: 1024^3 f32 GEMM probe" and j["peak_gflops"] > 0, j
+    assert "peak " in p.stdout and "(measured: 1024^3 f32 GEMM probe)" in p.stdout, p.stdout
     # --generate N decodes N tokens (a 120-token prompt leaves room for 8 of tiny's 128).
     p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
             "--generate", 8, "--warmup", 0)
     j = last_json(p)
     assert j["tokens_per_s"] > 0 and j["graph_replayed_steps"] == 0, j
+    assert j["bandwidth_source"].startswith("measured: 128 MiB copy probe"), j
+    # Given figures are used as they are and named as given.
+    p = run("bench", "--device", "cpu", "--preset", "tiny", "--batch", 1, "--seq", 120,
+            "--generate", 8, "--warmup", 0, "--peak-gflops", 1000, "--bandwidth-gbs", 50)
+    j = last_json(p)
+    assert j["peak_gflops"] == 1000 and j["peak_source"] == "given: --peak-gflops", j
+    assert j["bandwidth_gbs"] == 50 and j["bandwidth_source"] == "given: --bandwidth-gbs", j
+    assert abs(j["bandwidth_bound_tokens_per_s"] * j["weight_mb_per_token"] - 50e3) < 1, j
     g = run("gradcheck", "--device", "cpu", "--preset", "tiny")
     assert "passed" in g.stdout, g.stdout
 
@@ -553,6 +564,43 @@ def pytorch_parity():
             assert abs(ours[k] - theirs[k]) <= 1e-5 * max(1.0, abs(theirs[k])), (name, k, ours,
                                                                                 theirs)
         print(f"{name}: moetrain {ours['loss']:.7f} pytorch {theirs['loss']:.7f}")
+
+
+
+@test
+def pytorch_peer_smoke():
+    """bench/pytorch_peer_cuda.py (the GPU peer) on the CPU: its sorted-by-expert MoE path with
+    one matmul per group trains a MoE config and prints its JSON line; the forms this torch
+    lacks (SDPA, torch.compile, _grouped_mm on torch 1.13) are refused with one JSON line and
+    exit status 3. Needs Debian's python3-torch."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0:
+        raise Skip("python3-torch is not installed for /usr/bin/python3")
+    d = work("pytorch_peer")
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "bench", "pytorch_peer_cuda.py")
+    cfg = {"vocab_size": 256, "d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+           "max_seq_len": 64, "d_ff": 128,
+           "moe": {"n_experts": 4, "top_k": 2, "n_shared_experts": 1, "first_layer": 1}}
+    conf = write(f"{d}/moe.json", json.dumps(cfg))
+    full = write(f"{d}/moe.full.json", run("config", "--config", conf).stdout)
+    base = [py, script, "--config", full, "--device", "cpu", "--batch", "2", "--seq", "32",
+            "--steps", "2", "--warmup", "1", "--precision", "fp32"]
+    p = subprocess.run(base + ["--attention", "math"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = last_json(p)
+    assert out["experts"] == "loop" and out["attention"] == "math", out
+    assert out["tokens_per_s"] > 0 and 4.0 < out["loss"] < 7.0, out  # ln(256) = 5.5
+    import_torch = "import torch; print(torch.__version__.split('.')[0])"
+    major = int(subprocess.run([py, "-c", import_torch], capture_output=True,
+                               text=True).stdout.strip())
+    refused = [(["--mode", "compile", "--attention", "math"], "torch.compile"),
+               (["--experts", "grouped_mm", "--attention", "math"], "_grouped_mm"),
+               ([], "scaled_dot_product_attention")]
+    for extra, missing in refused if major < 2 else []:  # torch 2 may have any of them
+        q = subprocess.run(base + extra, capture_output=True, text=True)
+        assert q.returncode == 3 and missing in last_json(q)["unavailable"], (extra, q.stdout)
+    print(f"peer on cpu: {out['tokens_per_s']:.0f} tokens/s, loss {out['loss']:.4f}")
 
 
 if __name__ == "__main__":

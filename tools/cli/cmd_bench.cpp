@@ -6,8 +6,11 @@
 // next to that of `none` (activation_mb, workspace_mb in the JSON).
 // `--generate N` instead times batch-B KV-cache decoding of N tokens after a T-token prompt
 // (median time per decode step) against the memory-bandwidth bound (weight bytes per token /
-// --bandwidth-gbs); the JSON keeps the same keys (tokens_per_s = decode tokens/s;
+// the device's bandwidth); the JSON keeps the same keys (tokens_per_s = decode tokens/s;
 // graph_replayed_steps = timed decode steps replayed from a CUDA graph).
+// The peak (MFU) and the bandwidth (decode bound) are the device's own unless given with
+// --peak-gflops / --bandwidth-gbs: NVIDIA's figure for a known GPU, the runtime's bandwidth, or
+// a short probe (device_peak.h); the output says which (peak_source, bandwidth_source).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include "bench_memory.h"
 #include "commands.h"
 #include "common.h"
+#include "device_peak.h"
 #include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
@@ -33,7 +37,7 @@ struct BenchArgs {
     ModelChoice model;
     DeviceChoice dev;
     int batch = 0, seq = 0, steps = 10, warmup = 2, generate = 0;
-    double peak_gflops = 500.0, bandwidth_gbs = 78.0;
+    double peak_gflops = 0, bandwidth_gbs = 0;  // 0: the device's (device_peak.h)
     uint64_t seed = 1337;
     bool profile = false;
     std::string recompute = "none";
@@ -96,8 +100,13 @@ void print_activations(Recompute mode, const MemoryNeed& m, const MemoryNeed& al
         m.activations / all.activations, workspace_bytes / mb);
 }
 
+// "peak 989400 GFLOP/s bf16 (table: NVIDIA H200, dense tensor cores)"
+void print_peak(const char* what, const PeakFigure& p, const char* unit, const std::string& tag) {
+    std::printf("%s %.0f %s%s (%s)\n", what, p.value, unit, tag.c_str(), p.source.c_str());
+}
+
 void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
-                     ProfilingDevice* profiler) {
+                     ProfilingDevice* profiler, const PeakFigure& peak) {
     const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
     model.set_precision(parse_precision(a.precision));
@@ -165,7 +174,9 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
-    j["mfu"] = gflops / a.peak_gflops;
+    j["mfu"] = gflops / peak.value;
+    j["peak_gflops"] = peak.value;
+    j["peak_source"] = peak.source;
     j["peak_rss_mb"] = rss;
     j["analytic_mb"] = mem.total() / mb;
     j["rss_ratio"] = rss / j["analytic_mb"].get<double>();
@@ -173,15 +184,17 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     j["recompute"] = to_string(mode);
     j["activation_mb"] = mem.activations / mb;
     j["workspace_mb"] = ws_bytes / mb;
-    std::printf("median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
-                med, tps, gflops, 100.0 * gflops / a.peak_gflops, a.peak_gflops);
+    std::printf(
+        "median %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s (%s)\n", med,
+        tps, gflops, 100.0 * gflops / peak.value, peak.value, peak.source.c_str());
     std::printf("%s\n", j.dump().c_str());
 }
 
 // Decoding: B prompts of T random tokens, then a.generate greedy tokens with the KV cache;
 // the time of each decode step is the gap between consecutive token callbacks.
 void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
-                        ProfilingDevice* profiler) {
+                        ProfilingDevice* profiler, const PeakFigure& peak,
+                        const PeakFigure& bandwidth) {
     MT_CHECK(a.generate >= 2, "--generate needs at least 2 tokens (got ", a.generate, ")");
     MT_CHECK(a.seq + a.generate <= cfg.max_seq_len, "--seq ", a.seq, " + --generate ", a.generate,
              " exceeds the model's max_seq_len ", cfg.max_seq_len);
@@ -220,18 +233,23 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
     }
     const double med = median(ms);
     const double tps = a.batch / (med / 1000.0);
-    const double bound = a.bandwidth_gbs * 1e9 / bytes;  // batch-1 tokens/s at full bandwidth
+    const double bound = bandwidth.value * 1e9 / bytes;  // batch-1 tokens/s at full bandwidth
     const double gflops = 2.0 * static_cast<double>(cost.active_matmul_params) * tps / 1e9;
     if (profiler) print_profile(*profiler, a.generate - 1);
     std::printf(
         "median %.2f ms per decode step, %.1f tokens/s; bandwidth bound %.1f tokens/s "
-        "(%.1f MB / %.0f GB/s) -> %.1f%% of it\n",
-        med, tps, bound, bytes / 1e6, a.bandwidth_gbs, 100.0 * tps / bound);
+        "(%.1f MB / %.0f GB/s, %s) -> %.1f%% of it\n",
+        med, tps, bound, bytes / 1e6, bandwidth.value, bandwidth.source.c_str(),
+        100.0 * tps / bound);
     nlohmann::json j;
     j["tokens_per_s"] = tps;
     j["ms_per_step"] = med;
     j["gflops"] = gflops;
-    j["mfu"] = gflops / a.peak_gflops;
+    j["mfu"] = gflops / peak.value;
+    j["peak_gflops"] = peak.value;
+    j["peak_source"] = peak.source;
+    j["bandwidth_gbs"] = bandwidth.value;
+    j["bandwidth_source"] = bandwidth.source;
     j["peak_rss_mb"] = peak_rss_mb();
     j["weight_mb_per_token"] = bytes / 1e6;
     j["bandwidth_bound_tokens_per_s"] = bound;
@@ -248,10 +266,18 @@ void run_bench(const BenchArgs& a) {
     std::unique_ptr<ProfilingDevice> profiler;
     if (a.profile) profiler = std::make_unique<ProfilingDevice>(*opened);
     Device& device = profiler ? *profiler : *opened;
-    if (a.generate > 0)
-        run_generate_bench(a, cfg, device, profiler.get());
-    else
-        run_train_bench(a, cfg, device, profiler.get());
+    // The peaks are found (or probed) on the device itself, before any step is timed.
+    const DeviceInfo info = device_info(a.dev.device);
+    const Precision precision = parse_precision(a.precision);
+    const PeakFigure peak = compute_peak(*opened, info, precision, a.peak_gflops);
+    print_peak("peak", peak, "GFLOP/s", std::string(" ") + precision_name(precision));
+    if (a.generate > 0) {
+        const PeakFigure bandwidth = bandwidth_peak(*opened, info, a.bandwidth_gbs);
+        print_peak("bandwidth", bandwidth, "GB/s", "");
+        run_generate_bench(a, cfg, device, profiler.get(), peak, bandwidth);
+    } else {
+        run_train_bench(a, cfg, device, profiler.get(), peak);
+    }
 }
 
 }  // namespace
@@ -271,12 +297,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     add_defaulted(cmd, "--steps", a->steps, "timed steps", positive());
     add_defaulted(cmd, "--warmup", a->warmup, "untimed steps (generate: untimed runs) first",
                   non_negative());
-    add_defaulted(cmd, "--peak-gflops", a->peak_gflops, "device peak for MFU", positive());
+    cmd->add_option("--peak-gflops", a->peak_gflops,
+                    "device peak for MFU (default: the device's, from the table of known GPUs "
+                    "or measured)")
+        ->check(positive());
     cmd->add_option("--generate", a->generate,
                     "time KV-cache decoding of N tokens instead of training steps")
         ->check(non_negative());
-    add_defaulted(cmd, "--bandwidth-gbs", a->bandwidth_gbs,
-                  "memory bandwidth for the decode bound (GB/s)", positive());
+    cmd->add_option("--bandwidth-gbs", a->bandwidth_gbs,
+                    "memory bandwidth for the decode bound in GB/s (default: the device's, from "
+                    "the table, the runtime or measured)")
+        ->check(positive());
     cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
     cmd->add_option("--recompute", a->recompute,
