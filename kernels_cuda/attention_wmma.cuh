@@ -48,8 +48,8 @@ __device__ __forceinline__ half to16<half>(float x) {
 // shared memory rows of ld elements (zeros for rows >= limit), by the whole block.
 template <typename T, int HD>
 __device__ __forceinline__ void stage16(T* dst, int ld, const float* src, int64_t b,
-                                        int64_t rows_total, int64_t heads, int64_t head,
-                                        int64_t r0, int n, int64_t limit) {
+                                        int64_t rows_total, int64_t heads, int64_t head, int64_t r0,
+                                        int n, int64_t limit) {
     for (int i = threadIdx.x; i < n * HD; i += blockDim.x) {
         const int j = i / HD, c = i - j * HD;
         const int64_t r = r0 + j;
@@ -57,6 +57,18 @@ __device__ __forceinline__ void stage16(T* dst, int ld, const float* src, int64_
             to16<T>(r < limit ? src[((b * rows_total + r) * heads + head) * HD + c] : 0.0f);
     }
 }
+
+// The launch.h sizes as compile-time constants of one head_dim (kernel code reads constants; it
+// cannot call the host's constexpr functions).
+template <int HD>
+struct WmmaSizes {
+    static constexpr int ld = static_cast<int>(attn_wmma_ld(HD));
+    static constexpr int fwd_keys = static_cast<int>(attn_wmma_fwd_keys(HD));
+    static constexpr int fwd_warps = static_cast<int>(kAttnWmmaFwdWarps);
+    static constexpr size_t fwd_shmem = attn_wmma_fwd_shmem(HD);
+    static constexpr int bwd_tile = static_cast<int>(attn_wmma_bwd_tile(HD));
+    static constexpr int bwd_warps = static_cast<int>(kAttnWmmaBwdWarps);
+};
 
 #if MT_ATTN_WMMA_BODY
 namespace wm = nvcuda::wmma;
@@ -71,8 +83,8 @@ using FragC = wm::fragment<wm::accumulator, 16, 16, 16, float>;
 // out[16][N] (fp32, ld N) = A[16][HD] (rows of a, ld lda) * B^T, B^T's rows being the N rows of
 // bt (ld ldb): the scores of 16 rows against N rows, by one warp.
 template <typename T, int HD, int N>
-__device__ __forceinline__ void rows_dot_rows(float* out, const FragA<T> (&a)[HD / 16],
-                                              const T* bt, int ldb) {
+__device__ __forceinline__ void rows_dot_rows(float* out, const FragA<T> (&a)[HD / 16], const T* bt,
+                                              int ldb) {
     for (int n = 0; n < N / 16; ++n) {
         FragC acc;
         wm::fill_fragment(acc, 0.0f);
@@ -91,12 +103,12 @@ __global__ void attn_wmma_fwd_kernel(float* __restrict__ o, float* __restrict__ 
                                      const float* __restrict__ q, const float* __restrict__ k,
                                      const float* __restrict__ v, AttnShape d, float scale) {
 #if MT_ATTN_WMMA_BODY
-    constexpr int LD = static_cast<int>(attn_wmma_ld(HD));
-    constexpr int KT = static_cast<int>(attn_wmma_fwd_keys(HD));
-    constexpr int W = static_cast<int>(kAttnWmmaFwdWarps);
+    constexpr int LD = WmmaSizes<HD>::ld;
+    constexpr int KT = WmmaSizes<HD>::fwd_keys;
+    constexpr int W = WmmaSizes<HD>::fwd_warps;
     if (!with_device_length(d)) return;
     unsigned char* smem = mt_dynamic_shared<unsigned char>();
-    constexpr size_t region0 = attn_wmma_fwd_shmem(HD) - 2 * KT * LD * sizeof(T);
+    constexpr size_t region0 = WmmaSizes<HD>::fwd_shmem - 2 * KT * LD * sizeof(T);
     T* qs = reinterpret_cast<T*>(smem);  // [W*16][LD], then reused:
     const int w = static_cast<int>(warp_id()), lane = static_cast<int>(lane_id());
     float* ss = reinterpret_cast<float*>(smem) + w * 16 * KT;  // this warp's S [16][KT]
@@ -191,15 +203,15 @@ __global__ void attn_wmma_dq_kernel(float* __restrict__ dq, const float* __restr
                                     const float* __restrict__ v, const float* __restrict__ lse,
                                     const float* __restrict__ D, AttnShape d, float scale) {
 #if MT_ATTN_WMMA_BODY
-    constexpr int LD = static_cast<int>(attn_wmma_ld(HD));
-    constexpr int KT = static_cast<int>(attn_wmma_bwd_tile(HD));
-    constexpr int W = static_cast<int>(kAttnWmmaBwdWarps);
+    constexpr int LD = WmmaSizes<HD>::ld;
+    constexpr int KT = WmmaSizes<HD>::bwd_tile;
+    constexpr int W = WmmaSizes<HD>::bwd_warps;
     if (!with_device_length(d)) return;
     const int w = static_cast<int>(warp_id()), lane = static_cast<int>(lane_id());
-    T* qs = mt_dynamic_shared<T>();  // [W*16][LD]
-    T* dos = qs + W * 16 * LD;       // [W*16][LD]
-    T* ks = dos + W * 16 * LD;       // [KT][LD]
-    T* vs = ks + KT * LD;            // [KT][LD]
+    T* qs = mt_dynamic_shared<T>();                                    // [W*16][LD]
+    T* dos = qs + W * 16 * LD;                                         // [W*16][LD]
+    T* ks = dos + W * 16 * LD;                                         // [KT][LD]
+    T* vs = ks + KT * LD;                                              // [KT][LD]
     float* ss = reinterpret_cast<float*>(vs + KT * LD) + w * 16 * KT;  // S [16][KT]
     float* dps = ss + W * 16 * KT;                                     // dP [16][KT]
     // dS [16][KT] in T, after both fp32 regions of every warp
@@ -261,7 +273,8 @@ __global__ void attn_wmma_dq_kernel(float* __restrict__ dq, const float* __restr
         wm::store_matrix_sync(ss, acc[n], 16, wm::mem_row_major);
         __syncwarp();
         if (t < d.Tq)
-            for (int e = 0; e < 8; ++e) dq[qrow(d, b, t, h) + n * 16 + cb + e] = ss[row * 16 + cb + e];
+            for (int e = 0; e < 8; ++e)
+                dq[qrow(d, b, t, h) + n * 16 + cb + e] = ss[row * 16 + cb + e];
     }
 #endif
 }
@@ -277,22 +290,22 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
                                       const float* __restrict__ lse, const float* __restrict__ D,
                                       AttnShape d, float scale) {
 #if MT_ATTN_WMMA_BODY
-    constexpr int LD = static_cast<int>(attn_wmma_ld(HD));
-    constexpr int QT = static_cast<int>(attn_wmma_bwd_tile(HD));
-    constexpr int W = static_cast<int>(kAttnWmmaBwdWarps);
+    constexpr int LD = WmmaSizes<HD>::ld;
+    constexpr int QT = WmmaSizes<HD>::bwd_tile;
+    constexpr int W = WmmaSizes<HD>::bwd_warps;
     if (!with_device_length(d)) return;
     const int w = static_cast<int>(warp_id()), lane = static_cast<int>(lane_id());
-    T* ks = mt_dynamic_shared<T>();  // [W*16][LD]
-    T* vs = ks + W * 16 * LD;        // [W*16][LD]
-    T* qs = vs + W * 16 * LD;        // [QT][LD]
-    T* dos = qs + QT * LD;           // [QT][LD]
+    T* ks = mt_dynamic_shared<T>();                                      // [W*16][LD]
+    T* vs = ks + W * 16 * LD;                                            // [W*16][LD]
+    T* qs = vs + W * 16 * LD;                                            // [QT][LD]
+    T* dos = qs + QT * LD;                                               // [QT][LD]
     float* sts = reinterpret_cast<float*>(dos + QT * LD) + w * 16 * QT;  // S^T [16][QT]
     float* dpts = sts + W * 16 * QT;                                     // dP^T [16][QT]
     T* pts = reinterpret_cast<T*>(reinterpret_cast<float*>(dos + QT * LD) + 2 * W * 16 * QT) +
-             w * 16 * QT;         // P^T [16][QT]
-    T* dsts = pts + W * 16 * QT;  // dS^T [16][QT]
+             w * 16 * QT;                                                       // P^T [16][QT]
+    T* dsts = pts + W * 16 * QT;                                                // dS^T [16][QT]
     float* ls = reinterpret_cast<float*>(pts - w * 16 * QT + 2 * W * 16 * QT);  // [QT]
-    float* Ds = ls + QT;                                                     // [QT]
+    float* Ds = ls + QT;                                                        // [QT]
     const int64_t b = blockIdx.z, g = blockIdx.y, group = d.H / d.K, off = d.Tk - d.Tq;
     const int64_t u_first = static_cast<int64_t>(blockIdx.x) * W * 16, wu0 = u_first + w * 16;
     const bool active = wu0 < d.Tk;  // warp-uniform
@@ -390,13 +403,14 @@ inline void attention_wmma_bwd(Stream s, bool bf16, float* dq, float* dk, float*
                                const float* lse, const float* D, const AttnShape& d, float scale) {
     if (d.B <= 0 || d.H <= 0 || d.S <= 0) return;
     if (bf16)
-        d.hd == 64
-            ? attention_wmma_bwd_t<__nv_bfloat16, 64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale)
-            : attention_wmma_bwd_t<__nv_bfloat16, 128>(s, dq, dk, dv, dout, q, k, v, lse, D, d,
-                                                       scale);
+        d.hd == 64 ? attention_wmma_bwd_t<__nv_bfloat16, 64>(s, dq, dk, dv, dout, q, k, v, lse, D,
+                                                             d, scale)
+                   : attention_wmma_bwd_t<__nv_bfloat16, 128>(s, dq, dk, dv, dout, q, k, v, lse, D,
+                                                              d, scale);
     else
-        d.hd == 64 ? attention_wmma_bwd_t<half, 64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale)
-                   : attention_wmma_bwd_t<half, 128>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
+        d.hd == 64
+            ? attention_wmma_bwd_t<half, 64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale)
+            : attention_wmma_bwd_t<half, 128>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
 }
 
 // The forward pass in 16-bit precision `bf16` (else f16); d.hd is 64 or 128.

@@ -76,10 +76,11 @@ class CudaBackend final : public Backend {
         info.name = prop.name;
         info.memory_bytes = prop.totalGlobalMem;
         int cc = prop.major * 10 + prop.minor;
-        info.details =
-            "compute capability " + std::to_string(prop.major) + "." + std::to_string(prop.minor) +
-            ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
-            std::to_string(prop.sharedMemPerBlockOptin / 1024) + " KiB shared memory per block";
+        info.details = "compute capability " + std::to_string(prop.major) + "." +
+                       std::to_string(prop.minor) + ", " +
+                       std::to_string(prop.multiProcessorCount) + " SMs, " +
+                       std::to_string(prop.sharedMemPerBlockOptin / 1024) +
+                       " KiB shared memory per block; " + attention_summary(cc);
         if (cc < MOETRAIN_CUDA_MIN_CC) {
             info.available = false;
             info.reason = "compute capability " + std::to_string(prop.major) + "." +

@@ -19,12 +19,12 @@ struct WmmaCase {
     int64_t B, Tq, Tk, S, H, K, hd;
 };
 const WmmaCase kWmmaCases[] = {
-    {1, 37, 37, 37, 2, 2, 64},    // MHA, T not a multiple of 16 or of the 64-key tile
-    {2, 20, 20, 24, 4, 2, 64},    // GQA, spare cache capacity
-    {1, 70, 70, 70, 2, 1, 64},    // MQA, two query blocks, keys past one tile
-    {1, 33, 33, 33, 2, 1, 128},   // MQA, hd 128 (32-key tiles)
-    {1, 5, 45, 48, 2, 2, 128},    // KV cache: 5 queries after 40 cached keys
-    {1, 1, 50, 64, 3, 1, 64},     // a decode step: one query, 50 keys
+    {1, 37, 37, 37, 2, 2, 64},   // MHA, T not a multiple of 16 or of the 64-key tile
+    {2, 20, 20, 24, 4, 2, 64},   // GQA, spare cache capacity
+    {1, 70, 70, 70, 2, 1, 64},   // MQA, two query blocks, keys past one tile
+    {1, 33, 33, 33, 2, 1, 128},  // MQA, hd 128 (32-key tiles)
+    {1, 5, 45, 48, 2, 2, 128},   // KV cache: 5 queries after 40 cached keys
+    {1, 1, 50, 64, 3, 1, 64},    // a decode step: one query, 50 keys
 };
 constexpr uint64_t kMoreSeeds[] = {0, 3, 4};
 
