@@ -86,6 +86,8 @@ class OpArgs {
         MT_CHECK(d.Tq <= d.Tk, op_, ": Tq ", d.Tq, " > Tk ", d.Tk);
         MT_CHECK(d.Tk <= d.S, op_, ": Tk ", d.Tk, " > capacity S ", d.S);
         MT_CHECK(d.hd > 0, op_, ": head_dim must be positive");
+        MT_CHECK(d.compute == DType::f32 || d.compute == DType::bf16 || d.compute == DType::f16,
+                 op_, ": attention precision ", dtype_name(d.compute), " is not f32, bf16 or f16");
         device_value(d.tk_dev, "tk_dev");
     }
     // The routing sizes of router_fwd / router_bwd / router_aux_loss.

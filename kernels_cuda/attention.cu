@@ -1,6 +1,9 @@
 // CudaDevice ops: causal attention forward and backward. Each turns its tensors into pointers and
-// calls the launcher of attention.cuh on the device stream (docs/CUDA.md).
+// calls a launcher on the device stream (docs/CUDA.md): the tensor-core kernels of
+// attention_wmma.cuh when the attention precision is bf16 / f16, head_dim 64 or 128 and the device
+// has bf16 fragments (mtk::attn_kernel, launch.h), else the scalar fp32 kernels of attention.cuh.
 #include "attention.cuh"
+#include "attention_wmma.cuh"
 
 #include "cuda/cuda_device.h"
 
@@ -14,7 +17,22 @@ mtk::AttnShape checked_shape(const AttnDims& d, const char* op) {
              " exceed the CUDA grid limit 65535");
     return {d.B, d.Tq, d.Tk, d.S, d.H, d.K, d.hd, nullptr, nullptr};
 }
+mtk::AttnKernel kernel_for(const AttnDims& d, int cc) {
+    return mtk::attn_kernel(d.compute != DType::f32, d.hd, cc);
+}
 }  // namespace
+
+std::string attention_summary(int cc) {
+    if (cc >= mtk::kAttnWmmaMinCc)
+        return "attention: wmma flash (bf16/fp16 attention precision, head_dim 64/128), scalar "
+               "fp32 "
+               "otherwise";
+    return "attention: scalar fp32 (the wmma flash kernels need compute capability 8.0)";
+}
+
+std::string CudaDevice::attention_kernel(const AttnDims& d) const {
+    return kernel_for(d, cc_) == mtk::AttnKernel::wmma ? "wmma" : "scalar";
+}
 
 void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Tensor& q,
                                     const Tensor& k, const Tensor& v, const AttnDims& d,
@@ -23,7 +41,11 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
     mtk::AttnShape s = checked_shape(d, op);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
-    mtk::attention_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
+    if (kernel_for(d, cc_) == mtk::AttnKernel::wmma)
+        mtk::attention_wmma_fwd(stream(op), d.compute == DType::bf16, f32(o), f32(lse), f32(q),
+                                f32(k), f32(v), s, scale);
+    else
+        mtk::attention_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
     launched(op);
 }
 
@@ -37,7 +59,13 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
     s.err = error_word();
     const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     auto* tmp = static_cast<float*>(scratch(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq)));
-    mtk::attention_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, po, pl, s, scale, tmp);
+    if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {
+        mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
+        mtk::attention_wmma_bwd(stream(op), d.compute == DType::bf16, pdq, pdk, pdv, pdo, pq, pk,
+                                pv, pl, tmp, s, scale);
+    } else {
+        mtk::attention_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, po, pl, s, scale, tmp);
+    }
     launched(op);
 }
 

@@ -13,42 +13,15 @@
 // each kernel before anything else; the launch geometry depends on Tq and S only.
 #pragma once
 
-#include "common.cuh"
+#include "attention_shape.cuh"
 
 namespace mtk {
-
-// tk_dev: the device length added to Tk (may be nullptr); err: where an invalid one is reported.
-struct AttnShape {
-    int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
-    const int32_t* tk_dev = nullptr;
-    int32_t* err = nullptr;
-};
-
-// Adds the device length to d.Tk (when d.tk_dev is set). False when that leaves [Tq, S]: the
-// first thread of the grid reports it and every thread returns (grid-uniform, before any
-// barrier), so nothing is written.
-__device__ __forceinline__ bool with_device_length(AttnShape& d) {
-    if (!d.tk_dev) return true;
-    const int64_t extra = *d.tk_dev;
-    d.Tk += extra;
-    if (d.Tk >= d.Tq && d.Tk <= d.S) return true;
-    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0)
-        report_error(d.err, kErrAttnLength, static_cast<int32_t>(extra));
-    return false;
-}
 
 // The dot product of a shared-memory row with the warp's row (both hd long).
 __device__ __forceinline__ float row_dot(const float* a, const float* b, int hd) {
     float acc = 0.0f;
     for (int c = 0; c < hd; ++c) acc += a[c] * b[c];
     return acc;
-}
-
-__device__ __forceinline__ int64_t qrow(const AttnShape& d, int64_t b, int64_t t, int64_t h) {
-    return ((b * d.Tq + t) * d.H + h) * d.hd;
-}
-__device__ __forceinline__ int64_t kvrow(const AttnShape& d, int64_t b, int64_t u, int64_t g) {
-    return ((b * d.S + u) * d.K + g) * d.hd;
 }
 
 // Stages rows [u0, u0 + tile) of the kv head g of k and v (zeros past Tk) into shared memory
@@ -318,13 +291,18 @@ void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* 
     }
 }
 
+// D[b,h,t] = dout . o for every query row (the scalar and the WMMA backward passes read it).
+void attention_bwd_dot(Stream s, float* D, const float* dout, const float* o, const AttnShape& d) {
+    if (d.B > 0 && d.Tq > 0 && d.H > 0)
+        MT_LAUNCH(attn_bwd_dot_kernel, warp_per_item(d.B * d.Tq * d.H), s, D, dout, o, d);
+}
+
 // scratch: attn_bwd_scratch_bytes(B, H, Tq).
 void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
                    const float* k, const float* v, const float* o, const float* lse,
                    const AttnShape& d, float scale, float* scratch) {
     if (d.B <= 0 || d.H <= 0 || d.hd <= 0 || d.S <= 0) return;
-    if (d.Tq > 0)
-        MT_LAUNCH(attn_bwd_dot_kernel, warp_per_item(d.B * d.Tq * d.H), s, scratch, dout, o, d);
+    attention_bwd_dot(s, scratch, dout, o, d);
     switch (attn_lane_chunks(d.hd)) {
         case 1:
             attention_bwd_nc<1>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);

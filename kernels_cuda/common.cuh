@@ -25,12 +25,12 @@
 #include "moetrain/dtype.h"
 #endif
 
-// Dynamic shared memory of the running block, as T (16-byte aligned): the only way kernels
-// reach dynamic shared memory (the harness hands out its per-block buffer instead).
+// Dynamic shared memory of the running block, as T (32-byte aligned: WMMA needs it): the only way
+// kernels reach dynamic shared memory (the harness hands out its per-block buffer instead).
 template <typename T>
 __device__ __forceinline__ T* mt_dynamic_shared() {
 #if defined(__CUDACC__)
-    extern __shared__ __align__(16) unsigned char mt_dyn_smem[];
+    extern __shared__ __align__(32) unsigned char mt_dyn_smem[];
     return reinterpret_cast<T*>(mt_dyn_smem);
 #else
     return reinterpret_cast<T*>(simt::dynamic_shared());

@@ -188,6 +188,58 @@ inline size_t attn_bwd_scratch_bytes(int64_t B, int64_t H, int64_t Tq) {
     return static_cast<size_t>(B * H * Tq) * sizeof(float);
 }
 
+// ---- tensor-core attention (attention_wmma.cuh): 16 query rows (forward, dq) or 16 key rows
+// (dk/dv) per warp, m16n16k16 WMMA products on 16-bit operands staged in shared memory ----
+// Which kernel an attention op runs: the WMMA pair needs a 16-bit attention precision, head_dim
+// 64 or 128 and a device of compute capability >= 8.0 (bf16 fragments); everything else takes
+// the scalar fp32 kernels.
+enum class AttnKernel : uint8_t { scalar, wmma };
+constexpr bool attn_wmma_head_dim(int64_t hd) {
+    return hd == 64 || hd == 128;
+}
+constexpr int kAttnWmmaMinCc = 80;
+inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
+    return compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc ? AttnKernel::wmma
+                                                                       : AttnKernel::scalar;
+}
+// 16-bit elements added to every shared-memory row: spreads the rows over the banks and keeps
+// each 16-row / 16-column fragment start 32-byte aligned (WMMA requires it).
+constexpr int64_t kAttnWmmaPad = 8;
+constexpr int64_t attn_wmma_ld(int64_t hd) {
+    return hd + kAttnWmmaPad;
+}
+// Forward: 4 warps (64 queries) per block; keys per tile 64 (hd 64) or 32 (hd 128).
+constexpr int64_t kAttnWmmaFwdWarps = 4;
+constexpr int64_t attn_wmma_fwd_keys(int64_t hd) {
+    return hd <= 64 ? 64 : 32;
+}
+// Forward shared memory: the staged queries, reused after their fragments are loaded for each
+// warp's scores (fp32) and probabilities (16-bit), then the key and value tiles (16-bit).
+constexpr size_t attn_wmma_fwd_shmem(int64_t hd) {
+    const int64_t q = kAttnWmmaFwdWarps * 16 * attn_wmma_ld(hd) * 2;
+    const int64_t sp = kAttnWmmaFwdWarps * 16 * attn_wmma_fwd_keys(hd) * (4 + 2);
+    return static_cast<size_t>((q > sp ? q : sp) +
+                               2 * attn_wmma_fwd_keys(hd) * attn_wmma_ld(hd) * 2);
+}
+// Backward (dq and dk/dv kernels): 2 warps (32 rows) per block, tiles of 32 (hd 64) or 16
+// (hd 128) keys (dq) or queries (dk/dv). Shared memory: the block's two operands of 32 rows (q and
+// dout, or k and v), the tile's two (k and v, or q and dout), per warp two fp32 16 x 32 products
+// and their 16-bit results, and the tile's log-sum-exp and D values.
+constexpr int64_t kAttnWmmaBwdWarps = 2;
+constexpr int64_t attn_wmma_bwd_tile(int64_t hd) {
+    return hd <= 64 ? 32 : 16;
+}
+constexpr size_t attn_wmma_bwd_shmem(int64_t hd) {
+    const int64_t rows = kAttnWmmaBwdWarps * 16, tile = attn_wmma_bwd_tile(hd);
+    return static_cast<size_t>(2 * (rows + tile) * attn_wmma_ld(hd) * 2 +
+                               kAttnWmmaBwdWarps * 16 * tile * (4 + 4 + 2 + 2) + 2 * tile * 4);
+}
+inline Geom attn_wmma_rows(int64_t rows, int64_t warps, int64_t heads, int64_t batch,
+                           size_t shmem) {
+    return {clamp_blocks(ceil_div(rows, warps * 16), 2147483647), static_cast<unsigned>(heads),
+            static_cast<unsigned>(batch), static_cast<unsigned>(warps * kWarp), shmem};
+}
+
 // ---- sampling: one block per row sorts (prob, id) keys of the row padded to a power of 2 ----
 constexpr unsigned kSampleBlock = 256;
 inline int64_t sample_padded(int64_t V) {

@@ -3,10 +3,12 @@
 // KV-cache decode (Tq = 1 < Tk) and chunked prefill (Tq < Tk), with capacity S > Tk (rows >= Tk
 // of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5. With part of Tk given as a
 // device-side length (AttnDims::tk_dev) the results are the same bits; a device length outside
-// [Tq, S] is reported.
+// [Tq, S] is reported. A 16-bit attention precision (AttnDims::compute): the reference of the
+// rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere.
 #include <cmath>
 #include <sstream>
 
+#include "moetrain/profiling.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 
@@ -108,5 +110,91 @@ TEST_CASE("ops: attention rejects inconsistent dims") {
                 (dev.attention_bwd(t, t, t, t, t, t, t, t, t, dev_len, 0.5f), dev.synchronize()),
                 Error);
         }
+    });
+}
+
+// A 16-bit attention precision (AttnDims::compute, Model::set_attention16): a device whose
+// attention_kernel says "wmma" (cuda: tensor cores) matches the float64 reference of the
+// operands rounded to that type; every other device computes in fp32, the same bits as with
+// compute = f32. Under ProfilingDevice the op is booked with its kernel variant.
+TEST_CASE("ops: attention with a 16-bit attention precision") {
+    const AttnDims cases[] = {
+        {1, 37, 37, 37, 4, 2, 64},  // GQA, T not a multiple of a tile
+        {1, 3, 40, 48, 2, 1, 128},  // MQA, decode-like Tq < Tk, capacity S > Tk
+    };
+    for_each_test_device([&](Device& dev) {
+        for (const AttnDims& base : cases)
+            for (DType t : {DType::bf16, DType::f16}) {
+                INFO(dims_str(base) << " " << dtype_name(t));
+                const int64_t nq = base.B * base.Tq * base.H * base.hd,
+                              nk = base.B * base.S * base.K * base.hd,
+                              nl = base.B * base.H * base.Tq;
+                const float scale = 1.0f / std::sqrt(static_cast<float>(base.hd));
+                Rng rng(static_cast<uint64_t>(base.hd + base.Tq));
+                const auto q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk),
+                           dout = rng.normal(nq);
+                AttnDims a = base;
+                a.compute = t;
+                auto run = [&](const AttnDims& d) {
+                    Tensor tq = to_device(dev, q), tk = to_device(dev, k), tv = to_device(dev, v);
+                    Tensor to = zeros(dev, nq), tl = zeros(dev, nl), tdq = zeros(dev, nq),
+                           tdk = zeros(dev, nk), tdv = zeros(dev, nk);
+                    dev.attention_fwd(to, tl, tq, tk, tv, d, scale);
+                    dev.attention_bwd(tdq, tdk, tdv, to_device(dev, dout), tq, tk, tv, to, tl, d,
+                                      scale);
+                    return std::vector<ref::Vec>{from_device(dev, to), from_device(dev, tl),
+                                                 from_device(dev, tdq), from_device(dev, tdk),
+                                                 from_device(dev, tdv)};
+                };
+                const auto got = run(a);
+                if (dev.attention_kernel(a) != "wmma") {
+                    CHECK(got == run(base));  // fp32 attention whatever the precision
+                    continue;
+                }
+                auto rounded = [&](const ref::Vec& x) {
+                    ref::Vec r(x.size());
+                    for (size_t i = 0; i < x.size(); ++i) {
+                        const auto f = static_cast<float>(x[i]);
+                        r[i] = t == DType::bf16 ? bf16_to_f32(f32_to_bf16(f))
+                                                : f16_to_f32(f32_to_f16(f));
+                    }
+                    return r;
+                };
+                const ref::Vec rq = rounded(q), rk = rounded(k), rv = rounded(v);
+                ref::Vec o(static_cast<size_t>(nq)), lse(static_cast<size_t>(nl));
+                ref::attention_fwd(o, lse, rq, rk, rv, base, scale);
+                ref::Vec dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nk)),
+                    dv(static_cast<size_t>(nk));
+                ref::attention_bwd(dq, dk, dv, rounded(dout), rq, rk, rv, base, scale);
+                const Tol tol = t == DType::bf16 ? Tol{3e-2, 2e-2} : Tol{6e-3, 4e-3};
+                check_close(got[0], o, tol, "o");
+                check_close(got[1], lse, Tol{1e-5, 1e-5}, "lse");
+                check_close(got[2], dq, tol, "dq");
+                check_close(got[3], dk, tol, "dk");
+                check_close(got[4], dv, tol, "dv");
+            }
+
+        ProfilingDevice prof(dev);
+        AttnDims a = cases[0];
+        a.compute = DType::bf16;
+        const int64_t nq = a.B * a.Tq * a.H * a.hd, nk = a.B * a.S * a.K * a.hd;
+        Tensor tq = zeros(dev, nq), tk = zeros(dev, nk), tv = zeros(dev, nk), to = zeros(dev, nq),
+               tl = zeros(dev, a.B * a.H * a.Tq);
+        prof.attention_fwd(to, tl, tq, tk, tv, a, 0.125f);
+        const std::string variant = dev.attention_kernel(a);
+        const auto table = prof.table();
+        REQUIRE(table.size() == 1);
+        CHECK(table[0].op ==
+              (variant.empty() ? "attention_fwd" : "attention_fwd[" + variant + "]"));
+    });
+}
+
+TEST_CASE("ops: attention rejects an attention precision other than f32, bf16, f16") {
+    for_each_test_device([&](Device& dev) {
+        AttnDims a{1, 2, 2, 2, 1, 1, 8};
+        a.compute = DType::i32;
+        Tensor q = zeros(dev, 16), o = zeros(dev, 16), l = zeros(dev, 2);
+        CHECK_THROWS_WITH(dev.attention_fwd(o, l, q, q, q, a, 1.0f),
+                          doctest::Contains("attention precision i32 is not f32, bf16 or f16"));
     });
 }

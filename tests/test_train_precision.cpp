@@ -2,13 +2,14 @@
 // proof that the 16-bit path really rounds (and refreshes its weight copy when the master
 // weights change), fp16 dynamic loss scaling (a forced overflow skips the step, halves the
 // scale and changes nothing else; the scale doubles after the window of clean steps) and
-// the scale state surviving a checkpoint round trip.
+// the scale state surviving a checkpoint round trip; the opt-in 16-bit attention.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "moetrain/checkpoint.h"
+#include "moetrain/profiling.h"
 #include "moetrain/train.h"
 #include "test_checkpoint_util.h"
 #include "test_xbackend_util.h"
@@ -179,4 +180,42 @@ TEST_CASE("precision: the fp16 loss scale doubles after its window and survives 
     for (size_t i = 0; i < want.size(); ++i) CHECK(got[i].loss == want[i].loss);
     CHECK(tr2.loss_scale() == tr.loss_scale());
     CHECK(tr.loss_scale() == 1024);
+}
+
+// Model::set_attention16 (--attention16): with bf16 the model asks for 16-bit attention
+// (AttnDims::compute). A device with tensor-core attention kernels (cuda) runs them — booked as
+// attention_fwd[wmma] — and its loss moves a little; every other device computes attention in
+// fp32 and gives the same bits as without the option. Off again: the bits of before.
+TEST_CASE("precision: --attention16 runs 16-bit attention where a device has it, fp32 elsewhere") {
+    const ModelConfig c = sized_config(64, 128, 1, 2, 1, 64, 32);  // head_dim 64, MQA
+    const xb::Batch b =
+        xb::batch_at(xb::token_stream(c.vocab_size, 4096, 9), 0, xb::kTrainB, xb::kTrainT);
+    test::for_each_test_device([&](Device& dev) {
+        ProfilingDevice prof(dev);
+        Model m(prof, c);
+        m.set_precision(Precision::bf16);
+        m.init_weights(5);
+        const double plain = loss_of(m, b).ce;
+        CHECK_FALSE(m.attention16());
+        m.set_attention16(true);
+        CHECK(m.attention16());
+        prof.reset();
+        const double a16 = loss_of(m, b).ce;
+        AttnDims d{xb::kTrainB, xb::kTrainT, xb::kTrainT, xb::kTrainT, 2, 1, 64};
+        d.compute = DType::bf16;
+        const std::string variant = dev.attention_kernel(d);
+        bool booked = false;
+        for (const OpProfile& p : prof.table())
+            booked = booked ||
+                     p.op == (variant.empty() ? "attention_fwd" : "attention_fwd[" + variant + "]");
+        CHECK(booked);
+        if (variant == "wmma") {
+            CHECK(a16 != plain);
+            CHECK(std::abs(a16 - plain) / plain < 1e-2);
+        } else {
+            CHECK(a16 == plain);
+        }
+        m.set_attention16(false);
+        CHECK(loss_of(m, b).ce == plain);
+    });
 }

@@ -84,6 +84,11 @@ inline GemmArgs dense_gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, 
 struct AttnDims {
     int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
     Tensor tk_dev = {};
+    // The attention precision (Model::set_attention16, docs/MEMORY_AND_PRECISION.md): f32, or
+    // bf16 / f16: the backend may round q, k, v, dout and the probabilities / score gradients
+    // to that type before its products (fp32 accumulation, fp32 softmax and outputs). The cuda
+    // backend's tensor-core kernels do (docs/CUDA.md); cpu and opencl compute in fp32.
+    DType compute = DType::f32;
 };
 
 struct AdamWArgs {
@@ -121,6 +126,13 @@ class Device {
     // ---- identity ----
     virtual std::string backend_name() const = 0;  // "cpu", "opencl", "cuda"
     virtual std::string name() const = 0;          // human description of the device
+    // Which attention kernels attention_fwd / attention_bwd run for d, when the device has
+    // more than one ("" otherwise): cuda says "wmma" (tensor cores) or "scalar" (fp32), and
+    // `bench --profile` books the ops as attention_fwd[wmma] / attention_fwd[scalar].
+    virtual std::string attention_kernel(const AttnDims& d) const {
+        (void)d;
+        return "";
+    }
 
     // ---- memory ----
     virtual std::shared_ptr<Buffer> alloc_buffer(size_t bytes) = 0;  // zero-initialised

@@ -87,6 +87,13 @@ class Model {
     // losses stay fp32. fp16 training needs loss scaling (Trainer does it).
     void set_precision(Precision p);
     Precision precision() const;
+    // Attention precision (opt-in, default off): with bf16 / fp16, attention rounds q, k, v,
+    // dout, the probabilities and the score gradients to that type before its products (fp32
+    // accumulation; softmax statistics and outputs fp32). Off, or with fp32, attention is fp32
+    // as MEMORY_AND_PRECISION.md specifies. The cuda backend runs its tensor-core kernels then
+    // (docs/CUDA.md); cpu and opencl compute in fp32 either way.
+    void set_attention16(bool on);
+    bool attention16() const;
 
     // ---- training ----
     void zero_grads();

@@ -28,6 +28,9 @@ class ProfilingDevice : public Device {
 
     std::string backend_name() const override { return inner_.backend_name(); }
     std::string name() const override { return inner_.name(); }
+    std::string attention_kernel(const AttnDims& d) const override {
+        return inner_.attention_kernel(d);
+    }
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override {
         return inner_.alloc_buffer(bytes);
     }
@@ -41,7 +44,7 @@ class ProfilingDevice : public Device {
   private:
     // Runs fn, synchronises, and books the time and the op's FLOPs and bytes under `op`.
     template <typename Fn>
-    void timed(const char* op, double flops, double bytes, Fn&& fn);
+    void timed(const std::string& op, double flops, double bytes, Fn&& fn);
 
     Device& inner_;
     std::map<std::string, OpProfile> table_;

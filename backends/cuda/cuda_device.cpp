@@ -25,12 +25,14 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts)
     std::string name = std::string(prop.name) + " (" MOETRAIN_CUDA_BACKEND_NAME ":" +
                        std::to_string(index) + ", " + mem + ", compute capability " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")";
-    return std::make_unique<CudaDevice>(index, std::move(name), opts.cuda_graphs);
+    return std::make_unique<CudaDevice>(index, std::move(name), opts.cuda_graphs,
+                                        prop.major * 10 + prop.minor);
 }
 
-CudaDevice::CudaDevice(int index, std::string name, bool graphs)
+CudaDevice::CudaDevice(int index, std::string name, bool graphs, int cc)
     : ctx_(std::make_unique<CudaContext>(index)),
       name_(std::move(name)),
+      cc_(cc),
       graph_runtime_(std::make_unique<CudaGraphRuntime>(*ctx_)),
       graphs_(*graph_runtime_, graphs) {}
 

@@ -58,13 +58,19 @@ class CudaBuffer final : public Buffer {
     void* ptr_;
 };
 
+// What `moetrain info` says about the attention kernels of a device of compute capability cc
+// (10 * major + minor; attention.cu).
+std::string attention_summary(int cc);
+
 class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
   public:
-    CudaDevice(int index, std::string name, bool graphs);
+    // cc: compute capability as 10 * major + minor (which kernels may run).
+    CudaDevice(int index, std::string name, bool graphs, int cc);
     ~CudaDevice() override;
 
     std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
+    std::string attention_kernel(const AttnDims& d) const override;  // attention.cu
 
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;  // cuda_device.cpp
     void synchronize() override;
@@ -110,6 +116,7 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
 
     std::unique_ptr<CudaContext> ctx_;
     std::string name_;
+    int cc_;
     std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };

@@ -9,6 +9,8 @@
 // anyway).
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <type_traits>
 
 #include "moetrain/profiling.h"
 
@@ -230,6 +232,20 @@ Cost formula(Op<OpId::sample>, Device&, const Tensor&, const Tensor&, int64_t B,
     return {5 * d(B * V), F * d(B * V)};
 }
 
+// The name an op is booked under: its own, with the attention kernels' variant appended when
+// the device has several (attention_fwd[wmma], attention_fwd[scalar]).
+template <typename A>
+void attention_variant(std::string& variant, const Device& inner, const A& arg) {
+    if constexpr (std::is_same_v<A, AttnDims>) variant = inner.attention_kernel(arg);
+}
+template <OpId O, typename... Args>
+std::string label(const char* name, const Device& inner, const Args&... args) {
+    std::string variant;
+    if constexpr (O == OpId::attention_fwd || O == OpId::attention_bwd)
+        (attention_variant(variant, inner, args), ...);
+    return variant.empty() ? std::string(name) : std::string(name) + "[" + variant + "]";
+}
+
 // An op's formula when it has one, else the default (no FLOPs, every tensor view once).
 template <OpId O, typename... Args>
 Cost cost(Device& inner, const Args&... args) {
@@ -241,7 +257,7 @@ Cost cost(Device& inner, const Args&... args) {
 }  // namespace
 
 template <typename Fn>
-void ProfilingDevice::timed(const char* op, double flops, double bytes, Fn&& fn) {
+void ProfilingDevice::timed(const std::string& op, double flops, double bytes, Fn&& fn) {
     inner_.synchronize();
     auto t0 = std::chrono::steady_clock::now();
     fn();
@@ -258,10 +274,11 @@ void ProfilingDevice::timed(const char* op, double flops, double bytes, Fn&& fn)
 // Every op: its cost (from the arguments, before the op runs), then the op timed on the
 // wrapped device.
 #define MT_PROFILED_ARGS(...) __VA_ARGS__
-#define MT_DEVICE_OP(name, params, args, ...)                           \
-    void ProfilingDevice::name##_impl params {                          \
-        const Cost c = cost<OpId::name>(inner_, MT_PROFILED_ARGS args); \
-        timed(#name, c.flops, c.bytes, [&] { inner_.name args; });      \
+#define MT_DEVICE_OP(name, params, args, ...)                                            \
+    void ProfilingDevice::name##_impl params {                                           \
+        const Cost c = cost<OpId::name>(inner_, MT_PROFILED_ARGS args);                  \
+        timed(label<OpId::name>(#name, inner_, MT_PROFILED_ARGS args), c.flops, c.bytes, \
+              [&] { inner_.name args; });                                                \
     }
 #include "moetrain/device_ops.def"
 #undef MT_PROFILED_ARGS

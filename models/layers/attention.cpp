@@ -34,7 +34,8 @@ void rope_qk(Device& dev, const ModelConfig& c, const Tensor& q, const Tensor& k
 }  // namespace
 
 void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tensor& xn,
-                   const AttnActs& a, const Tensor& x_res, int B, int T, const KvSlot* cache) {
+                   const AttnActs& a, const Tensor& x_res, int B, int T, const KvSlot* cache,
+                   DType compute) {
     const int64_t N = int64_t{B} * T, kv_row = int64_t{c.n_kv_heads} * c.head_dim;
     linear_fwd(dev, a.q, xn, w.wq, N, 0.0f);
     linear_fwd(dev, a.k, xn, w.wk, N, 0.0f);
@@ -44,6 +45,7 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
     rope_qk(dev, c, a.q, a.k, B, T, pos0, pos_dev, false);
 
     AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
+    d.compute = compute;
     Tensor keys = a.k, values = a.v;
     if (cache) {
         MT_CHECK(pos0 + T <= cache->S, "KV cache overflow: positions up to ", pos0 + T,
@@ -62,10 +64,11 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
 
 void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const AttnW& gw,
                    const Tensor& xn, const AttnActs& a, const Tensor& dres, const GradScratch& g,
-                   const Tensor& dxn, int B, int T) {
+                   const Tensor& dxn, int B, int T, DType compute) {
     const int64_t N = int64_t{B} * T;
     linear_bwd(dev, g.d_o, gw.wo, dres, a.o, w.wo, N, false);
-    const AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
+    AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
+    d.compute = compute;
     dev.attention_bwd(g.dq, g.dk, g.dv, g.d_o, a.q, a.k, a.v, a.o, a.lse, d, attn_scale(c));
     rope_qk(dev, c, g.dq, g.dk, B, T, 0, Tensor{}, true);
     linear_bwd(dev, dxn, gw.wq, g.dq, xn, w.wq, N, false);

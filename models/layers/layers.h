@@ -52,13 +52,14 @@ struct KvSlot {
     int64_t S = 0, pos0 = 0;
     Tensor pos_dev;
 };
-// x_res += Wo(attention(xn)) (+ bo).
+// x_res += Wo(attention(xn)) (+ bo). `compute`: the attention precision (AttnDims::compute).
 void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tensor& xn,
-                   const AttnActs& a, const Tensor& x_res, int B, int T, const KvSlot* cache);
+                   const AttnActs& a, const Tensor& x_res, int B, int T, const KvSlot* cache,
+                   DType compute);
 // From dres = d loss / d attention output: weight gradients and dxn (overwritten).
 void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const AttnW& gw,
                    const Tensor& xn, const AttnActs& a, const Tensor& dres, const GradScratch& g,
-                   const Tensor& dxn, int B, int T);
+                   const Tensor& dxn, int B, int T, DType compute);
 
 // ---- ffn.cpp: a dense FFN (one group) or G experts over contiguous row groups ----
 // The rows an FFN runs over: `rows` rows of one dense FFN (counts empty; biases allowed), or

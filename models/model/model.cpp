@@ -100,6 +100,14 @@ Precision Model::precision() const {
     return impl_->precision;
 }
 
+void Model::set_attention16(bool on) {
+    impl_->set_attention16(on);
+}
+
+bool Model::attention16() const {
+    return impl_->attention16();
+}
+
 void Model::zero_grads() {
     impl_->dev.fill(impl_->grads, 0.0f);
 }

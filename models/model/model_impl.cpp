@@ -184,6 +184,15 @@ void ModelImpl::set_activations16(bool on) {
     drop_training_workspaces();
 }
 
+void ModelImpl::set_attention16(bool on) {
+    attention16_ = on;
+    lo_generation = next_buffer_generation();  // steps recorded with the other kernels go stale
+}
+
+DType ModelImpl::attention_compute() const {
+    return attention16_ ? compute_dtype(precision) : DType::f32;
+}
+
 void ModelImpl::drop_training_workspaces() {
     std::erase_if(workspaces_, [](const auto& kv) { return std::get<2>(kv.first); });
 }
@@ -272,7 +281,8 @@ void ModelImpl::attention_part(Workspace& ws, int l, const KvSlot* cache) {
     const LayerW& lw = wf.layers[static_cast<size_t>(l)];
     norm_fwd(dev, cfg, lw.attn_norm, a.x_in, a.n1, ws.N);
     if (!same_view(a.x_mid, a.x_in)) dev.copy(a.x_mid, a.x_in);
-    attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache);
+    attention_fwd(dev, cfg, lw.attn, a.n1.y, a.attn, a.x_mid, ws.B, ws.T, cache,
+                  attention_compute());
     norm_fwd(dev, cfg, lw.ffn_norm, a.x_mid, a.n2, ws.N);
 }
 
@@ -316,7 +326,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);
         norm_bwd(dev, cfg, lw.ffn_norm, glw.ffn_norm, g.dxn, a.x_mid, a.n2, g.dres, N, true);
-        attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T);
+        attention_bwd(dev, cfg, lw.attn, glw.attn, a.n1.y, a.attn, g.dres, g, g.dxn, ws.B, ws.T,
+                      attention_compute());
         norm_bwd(dev, cfg, lw.attn_norm, glw.attn_norm, g.dxn, a.x_in, a.n1, g.dres, N, true);
         if (layer_grads_ready) layer_grads_ready(l);
     }

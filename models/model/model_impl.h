@@ -107,6 +107,10 @@ class ModelImpl {
     // compare the two). Drops the training workspaces planned with the other setting.
     bool activations16() const { return activations16_; }
     void set_activations16(bool on);
+    // Attention in the 16-bit compute dtype of bf16 / fp16 (opt-in, Model::set_attention16).
+    bool attention16() const { return attention16_; }
+    void set_attention16(bool on);
+    DType attention_compute() const;  // AttnDims::compute: f32 unless attention16 and 16-bit
 
     // The workspace of shape (B, T), planned on first use (valid until the next call).
     Workspace& workspace(int B, int T, bool training);
@@ -182,6 +186,7 @@ class ModelImpl {
     void drop_training_workspaces();
     Recompute recompute_ = Recompute::none;
     bool activations16_ = true;
+    bool attention16_ = false;
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Workspace>> workspaces_;
     std::vector<int> moe_row_;      // layer -> its row of load_counts (-1: dense layer)
     std::vector<ExpertLoad> load_;  // the download of load_counts (when load_fresh_)

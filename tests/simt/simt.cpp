@@ -55,7 +55,7 @@ struct Run {
     std::mt19937_64* rng = nullptr;
 };
 
-alignas(16) unsigned char g_dyn_smem[kSimtMaxSharedBytes];
+alignas(32) unsigned char g_dyn_smem[kSimtMaxSharedBytes];  // WMMA fragment accesses need 32
 thread_local Run* g_run = nullptr;
 uint64_t g_seed = 0;
 uint64_t g_launches = 0;

@@ -95,8 +95,8 @@ class Error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// The running block's dynamic shared memory (what mt_dynamic_shared<T>() returns), 16-byte
-// aligned, kSimtMaxSharedBytes long.
+// The running block's dynamic shared memory (what mt_dynamic_shared<T>() returns), 32-byte
+// aligned (what WMMA fragment accesses need), kSimtMaxSharedBytes long.
 unsigned char* dynamic_shared();
 
 // ---- scheduling control (tests) ----
@@ -268,3 +268,4 @@ inline float __int_as_float(int i) {
 inline float rsqrtf(float x) {
     return 1.0f / std::sqrt(x);
 }
+#include "simt_wmma.h"  // nvcuda::wmma and the 16-bit float types (tensor-core kernels)

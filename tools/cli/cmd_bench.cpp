@@ -42,6 +42,7 @@ struct BenchArgs {
     bool profile = false;
     std::string recompute = "none";
     std::string precision = "fp32";
+    bool attention16 = false;
     std::string optimizer = "adamw";
 };
 
@@ -110,6 +111,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     const Recompute mode = parse_recompute(a.recompute);
     Model model(device, cfg);
     model.set_precision(parse_precision(a.precision));
+    model.set_attention16(a.attention16);
     model.init_weights(a.seed);
     model.set_recompute(mode);
     TrainOptions opts;
@@ -169,6 +171,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
         plan.optimizer / mb, plan.activations / mb, plan.workspace / mb, rss / (plan.total() / mb));
     nlohmann::json j;
     j["precision"] = a.precision;
+    j["attention16"] = a.attention16;
     j["optimizer"] = a.optimizer;
     j["graph_replayed_steps"] = replayed;
     j["tokens_per_s"] = tps;
@@ -200,6 +203,7 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
              " exceeds the model's max_seq_len ", cfg.max_seq_len);
     Model model(device, cfg);
     model.set_precision(parse_precision(a.precision));
+    model.set_attention16(a.attention16);
     model.init_weights(a.seed);
     std::mt19937 rng(static_cast<uint32_t>(a.seed));
     std::vector<std::vector<int32_t>> prompts;
@@ -288,6 +292,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
     add_precision_option(cmd, a->precision);
+    add_attention16_option(cmd, a->attention16);
     cmd->add_option("--optimizer", a->optimizer, "adamw | adamw8bit | sgd (training steps)")
         ->capture_default_str();
     cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());

@@ -39,6 +39,7 @@ struct TrainArgs {
     int64_t steps = 0, stop_at = -1;
     int batch = 0, seq = 0, accum = 1;
     std::string optimizer = "adamw", precision = "fp32";
+    bool attention16 = false;
     double lr = 3e-4, min_lr = -1, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0;
     int64_t warmup = 0;
     uint64_t seed = 1337;
@@ -228,6 +229,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
     Model model(*device, cfg);
     model.set_recompute(recompute);
     model.set_precision(parse_precision(a.precision));
+    model.set_attention16(a.attention16);
     TrainOptions opts = train_options(a);
     if (ckpt)
         load_weights(ckpt_dir, model);
@@ -451,6 +453,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "adamw | adamw8bit (8-bit block-quantised moments) | sgd")
         ->capture_default_str();
     add_precision_option(cmd, a->precision);
+    add_attention16_option(cmd, a->attention16);
     add_defaulted(cmd, "--lr", a->lr, "peak learning rate", non_negative());
     cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")
         ->check(non_negative());

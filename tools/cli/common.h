@@ -71,6 +71,9 @@ void on_run(CLI::App* cmd, int& exit_code, F run) {
 
 // --precision fp32|bf16|fp16 (Model::set_precision), default fp32.
 void add_precision_option(CLI::App* cmd, std::string& precision);
+// --attention16 (Model::set_attention16): attention in the 16-bit type of --precision bf16|fp16
+// (the cuda backend's tensor-core kernels), default off (fp32 attention).
+void add_attention16_option(CLI::App* cmd, bool& attention16);
 
 // --checkpoint DIR (required): a checkpoint directory, or a run directory (its newest step).
 void add_checkpoint_option(CLI::App* cmd, std::string& path);

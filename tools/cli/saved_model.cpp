@@ -8,6 +8,7 @@ namespace moetrain::cli {
 
 void add_saved_model_options(CLI::App* cmd, SavedModelArgs& a) {
     add_precision_option(cmd, a.precision);
+    add_attention16_option(cmd, a.attention16);
     add_checkpoint_option(cmd, a.checkpoint);
 }
 
@@ -29,6 +30,7 @@ LoadedModel load_saved_model(const SavedModelArgs& a, const std::string& dir,
     m.device = a.dev.open();
     m.model = std::make_unique<Model>(*m.device, c);
     m.model->set_precision(parse_precision(a.precision));
+    m.model->set_attention16(a.attention16);
     load_weights(dir, *m.model);
     return m;
 }

@@ -14,14 +14,15 @@ namespace moetrain::cli {
 
 struct SavedModelArgs {
     std::string precision = "fp32";
+    bool attention16 = false;
     DeviceChoice dev;
     std::string checkpoint;
     TokenizerChoice tokenizer;
     bool tokenizer_given = false;  // --tokenizer was on the command line
 };
 
-// --precision and --checkpoint; the command adds the device and tokenizer options where its
-// help lists them.
+// --precision, --attention16 and --checkpoint; the command adds the device and tokenizer options
+// where its help lists them.
 void add_saved_model_options(CLI::App* cmd, SavedModelArgs& a);
 
 // Fails in one line unless a forward-only run of `c` on batch x seq tokens (the training plan

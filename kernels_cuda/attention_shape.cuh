@@ -1,0 +1,37 @@
+// The attention kernels' shared shape (scalar attention.cuh and tensor-core attention_wmma.cuh):
+// sizes as moetrain::AttnDims, the optional device-side length, and row offsets into q/o
+// [B,Tq,H,hd] and k/v [B,S,K,hd]. Inline functions only (included by both families).
+#pragma once
+
+#include "common.cuh"
+
+namespace mtk {
+
+// tk_dev: the device length added to Tk (may be nullptr); err: where an invalid one is reported.
+struct AttnShape {
+    int64_t B = 0, Tq = 0, Tk = 0, S = 0, H = 0, K = 0, hd = 0;
+    const int32_t* tk_dev = nullptr;
+    int32_t* err = nullptr;
+};
+
+// Adds the device length to d.Tk (when d.tk_dev is set). False when that leaves [Tq, S]: the
+// first thread of the grid reports it and every thread returns (grid-uniform, before any
+// barrier), so nothing is written.
+__device__ __forceinline__ bool with_device_length(AttnShape& d) {
+    if (!d.tk_dev) return true;
+    const int64_t extra = *d.tk_dev;
+    d.Tk += extra;
+    if (d.Tk >= d.Tq && d.Tk <= d.S) return true;
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0)
+        report_error(d.err, kErrAttnLength, static_cast<int32_t>(extra));
+    return false;
+}
+
+__device__ __forceinline__ int64_t qrow(const AttnShape& d, int64_t b, int64_t t, int64_t h) {
+    return ((b * d.Tq + t) * d.H + h) * d.hd;
+}
+__device__ __forceinline__ int64_t kvrow(const AttnShape& d, int64_t b, int64_t u, int64_t g) {
+    return ((b * d.S + u) * d.K + g) * d.hd;
+}
+
+}  // namespace mtk
