@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
+#include "number_options.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -86,11 +87,13 @@ void add_train(CLI::App* parent) {
     auto* cmd = parent->add_subcommand(
         "train", "train a byte-level BPE (GPT-2 split) and write a Hugging Face tokenizer.json");
     cmd->add_option("--data", a->data, "text files, directories or globs")->required();
-    cmd->add_option("--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)")
+    add_int_option(cmd, "--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)",
+                   int64_t{1}, int64_t{1} << 24)
         ->required();
     cmd->add_option("--out", a->out, "tokenizer.json to write")->required();
     cmd->add_option("--special", a->specials, "special tokens (ids 0..), e.g. <|endoftext|>");
-    cmd->add_option("--threads", a->threads, "files counted at once (0 = all cores)");
+    add_int_option(cmd, "--threads", a->threads, "files counted at once (0 = all cores)", 0)
+        ->check(thread_count_check());
     cmd->callback([a] {
         std::vector<std::string> files;
         for (const std::string& d : a->data)
