@@ -40,8 +40,8 @@ double fastest(const std::function<void()>& work) {
     for (int r = 0; r < kRepeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         work();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                  .count());
+        best = std::min(
+            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
 }
@@ -90,8 +90,7 @@ Vocab make_vocab(size_t n) {
     Vocab v;
     for (int b = 0; b < 256; ++b) v.tokens.emplace_back(1, static_cast<char>(b));
     std::unordered_map<std::string, int32_t> seen;
-    for (size_t i = 0; i < v.tokens.size(); ++i)
-        seen.emplace(v.tokens[i], static_cast<int32_t>(i));
+    for (size_t i = 0; i < v.tokens.size(); ++i) seen.emplace(v.tokens[i], static_cast<int32_t>(i));
     std::mt19937 rng(7);
     while (v.merges.size() < n) {
         std::uniform_int_distribution<size_t> pick(0, v.tokens.size() - 1);
@@ -353,8 +352,8 @@ TEST_CASE("parser scaling: BPE training is linear in the corpus and in the vocab
         std::string text;
         std::uniform_int_distribution<size_t> pick(0, distinct - 1);
         for (size_t i = 0; i < n_words; ++i) text += (i % 12 ? " " : "\n") + words[pick(rng)];
-        const std::string path = dir.file("corpus" + std::to_string(n_words) + "-" +
-                                          std::to_string(distinct) + ".txt");
+        const std::string path =
+            dir.file("corpus" + std::to_string(n_words) + "-" + std::to_string(distinct) + ".txt");
         write_text(path, text);
         return path;
     };

@@ -31,7 +31,8 @@ void write_file(const fs::path& path, const std::string& bytes) {
 // "c" (BF16 [3]) in the second.
 const fs::path& model_dir() {
     static const fs::path dir = [] {
-        fs::path d = fs::temp_directory_path() / ("moetrain-fuzz-import-" + std::to_string(::getpid()));
+        fs::path d =
+            fs::temp_directory_path() / ("moetrain-fuzz-import-" + std::to_string(::getpid()));
         fs::create_directories(d);
         std::atexit([] {
             std::error_code ec;
