@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kMinSeconds = 0.04;
+constexpr double kMinSeconds = 0.06;
 constexpr int kRepeats = 3;
 constexpr double kMaxRatio = 3.0;
 
@@ -49,7 +49,7 @@ double fastest(const std::function<void()>& work) {
 // `prepare(n)` builds an input of size n (not timed) and returns the work on it.
 using Prepare = std::function<std::function<void()>(size_t n)>;
 
-void check_linear(const char* what, size_t n, size_t max_n, const Prepare& prepare) {
+void check_linear(const std::string& what, size_t n, size_t max_n, const Prepare& prepare) {
     CAPTURE(what);
     double t1 = 0;
     for (;; n *= 2) {
@@ -58,10 +58,10 @@ void check_linear(const char* what, size_t n, size_t max_n, const Prepare& prepa
         t1 = fastest(work);
         if (t1 >= kMinSeconds || 2 * n > max_n) break;
     }
-    // A busy machine can slow one measurement down: the ratio is taken up to three times, and
-    // a quadratic path fails all of them.
+    // A busy machine can slow one measurement down: the ratio is taken up to four times, and
+    // a quadratic path fails every time.
     double ratio = 0;
-    for (int attempt = 0; attempt < 3; ++attempt) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
         if (attempt > 0) t1 = fastest(prepare(n));
         const double t2 = fastest(prepare(2 * n));
         ratio = t2 / t1;

@@ -14,7 +14,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cli_testlib import expect_error, main, run, test  # noqa: E402
+from cli_testlib import expect_error, main, run, test, work, write  # noqa: E402
 
 # Every command and sub-subcommand; `every_command_is_walked` fails when one is missing.
 COMMANDS = [["info"], ["train"], ["eval"], ["generate"], ["bench"], ["gradcheck"], ["config"],
@@ -115,6 +115,13 @@ def the_examples_of_issue_27():
         expect_error(["train", f"--seed={seed}", "--steps", "1"], "--seed", "must be")
     expect_error(["train", "--steps", "9223372036854775808"], "--steps", "must be")
     expect_error(["train", "--steps", "1", "--eps", "inf"], "--eps", "must be")
+    # Numbers in files too: an id of 2^64 - 1 used to read back as -1.
+    ids = os.path.join(work("decode_ids"), "ids.json")
+    for bad in ["[18446744073709551615]", "[4294967301]", "[-2147483649]"]:
+        write(ids, bad)
+        expect_error(["tokenizer", "decode", "--tokenizer", "bytes", ids], "not a JSON array of ids")
+    write(ids, "[104, 105]")
+    assert run("tokenizer", "decode", "--tokenizer", "bytes", ids).stdout == "hi"
 
 
 @test

@@ -59,21 +59,24 @@ void add_encode(CLI::App* parent) {
 }
 
 void add_decode(CLI::App* parent) {
-    add_file_command(parent, "decode", "write the bytes of a JSON array of ids",
-                     "JSON file with an array of ids",
-                     [](const Tokenizer& tok, const std::string& file) {
-                         nlohmann::json j = nlohmann::json::parse(read_input(file), nullptr, false);
-                         MT_CHECK(j.is_array(), file, ": not a JSON array of ids");
-                         std::vector<int32_t> ids;
-                         for (const auto& v : j) {
-                             MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
-                                          v.get<int64_t>() <= INT32_MAX,
-                                      file, ": not a JSON array of ids");
-                             ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-                         }
-                         std::string text = tok.decode(ids);
-                         std::fwrite(text.data(), 1, text.size(), stdout);
-                     });
+    add_file_command(
+        parent, "decode", "write the bytes of a JSON array of ids",
+        "JSON file with an array of ids", [](const Tokenizer& tok, const std::string& file) {
+            nlohmann::json j = nlohmann::json::parse(read_input(file), nullptr, false);
+            MT_CHECK(j.is_array(), file, ": not a JSON array of ids");
+            std::vector<int32_t> ids;
+            for (const auto& v : j) {
+                // Non-negative JSON integers are unsigned: 2^64 - 1 must not
+                // read back as the int64 -1.
+                const bool id = v.is_number_unsigned()
+                                    ? v.get<uint64_t>() <= INT32_MAX
+                                    : v.is_number_integer() && v.get<int64_t>() >= INT32_MIN;
+                MT_CHECK(id, file, ": not a JSON array of ids");
+                ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+            }
+            std::string text = tok.decode(ids);
+            std::fwrite(text.data(), 1, text.size(), stdout);
+        });
 }
 
 void add_train(CLI::App* parent) {
