@@ -320,6 +320,7 @@ TEST_CASE("parser scaling: tiktoken files load in linear time, in their count an
     // 64 tokens of n bytes each: every one of their n - 1 splits is looked up.
     check_linear("parse_tiktoken (tokens of n bytes)", 256, 1 << 22, [](size_t n) {
         std::vector<std::string> tokens;
+        tokens.reserve(256 + 66);
         for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
         std::mt19937 rng(3);
         for (int i = 0; i < 64; ++i) tokens.push_back(random_word(rng, n, n));
@@ -347,6 +348,7 @@ TEST_CASE("parser scaling: BPE training is linear in the corpus and in the vocab
     // A corpus of n words drawn from a fixed list of 2000.
     std::mt19937 rng(5);
     std::vector<std::string> words;
+    words.reserve(20000);
     for (int i = 0; i < 20000; ++i) words.push_back(random_word(rng, 2, 9));
     auto corpus = [&](size_t n_words, size_t distinct) {
         std::string text;
@@ -380,6 +382,7 @@ TEST_CASE("parser scaling: byte-level BPE encodes in linear time, also one long 
     auto tokenizer = parse_hf_tokenizer_json(hf_tokenizer_json(make_vocab(3000)));
     std::mt19937 rng(9);
     std::vector<std::string> words;
+    words.reserve(5000);
     for (int i = 0; i < 5000; ++i) words.push_back(random_word(rng, 1, 12));
     check_linear("encode (text of n words)", 20000, 1 << 24, [&](size_t n) {
         auto text = std::make_shared<std::string>();
