@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ class SafetensorsWriter {
         uint64_t bytes;
     };
     std::vector<Item> items_;
+    std::set<std::string> names_;  // of items_, for the duplicate check
     std::map<std::string, std::string> metadata_;
 };
 

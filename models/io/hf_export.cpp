@@ -104,7 +104,7 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
 
     HfResult result{io::hf_architecture(family), c, {}, io::hf_export_notes(family, c)};
     io::AtomicDirWriter out(out_dir);
-    io::ordered_json weight_map = io::ordered_json::object();
+    io::OrderedObject weight_map;
     for (size_t s = 0; s < n_shards; ++s) {
         const std::string name = n_shards == 1 ? "model.safetensors" : shard_name(s, n_shards);
         SafetensorsWriter w;
@@ -112,7 +112,7 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
         for (size_t i = 0; i < map.size(); ++i) {
             if (shard_of[i] != s) continue;
             w.add(map[i].name, DType::f32, map[i].shape, values[i].data());
-            weight_map[map[i].name] = name;
+            weight_map.set(map[i].name, name);
         }
         w.write(out.file(name));
         result.files.push_back(name);
@@ -120,7 +120,7 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
     if (n_shards > 1) {
         io::ordered_json index;
         index["metadata"] = {{"total_size", total}};
-        index["weight_map"] = weight_map;
+        index["weight_map"] = weight_map.take();
         io::write_file_synced(out.file("model.safetensors.index.json"), index.dump(2) + "\n");
         result.files.push_back("model.safetensors.index.json");
     }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace moetrain::io {
@@ -58,6 +59,22 @@ class JsonFields {
   private:
     const json& obj_;
     std::string where_, prefix_;
+};
+
+// An ordered_json object built in linear time: ordered_json's own operator[] searches every
+// member, so n keys set through it take O(n^2) (a safetensors header or an index of tens of
+// thousands of tensors, a tokenizer vocabulary). A key set twice keeps its first position and
+// takes the last value, as operator[] does.
+class OrderedObject {
+  public:
+    void set(const std::string& key, ordered_json value);
+    size_t size() const { return index_.size(); }
+    // The object; the builder is empty afterwards.
+    ordered_json take();
+
+  private:
+    ordered_json obj_ = ordered_json::object();
+    std::unordered_map<std::string, size_t> index_;
 };
 
 // "a, b, c"

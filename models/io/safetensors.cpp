@@ -146,10 +146,10 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const std::vec
                             const void* data) {
     MT_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name,
              "\"");
-    for (const Item& it : items_)
-        MT_CHECK(it.name != name, "safetensors: tensor \"", name, "\" added twice");
+    MT_CHECK(!names_.count(name), "safetensors: tensor \"", name, "\" added twice");
     uint64_t bytes = tensor_bytes(dtype, shape, "safetensors: tensor \"" + name + "\"");
     MT_CHECK(data || bytes == 0, "safetensors: tensor \"", name, "\" has no data");
+    names_.insert(name);
     items_.push_back({name, dtype, shape, data, bytes});
 }
 
@@ -158,18 +158,18 @@ void SafetensorsWriter::set_metadata(const std::string& key, const std::string& 
 }
 
 std::string SafetensorsWriter::header() const {
-    io::ordered_json h = io::ordered_json::object();
-    if (!metadata_.empty()) h["__metadata__"] = metadata_;
+    io::OrderedObject h;
+    if (!metadata_.empty()) h.set("__metadata__", metadata_);
     uint64_t offset = 0;
     for (const Item& it : items_) {
-        h[it.name] = {{"dtype", safetensors_dtype_name(it.dtype)},
-                      {"shape", it.shape},
-                      {"data_offsets", {offset, offset + it.bytes}}};
+        h.set(it.name, {{"dtype", safetensors_dtype_name(it.dtype)},
+                        {"shape", it.shape},
+                        {"data_offsets", {offset, offset + it.bytes}}});
         offset += it.bytes;
     }
     std::string text;
     try {
-        text = h.dump();
+        text = h.take().dump();
     } catch (const io::json::exception& e) {
         fail("safetensors: cannot encode header: ", e.what());
     }
@@ -178,9 +178,9 @@ std::string SafetensorsWriter::header() const {
 }
 
 void SafetensorsWriter::add_checksums() {
-    io::ordered_json sums = io::ordered_json::object();
-    for (const Item& it : items_) sums[it.name] = io::crc32c_text(io::crc32c(it.data, it.bytes));
-    metadata_[kSafetensorsChecksumKey] = sums.dump();
+    io::OrderedObject sums;
+    for (const Item& it : items_) sums.set(it.name, io::crc32c_text(io::crc32c(it.data, it.bytes)));
+    metadata_[kSafetensorsChecksumKey] = sums.take().dump();
 }
 
 uint32_t SafetensorsWriter::write(const std::string& path) const {

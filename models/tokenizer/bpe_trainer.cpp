@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "io/file.h"
+#include "io/json.h"
 #include "moetrain/error.h"
 #include "moetrain/tokenizer.h"
 #include "tokenizer/bpe_ranks.h"
@@ -219,9 +220,9 @@ std::string train_byte_level_bpe(const std::vector<std::string>& files,
         for (unsigned char c : token_bytes[static_cast<size_t>(id)]) s += b2u[c];
         return s;
     };
-    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+    io::OrderedObject vocab;
     for (int32_t i = 0; i < static_cast<int32_t>(token_bytes.size()); ++i)
-        vocab[i < first_byte ? token_bytes[static_cast<size_t>(i)] : unicode(i)] = i;
+        vocab.set(i < first_byte ? token_bytes[static_cast<size_t>(i)] : unicode(i), i);
     nlohmann::ordered_json merge_list = nlohmann::ordered_json::array();
     for (const auto& [a, b] : merges) merge_list.push_back(unicode(a) + " " + unicode(b));
     nlohmann::ordered_json added = nlohmann::ordered_json::array();
@@ -253,7 +254,7 @@ std::string train_byte_level_bpe(const std::vector<std::string>& files,
                                   {"end_of_word_suffix", nullptr},
                                   {"fuse_unk", false},
                                   {"byte_fallback", false},
-                                  {"vocab", vocab},
+                                  {"vocab", vocab.take()},
                                   {"merges", merge_list}}}};
     return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::strict) + "\n";
 }

@@ -4,6 +4,8 @@
 // the split pattern's standard set is used when the file has the standard size, else
 // <|endoftext|> takes the id after the last rank (docs/DATA.md).
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "moetrain/error.h"
 #include "tokenizer/byte_level_bpe.h"
@@ -40,6 +42,66 @@ bool base64_decode(std::string_view in, std::string& out) {
         }
     }
     return !out.empty();
+}
+
+// Polynomial hashes of byte strings modulo the prime 2^61 - 1: the hash of every prefix of a
+// token follows from the previous one, and that of every suffix from two prefixes, so all the
+// splits of a token of L bytes are looked up in O(L) instead of O(L^2).
+constexpr uint64_t kHashMod = (uint64_t{1} << 61) - 1;
+constexpr uint64_t kHashBase = 0x1D8E4E27C47D124FULL % kHashMod;
+
+uint64_t mul_mod(uint64_t a, uint64_t b) {
+    const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+    const uint64_t r = static_cast<uint64_t>(p & kHashMod) + static_cast<uint64_t>(p >> 61);
+    return r >= kHashMod ? r - kHashMod : r;
+}
+
+uint64_t add_mod(uint64_t a, uint64_t b) {
+    const uint64_t r = a + b;
+    return r >= kHashMod ? r - kHashMod : r;
+}
+
+// hash[k] of the first k bytes, pow[k] = base^k, for k = 0..size.
+void prefix_hashes(std::string_view s, std::vector<uint64_t>& hash, std::vector<uint64_t>& pow) {
+    hash.assign(s.size() + 1, 0);
+    pow.assign(s.size() + 1, 1);
+    for (size_t i = 0; i < s.size(); ++i) {
+        hash[i + 1] = add_mod(mul_mod(hash[i], kHashBase), static_cast<unsigned char>(s[i]) + 1u);
+        pow[i + 1] = mul_mod(pow[i], kHashBase);
+    }
+}
+
+// Every split of a token into two tokens becomes a merge with the token's rank. Tokens are
+// found by hash and length; a file with two tokens of the same hash (a 2^-61 chance for each
+// pair) is refused rather than guessed between.
+void add_split_merges(const std::unordered_map<std::string, int32_t>& rank_of,
+                      tok::BpeRanks& ranks) {
+    std::unordered_map<uint64_t, int32_t> by_hash;
+    std::vector<uint32_t> length(rank_of.size());
+    by_hash.reserve(rank_of.size());
+    std::vector<uint64_t> hash, pow;
+    for (const auto& [token, rank] : rank_of) {
+        prefix_hashes(token, hash, pow);
+        MT_CHECK(by_hash.emplace(hash.back(), rank).second, kWhere,
+                 ": two tokens have the same 61-bit hash (rank ", rank, ")");
+        length[static_cast<size_t>(rank)] = static_cast<uint32_t>(token.size());
+    }
+    auto find = [&](uint64_t h, size_t len) {
+        auto it = by_hash.find(h);
+        return it != by_hash.end() && length[static_cast<size_t>(it->second)] == len ? it->second
+                                                                                     : -1;
+    };
+    for (const auto& [token, rank] : rank_of) {
+        const size_t n = token.size();
+        prefix_hashes(token, hash, pow);
+        for (size_t cut = 1; cut < n; ++cut) {
+            const int32_t a = find(hash[cut], cut);
+            if (a < 0) continue;
+            const uint64_t tail = add_mod(hash[n], kHashMod - mul_mod(hash[cut], pow[n - cut]));
+            const int32_t b = find(tail, n - cut);
+            if (b >= 0) ranks.add_merge(a, b, rank, rank);
+        }
+    }
 }
 
 struct StandardSpecials {
@@ -118,15 +180,8 @@ std::shared_ptr<const Tokenizer> parse_tiktoken(std::string_view text, const std
                  " has no rank (a byte-level vocabulary needs all 256)");
         t->ranks.set_byte_id(static_cast<uint8_t>(b), it->second);
     }
-    for (const auto& [token, rank] : rank_of) {
-        t->ranks.add_whole(token, rank);
-        for (size_t cut = 1; cut < token.size(); ++cut) {
-            auto a = rank_of.find(token.substr(0, cut));
-            if (a == rank_of.end()) continue;
-            auto b = rank_of.find(token.substr(cut));
-            if (b != rank_of.end()) t->ranks.add_merge(a->second, b->second, rank, rank);
-        }
-    }
+    for (const auto& [token, rank] : rank_of) t->ranks.add_whole(token, rank);
+    add_split_merges(rank_of, t->ranks);
     const auto n_ranks = static_cast<int32_t>(rank_of.size());
     bool standard = false;
     for (const StandardSpecials& s : standard_specials()) {

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "common.h"
 #include "device_peak.h"
+#include "number_options.h"
 #include "moetrain/generate.h"
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
@@ -295,25 +296,24 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     add_attention16_option(cmd, a->attention16);
     cmd->add_option("--optimizer", a->optimizer, "adamw | adamw8bit | sgd (training steps)")
         ->capture_default_str();
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T (prompt length with --generate)")
-        ->required()
-        ->check(positive());
-    add_defaulted(cmd, "--steps", a->steps, "timed steps", positive());
-    add_defaulted(cmd, "--warmup", a->warmup, "untimed steps (generate: untimed runs) first",
-                  non_negative());
-    cmd->add_option("--peak-gflops", a->peak_gflops,
+    add_int_option(cmd, "--batch", a->batch, "batch size B", 1)->required();
+    add_int_option(cmd, "--seq", a->seq, "sequence length T (prompt length with --generate)", 1)
+        ->required();
+    add_int_option(cmd, "--steps", a->steps, "timed steps", 1)->capture_default_str();
+    add_int_option(cmd, "--warmup", a->warmup, "untimed steps (generate: untimed runs) first", 0)
+        ->capture_default_str();
+    add_real_option(cmd, "--peak-gflops", a->peak_gflops,
                     "device peak for MFU (default: the device's, from the table of known GPUs "
-                    "or measured)")
-        ->check(positive());
-    cmd->add_option("--generate", a->generate,
-                    "time KV-cache decoding of N tokens instead of training steps")
-        ->check(non_negative());
-    cmd->add_option("--bandwidth-gbs", a->bandwidth_gbs,
+                    "or measured)",
+                    positive_real());
+    add_int_option(cmd, "--generate", a->generate,
+                   "time KV-cache decoding of N tokens instead of training steps", 0);
+    add_real_option(cmd, "--bandwidth-gbs", a->bandwidth_gbs,
                     "memory bandwidth for the decode bound in GB/s (default: the device's, from "
-                    "the table, the runtime or measured)")
-        ->check(positive());
-    cmd->add_option("--seed", a->seed, "init and data seed")->capture_default_str();
+                    "the table, the runtime or measured)",
+                    positive_real());
+    add_int_option(cmd, "--seed", a->seed, "init and data seed", uint64_t{0})
+        ->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
     cmd->add_option("--recompute", a->recompute,
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "saved_model.h"
@@ -55,12 +56,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
         ->required();
     cmd->add_option("--split", a->split, "train | val")->capture_default_str();
     a->tokenizer.add_options(cmd);
-    cmd->add_option("--val-tokens", a->val_tokens,
-                    "shards without \"_val_\" files: the last N tokens are the val split")
-        ->check(non_negative());
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
-    add_defaulted(cmd, "--batches", a->batches, "number of batches", positive());
+    add_int_option(cmd, "--val-tokens", a->val_tokens,
+                   "shards without \"_val_\" files: the last N tokens are the val split",
+                   int64_t{0});
+    add_int_option(cmd, "--batch", a->batch, "batch size B", 1)->required();
+    add_int_option(cmd, "--seq", a->seq, "sequence length T", 1)->required();
+    add_int_option(cmd, "--batches", a->batches, "number of batches", 1)->capture_default_str();
     a->dev.add_options(cmd);
     on_run(cmd, exit_code, [a, cmd] {
         a->tokenizer_given = cmd->count("--tokenizer") > 0;

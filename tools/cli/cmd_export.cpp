@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/hf.h"
 
@@ -37,9 +38,10 @@ void add_export_command(CLI::App& app, int& exit_code) {
     add_defaulted(cmd, "--format", a->format, "hf: a transformers model directory",
                   CLI::IsMember({"hf"}));
     cmd->add_option("--out", a->out, "output directory (replaced atomically)")->required();
-    add_defaulted(cmd, "--max-shard-mb", a->max_shard_mb,
-                  "split the weights into shards with an index above this size (MB)",
-                  CLI::PositiveNumber);
+    add_real_option(cmd, "--max-shard-mb", a->max_shard_mb,
+                    "split the weights into shards with an index above this size (MB)",
+                    positive_real(1e9))
+        ->capture_default_str();
     on_run(cmd, exit_code, [a] { run_export(*a); });
 }
 

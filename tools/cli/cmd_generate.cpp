@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/generate.h"
@@ -106,13 +107,15 @@ void add_generate_command(CLI::App& app, int& exit_code) {
         add_command<GenerateArgs>(app, "generate", "sample text from a checkpoint");
     add_saved_model_options(cmd, *a);
     cmd->add_option("--prompt", a->prompt, "text to continue (default: a newline)");
-    cmd->add_option("--max-new", a->max_new, "tokens to generate")->required()->check(positive());
-    add_defaulted(cmd, "--temperature", a->temperature, "0 = greedy", non_negative());
-    add_defaulted(cmd, "--top-k", a->top_k, "keep the k most probable tokens (0 = off)",
-                  non_negative());
-    add_defaulted(cmd, "--top-p", a->top_p, "nucleus sampling threshold (1 = off)",
-                  CLI::Range(0.0, 1.0));
-    cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+    add_int_option(cmd, "--max-new", a->max_new, "tokens to generate", 1)->required();
+    add_real_option(cmd, "--temperature", a->temperature, "0 = greedy", non_negative_real())
+        ->capture_default_str();
+    add_int_option(cmd, "--top-k", a->top_k, "keep the k most probable tokens (0 = off)", 0)
+        ->capture_default_str();
+    add_real_option(cmd, "--top-p", a->top_p, "nucleus sampling threshold (1 = off)",
+                    non_negative_real(1.0))
+        ->capture_default_str();
+    add_int_option(cmd, "--seed", a->seed, "sampling seed", uint64_t{0})->capture_default_str();
     a->dev.add_options(cmd);
     cmd->add_flag("--json", a->json, "print only a JSON object with the sampled ids and text");
     a->tokenizer.add_options(cmd);

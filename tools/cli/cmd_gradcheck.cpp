@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/gradcheck.h"
 
 namespace moetrain::cli {
@@ -35,9 +36,10 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
         add_command<GradcheckArgs>(app, "gradcheck", "finite-difference check of every gradient");
     a->model.add_options(cmd);
     a->dev.add_options(cmd);
-    add_defaulted(cmd, "--batch", a->opts.batch, "batch size", positive());
-    add_defaulted(cmd, "--seq", a->opts.seq_len, "sequence length", positive());
-    cmd->add_option("--seed", a->opts.seed, "init and data seed")->capture_default_str();
+    add_int_option(cmd, "--batch", a->opts.batch, "batch size", 1)->capture_default_str();
+    add_int_option(cmd, "--seq", a->opts.seq_len, "sequence length", 1)->capture_default_str();
+    add_int_option(cmd, "--seed", a->opts.seed, "init and data seed", uint64_t{0})
+        ->capture_default_str();
     cmd->callback([a, &exit_code] { exit_code = run_gradcheck(*a); });
 }
 

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/memory_plan.h"
 #include "plan_collectives.h"
 
@@ -146,27 +147,30 @@ void add_plan_command(CLI::App& app, int& exit_code) {
     a->model.add_options(cmd);
     cmd->add_option("--device", a->device, "cpu | opencl[:N] | cuda[:N]: capacity from `info`")
         ->capture_default_str();
-    cmd->add_option("--memory-gb", a->memory_gb, "plan for a device of this many GB instead")
-        ->check(positive());
-    cmd->add_option("--batch", a->batch, "batch size B")->required()->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T")->required()->check(positive());
+    add_real_option(cmd, "--memory-gb", a->memory_gb, "plan for a device of this many GB instead",
+                    positive_real(1e6));
+    add_int_option(cmd, "--batch", a->batch, "batch size B", 1)->required();
+    add_int_option(cmd, "--seq", a->seq, "sequence length T", 1)->required();
     add_precision_option(cmd, a->precision);
     add_defaulted(cmd, "--optimizer", a->optimizer, "adamw | adamw8bit | sgd",
                   CLI::IsMember({"adamw", "adamw8bit", "sgd"}));
     add_defaulted(cmd, "--recompute", a->recompute, "none | block | ffn",
                   CLI::IsMember({"none", "block", "ffn"}));
-    add_defaulted(cmd, "--ranks", a->ranks,
-                  "data-parallel ranks (mpirun -np N); --batch is per rank", positive());
-    add_defaulted(cmd, "--zero", a->zero,
-                  "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks (with "
-                  "--expert-parallel, AdamW: an expert's over the ranks holding it)",
-                  CLI::Range(0, 1));
-    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
-                  "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
-                  "of the routed rows; adamw8bit: without --zero)",
-                  positive());
-    add_defaulted(cmd, "--accum", a->accum, "micro-batches per step (collective counts)",
-                  positive());
+    add_int_option(cmd, "--ranks", a->ranks,
+                   "data-parallel ranks (mpirun -np N); --batch is per rank", 1)
+        ->capture_default_str();
+    add_int_option(cmd, "--zero", a->zero,
+                   "1 = ZeRO-1: the (8-bit) AdamW moments sharded over the ranks (with "
+                   "--expert-parallel, AdamW: an expert's over the ranks holding it)",
+                   0, 1)
+        ->capture_default_str();
+    add_int_option(cmd, "--expert-parallel", a->expert_parallel,
+                   "E: groups of E ranks split the experts (per-rank memory and the all-to-all-v "
+                   "of the routed rows; adamw8bit: without --zero)",
+                   1)
+        ->capture_default_str();
+    add_int_option(cmd, "--accum", a->accum, "micro-batches per step (collective counts)", 1)
+        ->capture_default_str();
     on_run(cmd, exit_code, [a] { run_plan(*a); });
 }
 

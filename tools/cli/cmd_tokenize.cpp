@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "ordered_parallel.h"
@@ -197,18 +198,21 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--data", a->data, "text or .jsonl files, directories or globs")->required();
     cmd->add_option("--out", a->out, "output directory")->required();
     cmd->add_option("--prefix", a->prefix, "shard name prefix")->capture_default_str();
-    add_defaulted(cmd, "--shard-tokens", a->shard_tokens, "tokens per shard",
-                  CLI::Range(int64_t{1}, int64_t{INT32_MAX}));
-    add_defaulted(cmd, "--val-tokens", a->val_tokens, "the first N tokens go to _val_ shards",
-                  non_negative());
-    cmd->add_option("--eot", a->eot, "end-of-text id between documents (default: the tokenizer's)")
-        ->check(non_negative());
-    cmd->add_option("--threads", a->threads, "pieces tokenised at once (0 = all cores)")
-        ->check(non_negative());
-    cmd->add_option("--piece-bytes", a->piece_bytes,
-                    "bytes of text per parallel piece (cut at line boundaries)")
-        ->capture_default_str()
-        ->check(CLI::Range(int64_t{1}, INT64_MAX));
+    add_int_option(cmd, "--shard-tokens", a->shard_tokens, "tokens per shard", int64_t{1},
+                   int64_t{INT32_MAX})
+        ->capture_default_str();
+    add_int_option(cmd, "--val-tokens", a->val_tokens, "the first N tokens go to _val_ shards",
+                   int64_t{0})
+        ->capture_default_str();
+    // An id of 4 bytes at most (the widest shard token), with eot + 1 still an int32.
+    add_int_option(cmd, "--eot", a->eot,
+                   "end-of-text id between documents (default: the tokenizer's)", int64_t{0},
+                   int64_t{INT32_MAX - 1});
+    add_int_option(cmd, "--threads", a->threads, "pieces tokenised at once (0 = all cores)", 0)
+        ->check(thread_count_check());
+    add_int_option(cmd, "--piece-bytes", a->piece_bytes,
+                   "bytes of text per parallel piece (cut at line boundaries)", int64_t{1})
+        ->capture_default_str();
     cmd->add_flag("--quiet", a->quiet, "no progress line");
     on_run(cmd, exit_code, [a] { run_tokenize(*a); });
 }

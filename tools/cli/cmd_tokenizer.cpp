@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
+#include "number_options.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -58,21 +59,24 @@ void add_encode(CLI::App* parent) {
 }
 
 void add_decode(CLI::App* parent) {
-    add_file_command(parent, "decode", "write the bytes of a JSON array of ids",
-                     "JSON file with an array of ids",
-                     [](const Tokenizer& tok, const std::string& file) {
-                         nlohmann::json j = nlohmann::json::parse(read_input(file), nullptr, false);
-                         MT_CHECK(j.is_array(), file, ": not a JSON array of ids");
-                         std::vector<int32_t> ids;
-                         for (const auto& v : j) {
-                             MT_CHECK(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN &&
-                                          v.get<int64_t>() <= INT32_MAX,
-                                      file, ": not a JSON array of ids");
-                             ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-                         }
-                         std::string text = tok.decode(ids);
-                         std::fwrite(text.data(), 1, text.size(), stdout);
-                     });
+    add_file_command(
+        parent, "decode", "write the bytes of a JSON array of ids",
+        "JSON file with an array of ids", [](const Tokenizer& tok, const std::string& file) {
+            nlohmann::json j = nlohmann::json::parse(read_input(file), nullptr, false);
+            MT_CHECK(j.is_array(), file, ": not a JSON array of ids");
+            std::vector<int32_t> ids;
+            for (const auto& v : j) {
+                // Non-negative JSON integers are unsigned: 2^64 - 1 must not
+                // read back as the int64 -1.
+                const bool id = v.is_number_unsigned()
+                                    ? v.get<uint64_t>() <= INT32_MAX
+                                    : v.is_number_integer() && v.get<int64_t>() >= INT32_MIN;
+                MT_CHECK(id, file, ": not a JSON array of ids");
+                ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+            }
+            std::string text = tok.decode(ids);
+            std::fwrite(text.data(), 1, text.size(), stdout);
+        });
 }
 
 void add_train(CLI::App* parent) {
@@ -86,11 +90,13 @@ void add_train(CLI::App* parent) {
     auto* cmd = parent->add_subcommand(
         "train", "train a byte-level BPE (GPT-2 split) and write a Hugging Face tokenizer.json");
     cmd->add_option("--data", a->data, "text files, directories or globs")->required();
-    cmd->add_option("--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)")
+    add_int_option(cmd, "--vocab-size", a->vocab_size, "vocabulary size (specials + 256 + merges)",
+                   int64_t{1}, int64_t{1} << 24)
         ->required();
     cmd->add_option("--out", a->out, "tokenizer.json to write")->required();
     cmd->add_option("--special", a->specials, "special tokens (ids 0..), e.g. <|endoftext|>");
-    cmd->add_option("--threads", a->threads, "files counted at once (0 = all cores)");
+    add_int_option(cmd, "--threads", a->threads, "files counted at once (0 = all cores)", 0)
+        ->check(thread_count_check());
     cmd->callback([a] {
         std::vector<std::string> files;
         for (const std::string& d : a->data)

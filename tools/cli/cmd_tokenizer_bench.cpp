@@ -18,6 +18,7 @@
 
 #include "moetrain/error.h"
 #include "moetrain/tokenizer.h"
+#include "number_options.h"
 #include "ordered_parallel.h"
 #include "text_pieces.h"
 #include "tokenizer_choice.h"
@@ -97,16 +98,14 @@ void add_tokenizer_bench(CLI::App* parent) {
         "bench", "time encoding a file in memory; print MB/s and the SHA-256 of the ids as JSON");
     a->tokenizer.add_options(cmd);
     cmd->add_option("file", a->file, "text file")->required();
-    cmd->add_option("--threads", a->threads, "pieces encoded at once")
+    add_int_option(cmd, "--threads", a->threads, "pieces encoded at once", 1, 1024)
         ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    cmd->add_option("--piece-bytes", a->piece_bytes,
-                    "bytes of text per parallel piece (cut at line boundaries)")
-        ->capture_default_str()
-        ->check(CLI::Range(int64_t{1}, INT64_MAX));
-    cmd->add_option("--repeat", a->repeat, "runs; the fastest is reported")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
+        ->check(thread_count_check());
+    add_int_option(cmd, "--piece-bytes", a->piece_bytes,
+                   "bytes of text per parallel piece (cut at line boundaries)", int64_t{1})
+        ->capture_default_str();
+    add_int_option(cmd, "--repeat", a->repeat, "runs; the fastest is reported", 1, 1000)
+        ->capture_default_str();
     cmd->callback([a] { run_bench(*a); });
 }
 

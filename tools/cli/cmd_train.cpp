@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "number_options.h"
 #include "dist_run.h"
 #include "io/checkpoint_meta.h"
 #include "json_log.h"
@@ -29,6 +30,10 @@
 
 namespace moetrain::cli {
 namespace {
+
+// Step counts (--steps, --warmup, --stop-at, --save-every, --eval-every): 2^40 is far beyond
+// any run and leaves the step arithmetic room to spare.
+constexpr int64_t kMaxSteps = int64_t{1} << 40;
 
 struct TrainArgs {
     DeviceChoice dev;
@@ -435,56 +440,62 @@ void add_train_command(CLI::App& app, int& exit_code) {
                     "text file (90% train / 10% val), or token shards: a shard, a directory or "
                     "a glob; --resume: the checkpoint's");
     a->tokenizer.add_options(cmd);
-    cmd->add_option("--val-tokens", a->val_tokens,
-                    "shards without \"_val_\" files: validate on the last N tokens (default 10%)")
-        ->check(non_negative());
-    cmd->add_option("--shuffle", a->shuffle,
-                    "read the train windows in a permutation seeded by SEED, new every epoch")
-        ->check(non_negative());
-    cmd->add_option("--steps", a->steps, "total optimizer steps of the run (schedule length S)")
-        ->required()
-        ->check(non_negative());
-    cmd->add_option("--batch", a->batch, "batch size B (--resume: the checkpoint's)")
-        ->check(positive());
-    cmd->add_option("--seq", a->seq, "sequence length T (--resume: the checkpoint's)")
-        ->check(positive());
-    add_defaulted(cmd, "--accum", a->accum, "micro-batches per optimizer step", positive());
+    add_int_option(cmd, "--val-tokens", a->val_tokens,
+                   "shards without \"_val_\" files: validate on the last N tokens (default 10%)",
+                   int64_t{0});
+    add_int_option(cmd, "--shuffle", a->shuffle,
+                   "read the train windows in a permutation seeded by SEED, new every epoch",
+                   int64_t{0});
+    add_int_option(cmd, "--steps", a->steps, "total optimizer steps of the run (schedule length S)",
+                   int64_t{0}, kMaxSteps)
+        ->required();
+    add_int_option(cmd, "--batch", a->batch, "batch size B (--resume: the checkpoint's)", 1);
+    add_int_option(cmd, "--seq", a->seq, "sequence length T (--resume: the checkpoint's)", 1);
+    add_int_option(cmd, "--accum", a->accum, "micro-batches per optimizer step", 1)
+        ->capture_default_str();
     cmd->add_option("--optimizer", a->optimizer,
                     "adamw | adamw8bit (8-bit block-quantised moments) | sgd")
         ->capture_default_str();
     add_precision_option(cmd, a->precision);
     add_attention16_option(cmd, a->attention16);
-    add_defaulted(cmd, "--lr", a->lr, "peak learning rate", non_negative());
-    cmd->add_option("--min-lr", a->min_lr, "final learning rate (default lr/10)")
-        ->check(non_negative());
-    add_defaulted(cmd, "--warmup", a->warmup, "warmup steps", non_negative());
-    add_defaulted(cmd, "--wd", a->wd, "AdamW weight decay", non_negative());
-    add_defaulted(cmd, "--b1", a->b1, "AdamW beta1", CLI::Range(0.0, 1.0));
-    add_defaulted(cmd, "--b2", a->b2, "AdamW beta2", CLI::Range(0.0, 1.0));
-    add_defaulted(cmd, "--eps", a->eps, "AdamW epsilon", positive());
-    add_defaulted(cmd, "--clip", a->clip, "global-norm clip (0 = off)", non_negative());
-    cmd->add_option("--seed", a->seed, "init seed")->capture_default_str();
+    // A beta of 1 would divide by 1 - beta^t = 0 in the bias correction.
+    const RealRange beta{0.0, 1.0, false, true};
+    add_real_option(cmd, "--lr", a->lr, "peak learning rate", non_negative_real())
+        ->capture_default_str();
+    add_real_option(cmd, "--min-lr", a->min_lr, "final learning rate (default lr/10)",
+                    non_negative_real());
+    add_int_option(cmd, "--warmup", a->warmup, "warmup steps", int64_t{0}, kMaxSteps)
+        ->capture_default_str();
+    add_real_option(cmd, "--wd", a->wd, "AdamW weight decay", non_negative_real())
+        ->capture_default_str();
+    add_real_option(cmd, "--b1", a->b1, "AdamW beta1", beta)->capture_default_str();
+    add_real_option(cmd, "--b2", a->b2, "AdamW beta2", beta)->capture_default_str();
+    add_real_option(cmd, "--eps", a->eps, "AdamW epsilon", positive_real())->capture_default_str();
+    add_real_option(cmd, "--clip", a->clip, "global-norm clip (0 = off)", non_negative_real())
+        ->capture_default_str();
+    add_int_option(cmd, "--seed", a->seed, "init seed", uint64_t{0})->capture_default_str();
     auto* init = cmd->add_option("--init-from", a->init_from,
                                  "start from a checkpoint's weights (fresh optimizer)");
     auto* resume = cmd->add_option("--resume", a->resume,
                                    "continue a checkpoint exactly (weights, moments, step, data)");
     init->excludes(resume);
     cmd->add_option("--out", a->out, "run directory for checkpoints RUNDIR/step_NNNNNN");
-    cmd->add_option("--save-every", a->save_every, "checkpoint every K steps (and at the end)")
-        ->check(non_negative());
-    cmd->add_option("--eval-every", a->eval_every, "evaluate on the val split every K steps")
-        ->check(non_negative());
-    add_defaulted(cmd, "--eval-batches", a->eval_batches, "val batches per evaluation", positive());
+    add_int_option(cmd, "--save-every", a->save_every, "checkpoint every K steps (and at the end)",
+                   int64_t{0}, kMaxSteps);
+    add_int_option(cmd, "--eval-every", a->eval_every, "evaluate on the val split every K steps",
+                   int64_t{0}, kMaxSteps);
+    add_int_option(cmd, "--eval-batches", a->eval_batches, "val batches per evaluation", 1)
+        ->capture_default_str();
     cmd->add_option("--log-json", a->log_json, "append one JSON object per step to FILE");
     cmd->add_option("--tensorboard", a->tensorboard,
                     "write TensorBoard event files (the --log-json scalars) into DIR");
-    cmd->add_option("--stop-at", a->stop_at,
-                    "stop after this many steps, keeping the schedule of --steps")
-        ->check(non_negative());
-    cmd->add_option("--memory-limit", a->memory_limit_gb,
+    add_int_option(cmd, "--stop-at", a->stop_at,
+                   "stop after this many steps, keeping the schedule of --steps", int64_t{0},
+                   kMaxSteps);
+    add_real_option(cmd, "--memory-limit", a->memory_limit_gb,
                     "GB this run may use (default: the device's memory); a larger plan fails "
-                    "before step 1")
-        ->check(positive());
+                    "before step 1",
+                    positive_real(1e6));
     cmd->add_flag("--quiet", a->quiet, "only evaluation, checkpoint and summary lines");
     cmd->add_option("--recompute", a->recompute,
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
@@ -493,19 +504,22 @@ void add_train_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--comm", a->comm,
                     "communicator of an mpirun launch: auto (nccl for cuda, else mpi) | mpi | nccl")
         ->capture_default_str();
-    add_defaulted(cmd, "--zero", a->zero,
-                  "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N; with "
-                  "--expert-parallel, AdamW: an expert's over the ranks holding it)",
-                  CLI::Range(0, 1));
-    add_defaulted(cmd, "--expert-parallel", a->expert_parallel,
-                  "E: groups of E ranks split the experts of every MoE layer (E divides the "
-                  "experts and the ranks); routed rows go to their expert's rank (adamw8bit: "
-                  "without --zero)",
-                  CLI::PositiveNumber);
-    add_defaulted(cmd, "--overlap", a->overlap,
-                  "1: each layer's gradient all-reduce starts during the backward (plain data "
-                  "parallelism over mpi); 0: all after the backward",
-                  CLI::Range(0, 1));
+    add_int_option(cmd, "--zero", a->zero,
+                   "1 = ZeRO-1: shard the (8-bit) AdamW moments over the ranks (mpirun -np N; with "
+                   "--expert-parallel, AdamW: an expert's over the ranks holding it)",
+                   0, 1)
+        ->capture_default_str();
+    add_int_option(cmd, "--expert-parallel", a->expert_parallel,
+                   "E: groups of E ranks split the experts of every MoE layer (E divides the "
+                   "experts and the ranks); routed rows go to their expert's rank (adamw8bit: "
+                   "without --zero)",
+                   1)
+        ->capture_default_str();
+    add_int_option(cmd, "--overlap", a->overlap,
+                   "1: each layer's gradient all-reduce starts during the backward (plain data "
+                   "parallelism over mpi); 0: all after the backward",
+                   0, 1)
+        ->capture_default_str();
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };
     cmd->callback([a, &exit_code] {
         DistRun dist(a->comm, a->dev.device);

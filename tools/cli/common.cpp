@@ -1,5 +1,6 @@
 // Helpers shared by the CLI subcommands.
 #include "common.h"
+#include "number_options.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,31 +29,11 @@ ModelConfig ModelChoice::resolve() const {
     return load_config_file(config_path);
 }
 
-namespace {
-// More OpenMP threads than a few per hardware thread only slow a run down, and very large
-// counts crash the OpenMP runtime while it creates them: bound the count with one line.
-CLI::Validator thread_count_check() {
-    const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
-    const long limit = std::max(64L, 4 * cores);
-    return CLI::Validator(
-        [limit, cores](std::string& in) -> std::string {
-            long long v = 0;
-            if (!CLI::detail::lexical_cast(in, v)) return "must be an integer, not '" + in + "'";
-            if (v > limit)
-                return "at most " + std::to_string(limit) + " on this machine (" +
-                       std::to_string(cores) + " hardware threads), not " + in;
-            return "";
-        },
-        "<= 4 x hardware threads");
-}
-}  // namespace
-
 void DeviceChoice::add_options(CLI::App* cmd, bool with_threads) {
     cmd->add_option("--device", device, "cpu | opencl[:N] | cuda[:N] (see `moetrain info`)")
         ->capture_default_str();
     if (with_threads)
-        cmd->add_option("--threads", threads, "CPU threads (0 = all cores)")
-            ->check(non_negative())
+        add_int_option(cmd, "--threads", threads, "CPU threads (0 = all cores)", 0)
             ->check(thread_count_check());
     cmd->add_option("--cuda-graphs", cuda_graphs,
                     "cuda: capture the training / evaluation / decode step into a CUDA Graph "
@@ -98,27 +79,6 @@ TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
              ")");
     return TokenData{open_shards(files.train, cfg.vocab_size, 0, n - n_val),
                      open_shards(files.train, cfg.vocab_size, n - n_val, n)};
-}
-
-namespace {
-CLI::Validator number_check(bool strict) {
-    return CLI::Validator(
-        [strict](std::string& in) -> std::string {
-            double v = 0;
-            if (!CLI::detail::lexical_cast(in, v)) return "must be a number, not '" + in + "'";
-            if (strict ? !(v > 0) : !(v >= 0))
-                return std::string("must be ") + (strict ? "> 0" : ">= 0") + ", not " + in;
-            return "";
-        },
-        strict ? "> 0" : ">= 0");
-}
-}  // namespace
-
-CLI::Validator positive() {
-    return number_check(true);
-}
-CLI::Validator non_negative() {
-    return number_check(false);
 }
 
 void add_precision_option(CLI::App* cmd, std::string& precision) {

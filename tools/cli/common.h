@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "moetrain/backend.h"
@@ -41,14 +42,12 @@ TokenData load_token_data(const std::string& path, const Tokenizer& tokenizer,
                           const std::string& tokenizer_spec, const ModelConfig& cfg,
                           int64_t val_tokens = -1);
 
-// Option validators with short messages ("must be > 0, not 0").
-CLI::Validator positive();
-CLI::Validator non_negative();
-
-// An option whose --help shows its default value, checked by `check`.
+// A text option whose --help shows its default value, checked by `check`. Numeric options are
+// declared with add_int_option / add_real_option (number_options.h) only.
 template <class T>
 CLI::Option* add_defaulted(CLI::App* cmd, const std::string& name, T& value,
                            const std::string& help, const CLI::Validator& check) {
+    static_assert(!std::is_arithmetic_v<T>, "numeric options: add_int_option / add_real_option");
     return cmd->add_option(name, value, help)->capture_default_str()->check(check);
 }
 
