@@ -78,14 +78,13 @@ Encoded encode_piece(const std::string& path, const TextPiece& piece, const Toke
 
 // Cuts the token stream into shards: the first val_tokens go to "_val_" shards, the rest to
 // "_train_" shards, each at most shard_tokens long, numbered in order.
-// Each finished shard is added to the manifest of --out at once, so that an interrupted run
-// leaves a directory whose every shard a later run recognises as its own.
+// The manifest of --out is written before the first shard and again after each finished
+// one, so that an interrupted run leaves a directory whose every shard a later run
+// recognises as its own (and a run that writes no shard leaves no manifest).
 class ShardSink {
   public:
     ShardSink(const TokenizeArgs& a, int token_bytes, const io::ordered_json& settings)
-        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens), settings_(settings) {
-        write_manifest(false);
-    }
+        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens), settings_(settings) {}
     void append(const int32_t* ids, size_t n) {
         while (n > 0) {
             if (!cur_) open();
@@ -109,6 +108,7 @@ class ShardSink {
 
   private:
     void open() {
+        if (index_ == 0) write_manifest(false);
         in_val_ = val_left_ > 0;
         char name[64];
         std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
