@@ -152,14 +152,11 @@ std::string prepare_out_dir(const TokenizeArgs& a, const io::ordered_json& setti
              ": a shard name prefix is a plain name, without '/'");
     const io::EarlierOutput earlier = io::read_earlier_output(out, "tokenize", "tokenize: --out");
     if (!earlier.files.empty() || earlier.has_manifest) {
-        std::printf(
-            "tokenize: replaces the %s output of an earlier tokenize in %s (%s)
-            ",
-                !earlier.complete
-                ? "unfinished"
-            : earlier.settings == settings ? "same-settings"
-                                           : "different-settings",
-            out.c_str(), io::describe_files(earlier.files).c_str());
+        const char* which = !earlier.complete                ? "unfinished"
+                            : earlier.settings == settings ? "same-settings"
+                                                           : "different-settings";
+        std::printf("tokenize: replaces the %s output of an earlier tokenize in %s (%s)\n", which,
+                    out.c_str(), io::describe_files(earlier.files).c_str());
         io::remove_earlier_output(out, earlier);
     }
     std::error_code ec;
