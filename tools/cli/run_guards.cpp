@@ -40,10 +40,14 @@ std::vector<std::string> resolved_inputs(const NamedPath& in) {
     return out;
 }
 
+// A moetrain checkpoint: state.json, or a step_NNNNNN directory with weights (a transformers
+// directory holds model.safetensors too, and is not one).
 bool is_checkpoint_dir(const fs::path& dir) {
     std::error_code ec;
-    return fs::is_directory(dir, ec) &&
-           (fs::exists(dir / "state.json", ec) || fs::exists(dir / "model.safetensors", ec));
+    if (!fs::is_directory(dir, ec)) return false;
+    if (fs::exists(dir / "state.json", ec)) return true;
+    const std::string name = dir.filename().string();
+    return name.rfind("step_", 0) == 0 && fs::exists(dir / "model.safetensors", ec);
 }
 
 }  // namespace

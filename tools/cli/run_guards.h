@@ -18,7 +18,8 @@ namespace moetrain::cli {
 // one line when it
 //  - is, lies inside, or contains one of `inputs` ({flag, path} pairs: files, directories
 //    or globs, resolved the same way; empty paths are skipped);
-//  - is or lies inside a checkpoint directory (one holding state.json or model.safetensors);
+//  - is or lies inside a checkpoint directory (one holding state.json, or a step_NNNNNN
+//    directory holding model.safetensors);
 //  - is a training run's directory (one holding step_NNNNNN checkpoints), unless `kind` is
 //    OutputKind::run_dir (train --out, which check_run_dir checks).
 // Returns the resolved path ("" for an empty one), which the command then writes.
