@@ -140,6 +140,7 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_arg
     result.files.push_back("config.json");
     result.files.push_back("generation_config.json");
     std::vector<io::ManifestEntry> entries;
+    entries.reserve(result.files.size());
     for (const std::string& f : result.files)
         entries.push_back(io::manifest_entry(out.tmp_dir(), f));
     io::write_output_manifest(out.tmp_dir(), "export", {{"checkpoint", checkpoint_dir}}, entries,

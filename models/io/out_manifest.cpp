@@ -149,12 +149,15 @@ EarlierOutput read_earlier_output(const std::string& dir, const std::string& wri
         if (n == kOutputManifestName) continue;
         const std::string path = (fs::path(dir) / n).string();
         auto it = m.files.find(n);
-        MT_CHECK(it != m.files.end(), what, " ", dir, " holds ", n, ", which no earlier `",
-                 writer, "` wrote there (", out.has_manifest ? "its manifest does not list it" : "no manifest " + std::string(kOutputManifestName), "): it would be lost", refuse);
+        MT_CHECK(it != m.files.end(), what, " ", dir, " holds ", n, ", which no earlier `", writer,
+                 "` wrote there (",
+                 out.has_manifest ? "its manifest does not list it"
+                                  : "no manifest " + std::string(kOutputManifestName),
+                 "): it would be lost", refuse);
         uint64_t bytes = 0;
         const std::string crc = file_crc(path, bytes);
-        MT_CHECK(!crc.empty() && crc == it->second.crc && bytes == it->second.bytes, what, " ",
-                 dir, " holds ", n, ", which changed since `", writer,
+        MT_CHECK(!crc.empty() && crc == it->second.crc && bytes == it->second.bytes, what, " ", dir,
+                 " holds ", n, ", which changed since `", writer,
                  "` wrote it (or is no longer a regular file): it would be lost", refuse);
         out.files.push_back(n);
     }

@@ -49,8 +49,8 @@ fs::path resolve_from(const fs::path& base, const fs::path& rel, int& links,
         const ssize_t n = ::readlink(next.c_str(), target, sizeof target - 1);
         MT_CHECK(n >= 0, what, " ", shown, ": cannot read the link ", next.string(), ": ",
                  std::strerror(errno));
-        cur = resolve_from(cur, fs::path(std::string(target, static_cast<size_t>(n))), links,
-                           shown, what);
+        cur = resolve_from(cur, fs::path(std::string(target, static_cast<size_t>(n))), links, shown,
+                           what);
     }
     return cur;
 }

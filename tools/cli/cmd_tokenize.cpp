@@ -152,7 +152,7 @@ std::string prepare_out_dir(const TokenizeArgs& a, const io::ordered_json& setti
              ": a shard name prefix is a plain name, without '/'");
     const io::EarlierOutput earlier = io::read_earlier_output(out, "tokenize", "tokenize: --out");
     if (!earlier.files.empty() || earlier.has_manifest) {
-        const char* which = !earlier.complete                ? "unfinished"
+        const char* which = !earlier.complete              ? "unfinished"
                             : earlier.settings == settings ? "same-settings"
                                                            : "different-settings";
         std::printf("tokenize: replaces the %s output of an earlier tokenize in %s (%s)\n", which,
