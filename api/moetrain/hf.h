@@ -31,8 +31,11 @@ struct HfResult {
 // checkpoint directory `checkpoint_dir` into `out_dir`, with the checkpoint's tokenizer copy as
 // tokenizer.json (and a tokenizer_config.json) when it is a Hugging Face tokenizer.json (other
 // tokenizers: a note), atomically (a temporary sibling
-// renamed into place). Throws a one-line moetrain::Error when the config has no exact
-// transformers counterpart.
+// renamed into place), with a manifest (.moetrain-output.json) of the files it wrote.
+// `out_dir` is resolved first (`..` against the real parent, links followed); it must be
+// missing, empty, or an earlier export whose manifest lists each of its files unchanged (it
+// is then replaced): a directory with anything else is refused, never cleaned. Throws a one-line
+// moetrain::Error when the config has no exact transformers counterpart.
 HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir,
                    const HfExportOptions& options = {});
 

@@ -13,9 +13,7 @@
 namespace moetrain {
 
 ShardWriter::ShardWriter(std::string path, int token_bytes)
-    : path_(std::move(path)),
-      tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
-      token_bytes_(token_bytes) {
+    : path_(std::move(path)), tmp_(io::temp_file_name(path_)), token_bytes_(token_bytes) {
     MT_CHECK(token_bytes == 2 || token_bytes == 4, "shard token width must be 2 or 4 bytes");
 }
 
@@ -36,8 +34,8 @@ void ShardWriter::append(const int32_t* ids, size_t n) {
 
 void ShardWriter::finish() {
     const std::string header = shard_header_bytes(token_bytes_, tokens_);
+    io::SyncedFile f(tmp_, io::Create::exclusive);  // nothing of ours exists if this throws
     try {
-        io::SyncedFile f(tmp_);
         f.write(header.data(), header.size());
         f.write(buf_.data(), buf_.size());
         f.finish();

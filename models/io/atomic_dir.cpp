@@ -15,6 +15,7 @@
 #include <regex>
 
 #include "io/file.h"
+#include "io/out_path.h"
 #include "moetrain/error.h"
 
 namespace fs = std::filesystem;
@@ -78,8 +79,9 @@ std::string atomic_tmp_name(const std::string& final_dir, long pid) {
 }
 
 AtomicDirWriter::AtomicDirWriter(const std::string& final_dir)
-    : final_(strip_trailing_slashes(final_dir)), tmp_(atomic_tmp_name(final_, ::getpid())) {
-    MT_CHECK(!final_.empty(), "empty checkpoint directory name");
+    : final_(resolve_path(final_dir, "output directory")),
+      tmp_(atomic_tmp_name(final_, ::getpid())) {
+    MT_CHECK(final_ != "/", "output directory ", final_dir, ": cannot replace the root directory");
     parent_ = fs::path(final_).parent_path().string();
     if (parent_.empty()) parent_ = ".";
     std::error_code ec;

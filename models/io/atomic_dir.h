@@ -11,7 +11,9 @@ namespace moetrain::io {
 
 class AtomicDirWriter {
   public:
-    // Creates missing parent directories and the temporary directory with its marker file.
+    // Resolves `final_dir` (io/out_path.h: `..` against the real parent, links followed), so
+    // that `MISSING/../EXISTING` replaces EXISTING only when that is what the caller checked;
+    // creates missing parent directories and the temporary directory with its marker file.
     explicit AtomicDirWriter(const std::string& final_dir);
     // Removes the temporary directory unless commit() succeeded.
     ~AtomicDirWriter();

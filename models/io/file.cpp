@@ -55,9 +55,13 @@ std::string read_file(const std::string& path, const std::string& what, uint64_t
     return out;
 }
 
-SyncedFile::SyncedFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    MT_CHECK(fd_ >= 0, "cannot create ", path_, ": ", errno_text());
+SyncedFile::SyncedFile(std::string path, Create mode) : path_(std::move(path)) {
+    const int how = mode == Create::exclusive ? O_EXCL | O_NOFOLLOW : O_TRUNC;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | how, 0644);
+    MT_CHECK(fd_ >= 0, "cannot create ", path_, ": ", errno_text(),
+             mode == Create::exclusive && errno == EEXIST
+                 ? " (a temporary file must be new; remove the one there)"
+                 : "");
 }
 
 SyncedFile::~SyncedFile() {
@@ -91,6 +95,34 @@ void write_file_synced(const std::string& path, const std::string& content) {
     SyncedFile f(path);
     f.write(content.data(), content.size());
     f.finish();
+}
+
+std::string temp_file_name(const std::string& final_path) {
+    return final_path + ".tmp-" + std::to_string(::getpid());
+}
+
+void write_file_atomic(const std::string& final_path, const std::string& content,
+                       const std::string& what) {
+    const std::string tmp = temp_file_name(final_path);
+    try {
+        SyncedFile f(tmp, Create::exclusive);
+        try {
+            f.write(content.data(), content.size());
+            f.finish();
+        } catch (const Error&) {
+            ::unlink(tmp.c_str());  // ours: created exclusively above
+            throw;
+        }
+        if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+            const std::string reason = errno_text();
+            ::unlink(tmp.c_str());
+            fail("cannot rename ", tmp, " into place: ", reason);
+        }
+    } catch (const Error& e) {
+        fail(what, " ", final_path, ": cannot write: ", e.what());
+    }
+    const size_t slash = final_path.rfind('/');
+    fsync_dir(slash == std::string::npos ? "." : slash == 0 ? "/" : final_path.substr(0, slash));
 }
 
 void fsync_dir(const std::string& dir) {

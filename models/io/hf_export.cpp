@@ -10,6 +10,8 @@
 #include "io/file.h"
 #include "io/hf_mapping.h"
 #include "io/json.h"
+#include "io/out_manifest.h"
+#include "io/out_path.h"
 #include "model/param_layout.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/error.h"
@@ -21,23 +23,6 @@ namespace fs = std::filesystem;
 namespace moetrain {
 
 namespace {
-
-// An existing --out may only hold what an earlier export wrote: it is replaced as a whole.
-void check_export_dir(const std::string& out_dir) {
-    std::error_code ec;
-    if (!fs::exists(out_dir, ec)) return;
-    MT_CHECK(fs::is_directory(out_dir, ec), "export: --out ", out_dir, " is not a directory");
-    for (const auto& e : fs::directory_iterator(out_dir, ec)) {
-        const std::string n = e.path().filename().string();
-        const bool ours = n == "config.json" || n == "generation_config.json" ||
-                          n == "tokenizer.json" || n == "tokenizer_config.json" ||
-                          n == "model.safetensors.index.json" ||
-                          (n.rfind("model", 0) == 0 && n.size() > 12 &&
-                           n.compare(n.size() - 12, 12, ".safetensors") == 0);
-        MT_CHECK(ours, "export: --out ", out_dir, " holds ", n,
-                 ", which an export would delete; choose a new or empty directory");
-    }
-}
 
 // The values of one transformers tensor from the moetrain tensors.
 std::vector<float> gather(const io::HfTensor& t,
@@ -67,14 +52,17 @@ std::string shard_name(size_t i, size_t n) {
 
 }  // namespace
 
-HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir,
+HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_arg,
                    const HfExportOptions& options) {
     MT_CHECK(options.max_shard_bytes > 0, "export: the shard size must be > 0");
     const CheckpointInfo info = read_checkpoint_info(checkpoint_dir);
     const ModelConfig& c = info.config;
     const io::HfFamily family = io::hf_family_for_export(c);
     io::hf_check_round_trip(family, c);
-    check_export_dir(out_dir);
+    // An existing --out may only hold what an earlier export wrote and listed in its
+    // manifest, unchanged since: it is replaced as a whole; anything else is refused.
+    const std::string out_dir = io::resolve_path(out_arg, "export: --out");
+    const io::EarlierOutput earlier = io::read_earlier_output(out_dir, "export", "export: --out");
 
     const SafetensorsFile file((fs::path(checkpoint_dir) / "model.safetensors").string());
     const std::vector<ParamInfo> params = build_param_layout(c);
@@ -151,7 +139,16 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_dir
     io::write_file_synced(out.file("generation_config.json"), io::hf_generation_config_json(c));
     result.files.push_back("config.json");
     result.files.push_back("generation_config.json");
+    std::vector<io::ManifestEntry> entries;
+    entries.reserve(result.files.size());
+    for (const std::string& f : result.files)
+        entries.push_back(io::manifest_entry(out.tmp_dir(), f));
+    io::write_output_manifest(out.tmp_dir(), "export", {{"checkpoint", checkpoint_dir}}, entries,
+                              true);
     out.commit();
+    if (!earlier.files.empty())
+        result.notes.push_back("replaced the earlier export in " + out_dir + " (" +
+                               io::describe_files(earlier.files) + ")");
     return result;
 }
 

@@ -12,6 +12,7 @@
 #include "io/file.h"
 #include "io/hf_mapping.h"
 #include "io/hf_weights.h"
+#include "io/out_path.h"
 #include "model/param_layout.h"
 #include "moetrain/error.h"
 #include "moetrain/hf.h"
@@ -61,8 +62,10 @@ void scatter(const io::HfTensor& t, const std::vector<float>& hf,
 
 }  // namespace
 
-HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir,
+HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
                    const HfImportOptions& options) {
+    // Resolved before the check, so that the directory checked is the one written.
+    const std::string checkpoint_dir = io::resolve_path(out_arg, "import: --out");
     std::error_code ec;
     MT_CHECK(fs::is_directory(hf_dir, ec), "import: --from ", hf_dir, " is not a directory");
     MT_CHECK(!fs::exists(checkpoint_dir, ec) ||

@@ -589,8 +589,10 @@ def shard_write_faults_stop_with_one_line():
     ref = f"{d}/ref"
     run(*argv, "--out", ref)
     want = tree_digest(ref)
-    assert len(want) == 5, sorted(want)  # 20001 tokens: 2000 val, 3 x 5000 and 3001 train
-    kept = ["data_train_000001.bin", "data_val_000000.bin"]
+    manifest = ".moetrain-output.json"  # the settings and each finished shard (RELIABILITY.md)
+    # 20001 tokens: 2000 val, 3 x 5000 and 3001 train, and the manifest
+    assert len(want) == 6 and manifest in want, sorted(want)
+    kept = [manifest, "data_train_000001.bin", "data_val_000000.bin"]
     cases = [("write", "ENOSPC", "data_train_000002", kept),
              ("write", "EIO", "data_train_000002", kept),
              ("fsync", "ENOSPC", "data_train_000002", kept),
@@ -598,16 +600,18 @@ def shard_write_faults_stop_with_one_line():
              ("close", "EIO", "data_train_000002", kept),
              ("rename", "ENOSPC", "data_train_000002", kept),
              ("rename", "EIO", "data_train_000002", kept),
-             ("write", "ENOSPC", "data_val_000000", [])]
+             ("write", "ENOSPC", "data_val_000000", [manifest])]
     for i, (op, err, shard, left) in enumerate(cases):
         out = f"{d}/out{i}"  # the fault's path matches only the shard's files
         expect_error([*argv, "--out", out], [STRERROR[err], f"{shard}.bin",
-                                             f"the {len(left)} shards before it are complete"],
+                                             f"the {len(left) - 1} shards before it are complete"],
                      env=fault_env(op, err, shard))
         got = tree_digest(out)
         assert sorted(got) == left, f"{op} {err}: left in {out}: {sorted(got)}"
-        for n in left:  # what stays under a final name is the complete shard
+        for n in left[1:]:  # what stays under a final name is the complete shard
             assert got[n] == want[n], n
+        listed = [e["name"] for e in read_json(f"{out}/{manifest}")["files"]]
+        assert sorted(listed) == left[1:], listed  # the manifest lists exactly those
         run(*argv, "--out", out)  # without the fault the same command completes the set
         assert tree_digest(out) == want, f"{op} {err}: rerun differs"
     print(f"{len(cases)} shard-write faults: one line each, no partial shard under a final "

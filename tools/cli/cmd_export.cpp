@@ -8,6 +8,7 @@
 #include "number_options.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/hf.h"
+#include "run_guards.h"
 
 namespace moetrain::cli {
 namespace {
@@ -19,9 +20,11 @@ struct ExportArgs {
 
 void run_export(const ExportArgs& a) {
     const std::string dir = resolve_checkpoint(a.checkpoint);
+    const std::string out =
+        guard_output({"--out", a.out}, {{"--checkpoint", dir}}, OutputKind::dir);
     HfExportOptions o;
     o.max_shard_bytes = static_cast<int64_t>(a.max_shard_mb * 1e6);
-    const HfResult r = export_hf(dir, a.out, o);
+    const HfResult r = export_hf(dir, out, o);
     std::printf("exported %s as %s to %s (", dir.c_str(), r.architecture.c_str(), a.out.c_str());
     for (size_t i = 0; i < r.files.size(); ++i)
         std::printf("%s%s", i ? ", " : "", r.files[i].c_str());
@@ -37,7 +40,9 @@ void add_export_command(CLI::App& app, int& exit_code) {
     add_checkpoint_option(cmd, a->checkpoint);
     add_defaulted(cmd, "--format", a->format, "hf: a transformers model directory",
                   CLI::IsMember({"hf"}));
-    cmd->add_option("--out", a->out, "output directory (replaced atomically)")->required();
+    cmd->add_option("--out", a->out,
+                    "output directory: new, empty, or an earlier export (replaced atomically)")
+        ->required();
     add_real_option(cmd, "--max-shard-mb", a->max_shard_mb,
                     "split the weights into shards with an index above this size (MB)",
                     positive_real(1e9))

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "common.h"
 #include "moetrain/hf.h"
+#include "run_guards.h"
 
 namespace moetrain::cli {
 namespace {
@@ -18,7 +19,8 @@ struct ImportArgs {
 void run_import(const ImportArgs& a) {
     HfImportOptions o;
     o.tokenizer = !a.no_tokenizer;
-    const HfResult r = import_hf(a.from, a.out, o);
+    const std::string out = guard_output({"--out", a.out}, {{"--from", a.from}}, OutputKind::dir);
+    const HfResult r = import_hf(a.from, out, o);
     std::printf("imported %s (%s, %s%d layers, d_model %d, vocab %d) to %s\n", a.from.c_str(),
                 r.architecture.c_str(),
                 r.config.moe

@@ -6,13 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "commands.h"
+#include "io/file.h"
 #include "common.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/model.h"
+#include "run_guards.h"
 #include "run_log.h"
 #include "svg_plot.h"
 
@@ -109,14 +110,24 @@ void run_report(const ReportArgs& a) {
         a.log.empty() ? (fs::path(a.run_dir) / "log.jsonl").string() : a.log;
     MT_CHECK(fs::exists(log_path, ec), "no training log ", log_path, " (train with --log-json ",
              log_path, ", or name the log with --log)");
+    // The checkpoint read below and the log are inputs: --out may be neither, nor lie inside
+    // a checkpoint (guard_output), and is resolved before it is checked.
+    std::string ckpt_dir;
+    try {
+        ckpt_dir = resolve_checkpoint(a.run_dir);
+    } catch (const Error&) {
+        ckpt_dir.clear();  // a log without checkpoints still makes a report
+    }
+    const std::string out_path = guard_output(
+        {"--out", a.out}, {{"--log", log_path}, {"checkpoint", ckpt_dir}}, OutputKind::file);
     RunLog log = read_run_log(log_path);
 
     // The newest checkpoint, when there is one, gives the model and the tokens per step.
     std::optional<CheckpointInfo> ck;
     try {
-        ck = read_checkpoint_info(resolve_checkpoint(a.run_dir));
+        if (!ckpt_dir.empty()) ck = read_checkpoint_info(ckpt_dir);
     } catch (const Error&) {
-        ck.reset();  // a log without checkpoints still makes a report
+        ck.reset();  // a damaged checkpoint: the report is made from the log alone
     }
     int64_t tokens_per_step = 0;
     if (ck)
@@ -222,16 +233,7 @@ void run_report(const ReportArgs& a) {
     const std::string html = page("moetrain run report: " + fs::path(a.run_dir).filename().string(),
                                   "<table>" + rows + "</table>", figures, note);
 
-    const std::string tmp = a.out + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        MT_CHECK(out.good(), "--out: cannot write ", a.out);
-        out << html;
-        out.close();
-        MT_CHECK(out.good(), "--out: cannot write ", a.out);
-    }
-    fs::rename(tmp, a.out, ec);
-    MT_CHECK(!ec, "--out: cannot write ", a.out, " (", ec.message(), ")");
+    io::write_file_atomic(out_path, html, "--out");
     std::printf("report: %s (%zu steps, %zu evaluations, %zu plots)\n", a.out.c_str(),
                 log.steps.size(), log.evals.size(), figures.size());
 }

@@ -11,11 +11,13 @@
 #include <thread>
 
 #include "commands.h"
+#include "io/out_manifest.h"
 #include "common.h"
 #include "number_options.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "ordered_parallel.h"
+#include "run_guards.h"
 #include "text_pieces.h"
 #include "tokenizer_choice.h"
 
@@ -77,10 +79,13 @@ Encoded encode_piece(const std::string& path, const TextPiece& piece, const Toke
 
 // Cuts the token stream into shards: the first val_tokens go to "_val_" shards, the rest to
 // "_train_" shards, each at most shard_tokens long, numbered in order.
+// The manifest of --out is written before the first shard and again after each finished
+// one, so that an interrupted run leaves a directory whose every shard a later run
+// recognises as its own (and a run that writes no shard leaves no manifest).
 class ShardSink {
   public:
-    ShardSink(const TokenizeArgs& a, int token_bytes)
-        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens) {}
+    ShardSink(const TokenizeArgs& a, int token_bytes, const io::ordered_json& settings)
+        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens), settings_(settings) {}
     void append(const int32_t* ids, size_t n) {
         while (n > 0) {
             if (!cur_) open();
@@ -97,12 +102,14 @@ class ShardSink {
     }
     void finish() {
         if (cur_) close();
+        write_manifest(true);
     }
     int shards() const { return index_; }
     int64_t total() const { return total_; }
 
   private:
     void open() {
+        if (index_ == 0) write_manifest(false);
         in_val_ = val_left_ > 0;
         char name[64];
         std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
@@ -118,6 +125,11 @@ class ShardSink {
         }
         cur_.reset();
         ++index_;
+        written_.push_back(io::manifest_entry(a_.out, fs::path(cur_path_).filename()));
+        write_manifest(false);
+    }
+    void write_manifest(bool complete) {
+        io::write_output_manifest(a_.out, "tokenize", settings_, written_, complete);
     }
     const TokenizeArgs& a_;
     int token_bytes_;
@@ -126,9 +138,36 @@ class ShardSink {
     int index_ = 0;
     std::unique_ptr<ShardWriter> cur_;
     std::string cur_path_;
+    io::ordered_json settings_;
+    std::vector<io::ManifestEntry> written_;
 };
 
-void run_tokenize(const TokenizeArgs& a) {
+// --out resolved and checked against the inputs; an existing one may only hold an earlier
+// tokenize's output (its manifest lists every file, unchanged), which is removed first with a
+// line saying what goes: shards of another corpus never stay beside the new ones.
+std::string prepare_out_dir(const TokenizeArgs& a, const io::ordered_json& settings) {
+    std::vector<NamedPath> inputs = {{"--tokenizer", a.tokenizer.file()}};
+    for (const std::string& d : a.data) inputs.push_back({"--data", d});
+    const std::string out = guard_output({"--out", a.out}, inputs, OutputKind::dir);
+    MT_CHECK(!a.prefix.empty() && a.prefix.find('/') == std::string::npos, "--prefix ", a.prefix,
+             ": a shard name prefix is a plain name, without '/'");
+    const io::EarlierOutput earlier = io::read_earlier_output(out, "tokenize", "tokenize: --out");
+    if (!earlier.files.empty() || earlier.has_manifest) {
+        const char* which = !earlier.complete              ? "unfinished"
+                            : earlier.settings == settings ? "same-settings"
+                                                           : "different-settings";
+        std::printf("tokenize: replaces the %s output of an earlier tokenize in %s (%s)\n", which,
+                    out.c_str(), io::describe_files(earlier.files).c_str());
+        io::remove_earlier_output(out, earlier);
+    }
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    MT_CHECK(fs::is_directory(out, ec), "--out ", a.out, ": cannot create the directory");
+    return out;
+}
+
+void run_tokenize(const TokenizeArgs& args) {
+    TokenizeArgs a = args;
     auto tok = a.tokenizer.load();
     std::optional<int32_t> eot =
         a.eot >= 0 ? std::optional<int32_t>(static_cast<int32_t>(a.eot)) : tok->eot_id();
@@ -142,9 +181,14 @@ void run_tokenize(const TokenizeArgs& a) {
         std::error_code ec;
         total_bytes += static_cast<int64_t>(fs::file_size(f, ec));
     }
-    std::error_code ec;
-    fs::create_directories(a.out, ec);
-    MT_CHECK(fs::is_directory(a.out, ec), "--out ", a.out, ": cannot create the directory");
+    io::ordered_json settings = {{"tokenizer", a.tokenizer.spec},
+                                 {"tokenizer_pattern", a.tokenizer.pattern},
+                                 {"eot", *eot},
+                                 {"prefix", a.prefix},
+                                 {"shard_tokens", a.shard_tokens},
+                                 {"val_tokens", a.val_tokens},
+                                 {"data", files}};
+    a.out = prepare_out_dir(a, settings);
 
     const int threads = a.threads > 0
                             ? a.threads
@@ -152,7 +196,7 @@ void run_tokenize(const TokenizeArgs& a) {
     const int token_bytes = shard_token_bytes(std::max<int64_t>(tok->vocab_size(), *eot + 1));
     const std::vector<TextPiece> pieces =
         plan_text_pieces(files, tok->encodes_line_cuts_apart(), a.piece_bytes);
-    ShardSink sink(a, token_bytes);
+    ShardSink sink(a, token_bytes, settings);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done_bytes = 0, documents = 0;
     double last_report = 0;

@@ -1,11 +1,9 @@
 // `moetrain tokenizer info|encode|decode`: inspect a tokenizer and run it on a file, so that
 // its output can be compared with other tools (ids as a JSON array, decoded bytes verbatim).
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,9 +12,11 @@
 
 #include "cmd_tokenizer_bench.h"
 #include "commands.h"
+#include "io/file.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "number_options.h"
+#include "run_guards.h"
 #include "tokenizer_choice.h"
 
 namespace moetrain::cli {
@@ -98,6 +98,9 @@ void add_train(CLI::App* parent) {
     add_int_option(cmd, "--threads", a->threads, "files counted at once (0 = all cores)", 0)
         ->check(thread_count_check());
     cmd->callback([a] {
+        std::vector<NamedPath> inputs;
+        for (const std::string& d : a->data) inputs.push_back({"--data", d});
+        const std::string out = guard_output({"--out", a->out}, inputs, OutputKind::file);
         std::vector<std::string> files;
         for (const std::string& d : a->data)
             for (std::string& f : expand_file_spec(d, "")) files.push_back(std::move(f));
@@ -114,23 +117,12 @@ void add_train(CLI::App* parent) {
         std::string json = train_byte_level_bpe(files, o);
         // Written under a temporary name and renamed: never a partial file under --out, whose
         // directory is made when missing (as `tokenize --out` is).
-        const std::filesystem::path parent = std::filesystem::path(a->out).parent_path();
+        const std::filesystem::path parent = std::filesystem::path(out).parent_path();
         std::error_code ec;
-        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-        const std::string tmp = a->out + ".tmp-" + std::to_string(::getpid());
-        {
-            std::ofstream f(tmp, std::ios::binary);
-            f << json;
-            f.close();
-            if (!f) {
-                std::remove(tmp.c_str());
-                fail("--out ", a->out, ": cannot write ", tmp);
-            }
-        }
-        MT_CHECK(std::rename(tmp.c_str(), a->out.c_str()) == 0, "--out ", a->out,
-                 ": cannot rename ", tmp, " into place");
+        std::filesystem::create_directories(parent, ec);
+        io::write_file_atomic(out, json, "--out");
         std::printf("tokenizer train: wrote %s (%lld tokens)\n", a->out.c_str(),
-                    static_cast<long long>(load_tokenizer(a->out)->vocab_size()));
+                    static_cast<long long>(load_tokenizer(out)->vocab_size()));
     });
 }
 

@@ -162,12 +162,16 @@ int run_train(TrainArgs& a, DistRun& dist) {
                          ckpt_dir.c_str());
     }
     const bool resumed = !a.resume.empty();
-    refuse_output_over_inputs({"--out", a.out},
-                              {{"--data", a.data}, {"--config", a.model.config_path}});
-    refuse_output_over_inputs({"--log-json", a.log_json},
-                              {{"--data", a.data},
-                               {"--config", a.model.config_path},
-                               {resumed ? "--resume" : "--init-from", ckpt_dir}});
+    // Every output resolved and checked against every input before anything is written; the
+    // resolved paths are the ones written.
+    const std::vector<NamedPath> inputs = {
+        {"--data", a.data}, {"--tokenizer", a.tokenizer.file()}, {"--config", a.model.config_path}};
+    std::vector<NamedPath> with_ckpt = inputs;
+    with_ckpt.push_back({resumed ? "--resume" : "--init-from", ckpt_dir});
+    a.out = guard_output({"--out", a.out}, inputs, OutputKind::run_dir);
+    a.log_json = guard_output({"--log-json", a.log_json}, with_ckpt, OutputKind::file);
+    // TensorBoard adds new event files to its directory (a run directory too), never replaces.
+    a.tensorboard = guard_output({"--tensorboard", a.tensorboard}, inputs, OutputKind::run_dir);
     if (!a.out.empty()) check_run_dir(a.out, resumed ? ckpt->state.step : 0, resumed);
     ModelConfig cfg;
     if (ckpt) {

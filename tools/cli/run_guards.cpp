@@ -1,6 +1,7 @@
 // Pre-run checks of the CLI: outputs vs inputs, the run directory, the memory plan.
 #include "run_guards.h"
 
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "io/out_path.h"
 #include "moetrain/backend.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/error.h"
@@ -18,38 +20,68 @@ namespace fs = std::filesystem;
 namespace moetrain::cli {
 namespace {
 
-// Same file or directory (by device and inode when both exist, else by normalized path).
-bool same_entry(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
-    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+bool has_glob_chars(const std::string& s) {
+    return s.find_first_of("*?[") != std::string::npos;
 }
 
-// Is `inner` the directory `outer` or inside it?
-bool inside(const std::string& inner, const std::string& outer) {
+// The resolved paths an input names: a glob's matches, else the path itself.
+std::vector<std::string> resolved_inputs(const NamedPath& in) {
     std::error_code ec;
-    fs::path in = fs::weakly_canonical(inner, ec), out = fs::weakly_canonical(outer, ec);
-    for (fs::path p = in; !p.empty(); p = p.parent_path()) {
-        if (p == out) return true;
-        if (p == p.parent_path()) break;
+    std::vector<std::string> out;
+    if (has_glob_chars(in.path) && !fs::exists(in.path, ec)) {
+        glob_t g{};
+        if (::glob(in.path.c_str(), 0, nullptr, &g) == 0)
+            for (size_t i = 0; i < g.gl_pathc; ++i)
+                out.push_back(io::resolve_path(g.gl_pathv[i], in.flag));
+        ::globfree(&g);
+        return out;
     }
-    return false;
+    out.push_back(io::resolve_path(in.path, in.flag));
+    return out;
+}
+
+// A moetrain checkpoint: state.json, or a step_NNNNNN directory with weights (a transformers
+// directory holds model.safetensors too, and is not one).
+bool is_checkpoint_dir(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return false;
+    if (fs::exists(dir / "state.json", ec)) return true;
+    const std::string name = dir.filename().string();
+    return name.rfind("step_", 0) == 0 && fs::exists(dir / "model.safetensors", ec);
 }
 
 }  // namespace
 
-void refuse_output_over_inputs(const NamedPath& out, const std::vector<NamedPath>& inputs) {
-    if (out.path.empty()) return;
+std::string guard_output(const NamedPath& out, const std::vector<NamedPath>& inputs,
+                         OutputKind kind) {
+    if (out.path.empty()) return "";
+    const std::string path = io::resolve_path(out.path, out.flag);
+    const std::string shown =
+        out.flag + " " + out.path + (path != out.path ? " (that is, " + path + ")" : "");
     for (const NamedPath& in : inputs) {
         if (in.path.empty()) continue;
-        std::error_code ec;
-        const bool in_is_dir = fs::is_directory(in.path, ec);
-        const bool clash =
-            same_entry(out.path, in.path) || (in_is_dir && inside(out.path, in.path));
-        MT_CHECK(!clash, out.flag, " ", out.path, " is the input ", in.flag, " ", in.path,
-                 in_is_dir ? " (or inside it)" : "",
-                 ": writing there would destroy it; choose another path");
+        for (const std::string& r : resolved_inputs(in)) {
+            const char* how = path == r                  ? "is"
+                              : io::path_within(path, r) ? "lies inside"
+                              : io::path_within(r, path) ? "contains"
+                                                         : nullptr;
+            MT_CHECK(how == nullptr, shown, " ", how, " the input ", in.flag, " ", in.path,
+                     r != in.path ? " (" + r + ")" : "",
+                     ": writing there could destroy it; choose another path");
+        }
     }
+    for (fs::path p = path; !p.empty(); p = p.parent_path()) {
+        MT_CHECK(!is_checkpoint_dir(p), shown, p == fs::path(path) ? " is" : " lies inside",
+                 " the checkpoint directory ", p.string(),
+                 ": writing there could destroy it; choose another path");
+        if (p == p.parent_path()) break;
+    }
+    std::error_code ec;
+    if (kind != OutputKind::run_dir && fs::is_directory(path, ec))
+        MT_CHECK(list_step_dirs(path, false).empty(), shown,
+                 " is a training run's directory (it holds step_NNNNNN checkpoints): writing "
+                 "there could destroy it; choose another path");
+    return path;
 }
 
 void check_run_dir(const std::string& out, int64_t start, bool resumed) {

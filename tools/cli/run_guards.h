@@ -12,13 +12,23 @@
 
 namespace moetrain::cli {
 
-// Throws "<flag> PATH is also the input <input_flag> ..." when `out` names the same file
-// (or, for directories, lies inside / is the same directory) as one of `inputs`
-// ({flag, path} pairs; empty paths are skipped).
+// The one guard of every output path a command writes (a file, a directory it writes into
+// or replaces, a run directory). `out.path` is resolved first (io/out_path.h: `..` against
+// the real parent, links followed, so `MISSING/../EXISTING` is EXISTING), then refused with
+// one line when it
+//  - is, lies inside, or contains one of `inputs` ({flag, path} pairs: files, directories
+//    or globs, resolved the same way; empty paths are skipped);
+//  - is or lies inside a checkpoint directory (one holding state.json, or a step_NNNNNN
+//    directory holding model.safetensors);
+//  - is a training run's directory (one holding step_NNNNNN checkpoints), unless `kind` is
+//    OutputKind::run_dir (train --out, which check_run_dir checks).
+// Returns the resolved path ("" for an empty one), which the command then writes.
 struct NamedPath {
     std::string flag, path;
 };
-void refuse_output_over_inputs(const NamedPath& out, const std::vector<NamedPath>& inputs);
+enum class OutputKind { file, dir, run_dir };
+std::string guard_output(const NamedPath& out, const std::vector<NamedPath>& inputs,
+                         OutputKind kind);
 
 // The run directory --out of a training run that starts after step `start` (0 for a fresh
 // run): refused when it holds another run's checkpoints (a fresh run: any step; a resumed

@@ -16,6 +16,8 @@ struct TokenizerChoice {
     std::string pattern;
     void add_options(CLI::App* cmd);
     std::shared_ptr<const Tokenizer> load() const;
+    // The tokenizer file this choice reads ("" for bytes): an input no output may overwrite.
+    std::string file() const { return spec == "bytes" ? "" : spec; }
 };
 
 // The tokenizer of a training run and what its checkpoints record about it. On --resume it is
