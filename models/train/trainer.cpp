@@ -11,7 +11,7 @@
 #include <numbers>
 
 #include "model/train_passes.h"
-#include "moetrain/train.h"
+#include "train/trainer_impl.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -27,7 +27,7 @@ double lr_at(const TrainOptions& o, int64_t i) {
     return min_lr + 0.5 * (o.lr - min_lr) * (1.0 + std::cos(std::numbers::pi * std::min(q, 1.0)));
 }
 
-Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist)
+Trainer::Impl::Impl(Model& model, const TrainOptions& opts, const DistOptions& dist)
     : model_(model), opts_(opts), dist_(dist) {
     MT_CHECK(opts.accum >= 1, "accum must be >= 1 (got ", opts.accum, ")");
     MT_CHECK(opts.lr >= 0 && std::isfinite(opts.lr), "lr must be finite and >= 0 (got ", opts.lr,
@@ -71,7 +71,7 @@ Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist
     stats_ = TrainPasses(model).stats().view(3, {1});
 }
 
-void Trainer::alloc_quantized(QuantizedMoments& q, int64_t elems) {
+void Trainer::Impl::alloc_quantized(QuantizedMoments& q, int64_t elems) {
     Device& dev = model_.device();
     const int64_t blocks = (elems + MT_QBLOCK - 1) / MT_QBLOCK;
     q.m_codes = dev.alloc(DType::u8, {elems});
@@ -80,7 +80,7 @@ void Trainer::alloc_quantized(QuantizedMoments& q, int64_t elems) {
     q.v_absmax = dev.alloc(DType::f32, {blocks});
 }
 
-void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
+void Trainer::Impl::set_loss_scale_state(double scale, int64_t clean, int64_t skipped) {
     MT_CHECK(scale > 0 && std::isfinite(scale), "loss scale must be finite and > 0 (got ", scale,
              ")");
     MT_CHECK(clean >= 0 && skipped >= 0, "loss scale step counts must be >= 0");
@@ -89,8 +89,8 @@ void Trainer::set_loss_scale_state(double scale, int64_t clean, int64_t skipped)
     skipped_steps_ = skipped;
 }
 
-StepStats Trainer::step(const int32_t* xs, const int32_t* ys, int B, int T) {
-    MT_CHECK(xs && ys, "Trainer::step needs input and target tokens");
+StepStats Trainer::Impl::step(const int32_t* xs, const int32_t* ys, int B, int T) {
+    MT_CHECK(xs && ys, "Trainer::Impl::step needs input and target tokens");
     TrainPasses im(model_);
     Device& dev = model_.device();
     const int A = opts_.accum;

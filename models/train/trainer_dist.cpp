@@ -8,12 +8,12 @@
 #include <algorithm>
 
 #include "model/train_passes.h"
-#include "moetrain/train.h"
+#include "train/trainer_impl.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
 
-void Trainer::setup_dist() {
+void Trainer::Impl::setup_dist() {
     const int64_t n = model_.num_params();
     shard_lo_ = 0;
     shard_hi_ = n;
@@ -55,11 +55,11 @@ void Trainer::setup_dist() {
     pshard_ = dev.alloc(DType::f32, {shard_len_});
 }
 
-Trainer::~Trainer() {
+Trainer::Impl::~Impl() {
     if (ep()) TrainPasses(model_).drop_expert_group();  // ep_group_ is freed with this Trainer
 }
 
-void Trainer::setup_expert_parallel() {
+void Trainer::Impl::setup_expert_parallel() {
     const ModelConfig& cfg = model_.config();
     const int P = dist_.expert_parallel, R = dist_.comm->size(), r = dist_.comm->rank();
     MT_CHECK(cfg.moe, "--expert-parallel ", P, " needs an MoE model (this one is dense)");
@@ -90,7 +90,7 @@ void Trainer::setup_expert_parallel() {
     ep_sq_ = model_.device().alloc(DType::f32, {1});
 }
 
-void Trainer::check_expert_blocks_aligned() const {
+void Trainer::Impl::check_expert_blocks_aligned() const {
     // 8-bit AdamW updates a rank's decayed range with one adamw8bit call; that is the block
     // grid of one process (a block reads only itself) when every boundary between an expert
     // block and its neighbours in the whole layout lies on a block boundary of the decayed
@@ -116,7 +116,7 @@ void Trainer::check_expert_blocks_aligned() const {
     }
 }
 
-void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
+void Trainer::Impl::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
     Device& dev = model_.device();
     int64_t at = 0;
     for (const Segment& seg : owned_) {
@@ -126,18 +126,18 @@ void Trainer::owned_copy(const Tensor& full, const Tensor& part, bool to_full) {
     }
 }
 
-bool Trainer::overlap() const {
+bool Trainer::Impl::overlap() const {
     return dp() && !zero() && !ep() && dist_.overlap && dist_.comm->engine() == "mpi";
 }
 
-void Trainer::begin_overlap() {
+void Trainer::Impl::begin_overlap() {
     if (!overlap()) return;
     hgrads_.resize(static_cast<size_t>(model_.num_params()));
     pending_.clear();
     TrainPasses(model_).set_layer_grads_ready([this](int l) { start_reduce(l); });
 }
 
-void Trainer::start_reduce(int layer) {
+void Trainer::Impl::start_reduce(int layer) {
     TrainPasses im(model_);
     Device& dev = model_.device();
     Communicator& c = *dist_.comm;
@@ -151,7 +151,7 @@ void Trainer::start_reduce(int layer) {
     c.progress();
 }
 
-void Trainer::sync_parameters() {
+void Trainer::Impl::sync_parameters() {
     if (!dp() || synced_) return;
     TrainPasses im(model_);
     Device& dev = model_.device();
@@ -167,7 +167,7 @@ void Trainer::sync_parameters() {
     synced_ = true;
 }
 
-void Trainer::reduce_gradients() {
+void Trainer::Impl::reduce_gradients() {
     TrainPasses im(model_);
     Device& dev = model_.device();
     const int64_t n = im.n_params();
@@ -233,7 +233,7 @@ void Trainer::reduce_gradients() {
     dev.sum_squares(stats_, rest, n - sharded, true);
 }
 
-void Trainer::update_zero8(AdamWArgs a, float clip, float inv_scale) {
+void Trainer::Impl::update_zero8(AdamWArgs a, float clip, float inv_scale) {
     TrainPasses im(model_);
     Device& dev = model_.device();
     const int64_t n = im.n_params(), nd = im.n_decay(), cnt = shard_hi_ - shard_lo_;
@@ -251,7 +251,7 @@ void Trainer::update_zero8(AdamWArgs a, float clip, float inv_scale) {
                       u.v_codes, u.m_absmax, u.v_absmax, n - nd, a, stats_, clip, inv_scale);
 }
 
-void Trainer::gather_parameters() {
+void Trainer::Impl::gather_parameters() {
     if (!zero()) return;
     if (ep()) {
         ep_zero_gather(TrainPasses(model_).params(), {});
@@ -265,7 +265,7 @@ void Trainer::gather_parameters() {
     dist_.comm->all_gather(dev, pshard_, q8 ? im.params().view(0, {im.n_decay()}) : im.params());
 }
 
-void Trainer::gather_moments() {
+void Trainer::Impl::gather_moments() {
     if (ep()) {
         ep_gather_state();
         return;
@@ -294,7 +294,7 @@ void Trainer::gather_moments() {
     dist_.comm->all_gather(dev, v_, v_full_);
 }
 
-void Trainer::scatter_moments() {
+void Trainer::Impl::scatter_moments() {
     if (ep()) {
         ep_scatter_state();
         return;
@@ -324,7 +324,7 @@ void Trainer::scatter_moments() {
     v_full_ = Tensor{};
 }
 
-int64_t Trainer::optimizer_state_bytes() const {
+int64_t Trainer::Impl::optimizer_state_bytes() const {
     int64_t b =
         static_cast<int64_t>(m_ ? m_.bytes() : 0) + static_cast<int64_t>(v_ ? v_.bytes() : 0);
     for (const QuantizedMoments& q : q_)

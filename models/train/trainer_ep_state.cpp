@@ -8,7 +8,7 @@
 // (check_expert_blocks_aligned), so a run's blocks are whole blocks of the whole state.
 #include "model/expert_shard.h"
 #include "model/train_passes.h"
-#include "moetrain/train.h"
+#include "train/trainer_impl.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {
@@ -27,7 +27,7 @@ void each_quantized(const QuantizedMoments& a, const QuantizedMoments& b, int64_
 
 }  // namespace
 
-void Trainer::ep_gather_state() {
+void Trainer::Impl::ep_gather_state() {
     if (!shard_layout_.empty()) return;  // already whole
     TrainPasses im(model_);
     Device& dev = model_.device();
@@ -64,7 +64,7 @@ void Trainer::ep_gather_state() {
     }
 }
 
-void Trainer::ep_scatter_state() {
+void Trainer::Impl::ep_scatter_state() {
     if (shard_layout_.empty()) return;
     TrainPasses im(model_);
     Device& dev = model_.device();

@@ -17,11 +17,11 @@
 #include <utility>
 
 #include "model/train_passes.h"
-#include "moetrain/train.h"
+#include "train/trainer_impl.h"
 
 namespace moetrain {
 
-void Trainer::setup_ep_zero() {
+void Trainer::Impl::setup_ep_zero() {
     sharded_.clear();
     owned_.clear();
     int64_t widest = 1, at = 0;
@@ -42,7 +42,7 @@ void Trainer::setup_ep_zero() {
     staged_ = model_.device().alloc(DType::f32, {widest});
 }
 
-void Trainer::ep_zero_reduce() {
+void Trainer::Impl::ep_zero_reduce() {
     const Tensor grads = TrainPasses(model_).grads();
     Device& dev = model_.device();
     // The squared norm: every rank's pieces, summed over all ranks. Each element is counted
@@ -61,7 +61,7 @@ void Trainer::ep_zero_reduce() {
     dist_.comm->all_reduce(dev, stats_, ReduceOp::sum);
 }
 
-void Trainer::ep_zero_gather(const Tensor& flat, const Tensor& compact) {
+void Trainer::Impl::ep_zero_gather(const Tensor& flat, const Tensor& compact) {
     Device& dev = model_.device();
     for (const ShardedSegment& s : sharded_) {
         const int64_t cnt = s.piece.count;
