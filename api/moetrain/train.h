@@ -103,16 +103,16 @@ class Trainer {
     Trainer& operator=(const Trainer&) = delete;
     // One optimizer step over `accum` micro-batches; xs/ys hold accum * B * T ids each.
     StepStats step(const int32_t* xs, const int32_t* ys, int B, int T);
-    int64_t steps_done() const { return step_; }
-    void set_steps_done(int64_t s) { step_ = s; }
-    const TrainOptions& options() const { return opts_; }
-    Model& model() { return model_; }
+    int64_t steps_done() const;
+    void set_steps_done(int64_t s);
+    const TrainOptions& options() const;
+    Model& model();
     // Optimizer moments (AdamW m, v; empty tensors otherwise), flat like Model::params_flat().
     // Under ZeRO-1 they hold this rank's shard only, and under expert parallelism they are laid
     // out like this rank's buffer (its experts only), except between gather_moments() and
     // scatter_moments(), when they are the whole flat buffers (checkpoints save and load them).
-    Tensor moment1() const { return m_full_ ? m_full_ : m_; }
-    Tensor moment2() const { return v_full_ ? v_full_ : v_; }
+    Tensor moment1() const;
+    Tensor moment2() const;
     // ZeRO-1 or expert parallel (collectives: every rank calls them): gather_moments()
     // assembles the whole moments (or 8-bit state) on every rank, and under expert parallelism
     // also lays the model out whole (every rank's experts); scatter_moments() keeps this rank's
@@ -122,97 +122,27 @@ class Trainer {
     void scatter_moments();
     // ZeRO-1 shard of this rank: elements [first, first + count) of the flat buffers (the
     // whole buffer under expert parallelism, whose shards are not one range).
-    int64_t shard_first() const { return shard_lo_; }
-    int64_t shard_count() const { return shard_hi_ - shard_lo_; }
+    int64_t shard_first() const;
+    int64_t shard_count() const;
     // Whether the gradient all-reduce overlaps the backward (DistOptions::overlap applies).
-    bool overlaps_gradients() const { return overlap(); }
+    bool overlaps_gradients() const;
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).
     // Under ZeRO-1 the "decay" range is this rank's shard, and under expert parallelism the
     // decayed range of this rank's buffer (the non-expert weights and its experts), except
     // between gather_moments() and scatter_moments(), when it is the whole range.
-    const std::vector<QuantizedMoments>& quantized_moments() const {
-        return q_full_.empty() ? q_ : q_full_;
-    }
+    const std::vector<QuantizedMoments>& quantized_moments() const;
     // Dynamic loss scaling state (fp16; saved in checkpoints for an exact resume).
-    double loss_scale() const { return loss_scale_; }
-    int64_t clean_steps() const { return clean_steps_; }      // since the last change
-    int64_t skipped_steps() const { return skipped_steps_; }  // in the whole run
+    double loss_scale() const;
+    int64_t clean_steps() const;    // since the last change
+    int64_t skipped_steps() const;  // in the whole run
     void set_loss_scale_state(double scale, int64_t clean, int64_t skipped);
 
   private:
-    Model& model_;
-    TrainOptions opts_;
-    int64_t step_ = 0;
-    double loss_scale_ = 1;
-    int64_t clean_steps_ = 0, skipped_steps_ = 0;
-    Tensor m_, v_;
-    std::vector<QuantizedMoments> q_;
-    Tensor stats_;  // small device buffer: grad norm^2 etc.
-    // Data parallel (trainer_dist.cpp).
-    DistOptions dist_;
-    bool dp() const { return dist_.comm && dist_.comm->size() > 1; }
-    bool zero() const { return dp() && dist_.zero == 1; }
-    bool synced_ = false;                   // rank 0's parameters broadcast (first step)
-    int64_t shard_lo_ = 0, shard_hi_ = 0;   // this rank's ZeRO-1 range (everything without)
-    int64_t shard_len_ = 0;                 // ceil(n / ranks): every rank's padded shard size
-    Tensor gshard_, pshard_;                // ZeRO-1: reduced gradient / updated parameter shard
-    Tensor m_full_, v_full_;                // between gather_moments and scatter_moments
-    std::vector<QuantizedMoments> q_full_;  // 8-bit: the same for the quantized state
-    // Elements [first, first + count) of the flat buffers.
-    struct Segment {
-        int64_t first = 0, count = 0;
-    };
-    // The elements this rank updates, in order; its moments hold them back to back (the whole
-    // buffer; ZeRO-1: the shard; expert parallel: the non-expert weights and its experts).
-    std::vector<Segment> owned_;
-    // Expert parallel (trainer_dist.cpp): this rank's group and the ranks holding its experts.
-    std::unique_ptr<Communicator> ep_group_, ep_replicas_;
-    std::vector<Segment> shared_, mine_;  // non-expert ranges; this rank's expert tensors
-    Tensor ep_sq_;  // squared norm of this rank's expert gradients, summed over its group
-    bool ep() const { return dp() && dist_.expert_parallel > 1; }
-    void setup_expert_parallel();
-    // 8-bit AdamW: refuses (one line) expert blocks whose edges are not block boundaries.
-    void check_expert_blocks_aligned() const;
-    // Expert parallel (trainer_ep_state.cpp): gather_moments / scatter_moments, with the model
-    // laid out whole in between (shard_layout_: the rank's own layout meanwhile).
-    std::vector<ParamInfo> shard_layout_;
-    void ep_gather_state();
-    void ep_scatter_state();
-    // Overlap of the gradient all-reduce with the backward (trainer_dist.cpp): the host copy
-    // the non-blocking all-reduces run on, and their ids.
-    std::vector<float> hgrads_;
-    std::vector<int64_t> pending_;
-    bool overlap() const;
-    void begin_overlap();  // before the last micro-batch: every layer starts its all-reduce
-    void start_reduce(int layer);
-    // Copies the owned segments of `full` into / out of the compact `part` (m_, v_).
-    void owned_copy(const Tensor& full, const Tensor& part, bool to_full);
-    // Expert parallel with ZeRO-1 (trainer_ep_zero.cpp): every non-expert segment is sharded
-    // over all ranks, every segment of this rank's experts over the ranks holding them, each
-    // in equal pieces; owned_ is this rank's pieces in that order (the moments hold them so).
-    struct ShardedSegment {
-        Segment whole;
-        Communicator* over = nullptr;  // the ranks sharing its pieces
-        int64_t len = 0;               // every rank's piece: ceil(whole.count / ranks)
-        Segment piece;                 // this rank's (count < len at the end, possibly 0)
-        int64_t at = 0;                // the piece's first element in the moments
-    };
-    std::vector<ShardedSegment> sharded_;
-    Tensor staged_;  // one piece
-    void setup_ep_zero();
-    void ep_zero_reduce();  // gradients into this rank's pieces of the flat buffer; the norm
-    // Every rank's pieces of `flat` (or, with `compact`, of the moments m_ / v_) into `flat`.
-    void ep_zero_gather(const Tensor& flat, const Tensor& compact);
-    void setup_dist();
-    void alloc_quantized(QuantizedMoments& q, int64_t elems);  // zero codes and scales
-    // ZeRO-1 with 8-bit AdamW: the update of this rank's decayed shard and of the replicated
-    // gains and biases.
-    void update_zero8(AdamWArgs a, float clip, float inv_scale);
-    void sync_parameters();    // first step: every rank starts from rank 0's parameters
-    void reduce_gradients();   // after the micro-batches: gradients and loss terms summed
-    void gather_parameters();  // ZeRO-1: every rank's updated shard to every rank
+    // The optimizer state and the gradient-sync strategy (models/train/trainer_impl.h).
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace moetrain

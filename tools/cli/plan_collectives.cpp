@@ -1,5 +1,5 @@
 // plan_collectives: see plan_collectives.h. The step's collectives, as the Trainer and the
-// model run them (models/train/trainer_dist.cpp, models/layers/moe.cpp):
+// model run them (models/train/sync/, models/layers/moe.cpp):
 //  - every micro-batch: the target count (1 x i32) and, per MoE layer, the expert counts
 //    (E x i32) all-reduced; with a capacity also the admission offsets' shares (R x k x E i32)
 //    reduce-scattered and the admitted counts (E x i32) all-reduced;

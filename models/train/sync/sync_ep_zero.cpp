@@ -1,32 +1,22 @@
-// Expert parallelism with ZeRO-1 (AdamW; docs/DISTRIBUTED.md), as Megatron-Core's distributed
-// optimizer shards it under expert parallelism: the AdamW moments of the non-expert weights
-// (shared_) over all ranks, those of this rank's experts (mine_, the same on the N / P ranks
-// that hold them: ep_replicas_) over those ranks. Neither part is one range of the flat buffer,
-// so each of their segments is sharded on its own, in equal pieces of ceil(count / ranks)
-// elements (the last short): the collectives work on the flat buffers' segments in place, and
-// only one piece is staged (no copy of a whole part):
-//  - gradients: each segment reduce-scattered over its ranks into the staged piece, which goes
-//    back into the flat gradient buffer at this rank's piece, where the trainer's update reads
-//    it (split at n_decay like every owned segment) and updates the parameters in place;
-//  - parameters: this rank's piece staged and all-gathered over the segment's ranks into the
-//    flat buffer. The other ranks' experts stay stale here, as without ZeRO;
-//  - checkpoints: the moments are all-gathered the same way (gather_moments), and a loaded
-//    whole moment buffer is cut back to the pieces with owned_copy.
+// Expert parallelism with ZeRO-1 (sync_ep_zero.h).
+#include "train/sync/sync_ep_zero.h"
+
 #include <algorithm>
 #include <array>
 #include <utility>
 
 #include "model/train_passes.h"
-#include "moetrain/train.h"
 
 namespace moetrain {
 
-void Trainer::setup_ep_zero() {
-    sharded_.clear();
+ExpertParallelZeroSync::ExpertParallelZeroSync(Model& model, const TrainOptions& opts,
+                                               const DistOptions& dist)
+    : ExpertParallelSync(model, opts, dist) {
+    check_zero_optimizer(opts);
     owned_.clear();
     int64_t widest = 1, at = 0;
     const std::array<std::pair<const std::vector<Segment>*, Communicator*>, 2> parts = {
-        {{&shared_, dist_.comm}, {&mine_, ep_replicas_.get()}}};
+        {{&shared_, dist_.comm}, {&mine_, replicas_.get()}}};
     for (const auto& [segs, over] : parts)
         for (const Segment& seg : *segs) {
             ShardedSegment s{seg, over, 0, {}, at};
@@ -42,9 +32,11 @@ void Trainer::setup_ep_zero() {
     staged_ = model_.device().alloc(DType::f32, {widest});
 }
 
-void Trainer::ep_zero_reduce() {
-    const Tensor grads = TrainPasses(model_).grads();
+void ExpertParallelZeroSync::reduce_gradients() {
+    TrainPasses im(model_);
+    const Tensor grads = im.grads();
     Device& dev = model_.device();
+    dist_.comm->all_reduce(dev, im.stats().view(0, {3}), ReduceOp::sum);  // ce, aux, z
     // The squared norm: every rank's pieces, summed over all ranks. Each element is counted
     // once: the non-expert pieces partition the non-expert weights over all ranks; the expert
     // pieces partition a rank's experts over the ranks holding them (one of each group), and
@@ -61,7 +53,9 @@ void Trainer::ep_zero_reduce() {
     dist_.comm->all_reduce(dev, stats_, ReduceOp::sum);
 }
 
-void Trainer::ep_zero_gather(const Tensor& flat, const Tensor& compact) {
+void ExpertParallelZeroSync::gather_parameters() { gather(TrainPasses(model_).params(), {}); }
+
+void ExpertParallelZeroSync::gather(const Tensor& flat, const Tensor& compact) {
     Device& dev = model_.device();
     for (const ShardedSegment& s : sharded_) {
         const int64_t cnt = s.piece.count;
@@ -71,6 +65,25 @@ void Trainer::ep_zero_gather(const Tensor& flat, const Tensor& compact) {
         // The last pieces' padding lies past the segment's end, which the all-gather leaves out.
         s.over->all_gather(dev, staged_.view(0, {s.len}),
                            flat.view(s.whole.first, {s.whole.count}));
+    }
+}
+
+Tensor ExpertParallelZeroSync::gather_pieces(const Tensor& compact, int64_t n_local) {
+    const Tensor local = layout_buffer(compact, n_local);
+    gather(local, compact);
+    return local;
+}
+
+Tensor ExpertParallelZeroSync::layout_buffer(const Tensor& /*compact*/, int64_t n_local) {
+    return model_.device().alloc(DType::f32, {n_local});
+}
+
+void ExpertParallelZeroSync::keep_pieces(const Tensor& local, const Tensor& compact) {
+    Device& dev = model_.device();
+    int64_t at = 0;
+    for (const Segment& seg : owned_) {
+        dev.copy(compact.view(at, {seg.count}), local.view(seg.first, {seg.count}));
+        at += seg.count;
     }
 }
 
