@@ -14,6 +14,7 @@
 
 #include "cmd_tokenizer_bench.h"
 #include "commands.h"
+#include "io/file.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "tokenizer_choice.h"
@@ -22,7 +23,7 @@ namespace moetrain::cli {
 namespace {
 
 std::string read_input(const std::string& path) {
-    return read_input_file(path, "input file");
+    return io::read_file(path, io::kCommandInputFile);
 }
 
 void add_info(CLI::App* parent) {
