@@ -34,20 +34,22 @@ TEST_CASE("io: the reader refuses FIFOs without blocking, devices, directories")
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     std::string msg;
     // No writer ever opens the FIFO: a blocking open would hang here forever.
-    const double s = seconds_of([&] { msg = error_of([&] { io::read_file(fifo, io::kConfigFile); }); });
+    const double s =
+        seconds_of([&] { msg = error_of([&] { io::read_file(fifo, io::kConfigFile); }); });
     CHECK(msg == "config file " + fifo + ": not a regular file");
     CHECK(s < 5.0);
     CHECK(error_of([&] { io::read_file("/dev/zero", io::kTokenizerFile); }) ==
           "tokenizer file /dev/zero: not a regular file");
-    CHECK(error_of([&] { io::read_file(tmp.path.string(), io::kStateFile); }) ==
+    CHECK(error_of([&] { io::read_file(tmp.path.string(), io::kCheckpointStateFile); }) ==
           "checkpoint file " + tmp.path.string() + ": not a regular file");
     // A symlink to a device is the device (fstat of the opened descriptor, not of the name).
     const std::string link = tmp.file("z.json");
     std::filesystem::create_symlink("/dev/zero", link);
     CHECK(error_of([&] { io::read_file(link, io::kTokenizerFile); }) ==
           "tokenizer file " + link + ": not a regular file");
-    CHECK(error_of([&] { io::read_file(tmp.file("none"), io::kIndexFile); })
-              .rfind("index file " + tmp.file("none") + ": cannot open: ", 0) == 0);
+    CHECK(error_of([&] {
+              io::read_file(tmp.file("none"), io::kIndexFile);
+          }).rfind("index file " + tmp.file("none") + ": cannot open: ", 0) == 0);
 }
 
 TEST_CASE("io: the reader caps each kind and names the limit") {
@@ -63,7 +65,8 @@ TEST_CASE("io: the reader caps each kind and names the limit") {
     spit(big, "{}");
     std::filesystem::resize_file(big, io::kMaxJsonFileBytes + 1);
     CHECK(error_of([&] { io::read_file(big, io::kConfigFile); }) ==
-          "config file " + big + ": 67108865 bytes, more than the limit of 64 MiB for a config file");
+          "config file " + big +
+              ": 67108865 bytes, more than the limit of 64 MiB for a config file");
 }
 
 TEST_CASE("io: a file that shrinks under the reader says so") {

@@ -70,7 +70,7 @@ std::string add_state_checksums(const std::string& state_text,
 IntegrityReport verify_checkpoint_integrity(const std::string& dir) {
     IntegrityReport r;
     const std::string state_path = dir + "/" + kStateFile;
-    const std::string text = read_file(state_path, kStateFile);
+    const std::string text = read_file(state_path, kCheckpointStateFile);
     r.bytes += text.size();
     const json state = parse_json_strict(text, state_path);
     if (!state.is_object() || !state.contains(kChecksums)) return r;  // an older checkpoint

@@ -25,7 +25,7 @@ inline constexpr uint64_t kMaxWholeTextBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kStreamedFile = UINT64_MAX;
 
 inline constexpr FileKind kConfigFile{"config file", kMaxJsonFileBytes};
-inline constexpr FileKind kStateFile{"checkpoint file", kMaxJsonFileBytes};
+inline constexpr FileKind kCheckpointStateFile{"checkpoint file", kMaxJsonFileBytes};
 inline constexpr FileKind kIndexFile{"index file", kMaxJsonFileBytes};
 inline constexpr FileKind kTokenizerFile{"tokenizer file", kMaxTokenizerFileBytes};
 inline constexpr FileKind kCheckpointTokenizerFile{"checkpoint file", kMaxTokenizerFileBytes};
