@@ -78,7 +78,8 @@ TEST_CASE("io: a file that shrinks under the reader says so") {
     std::filesystem::resize_file(path, 500);
     CHECK(error_of([&] { f.read_range(400, 600); }) ==
           "--data file " + path +
-              ": changed while being read: it ends at byte 500, it had 1000 bytes when opened");
+              ": changed while being read: it now has 500 bytes, it had 1000 when opened (byte 500 "
+              "is gone)");
 }
 
 TEST_CASE("io: a shard truncated under its token stream ends in one line, not SIGBUS") {
@@ -97,6 +98,6 @@ TEST_CASE("io: a shard truncated under its token stream ends in one line, not SI
     CHECK(out[999] == 199999 % 50);
     std::filesystem::resize_file(path, 4096);
     const std::string msg = error_of([&] { s->read(100000, 1000, out.data()); });
-    CHECK(msg.rfind("shard " + path + ": changed while being read: it ends at byte 4096", 0) == 0);
+    CHECK(msg.rfind("shard " + path + ": changed while being read: it now has 4096 bytes", 0) == 0);
     CHECK(msg.find('\n') == std::string::npos);
 }

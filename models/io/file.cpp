@@ -73,9 +73,14 @@ void InputFile::read_at(uint64_t offset, void* dst, size_t n) const {
         ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(offset + got));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) fail_read("read error: " + errno_text());
-        if (r == 0)
-            fail_read("changed while being read: it ends at byte " + std::to_string(offset + got) +
-                      ", it had " + std::to_string(size_) + " bytes when opened");
+        if (r == 0) {
+            struct stat st {};
+            const std::string now =
+                ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) + " bytes" : "fewer bytes";
+            fail_read("changed while being read: it now has " + now + ", it had " +
+                      std::to_string(size_) + " when opened (byte " +
+                      std::to_string(offset + got) + " is gone)");
+        }
         got += static_cast<size_t>(r);
     }
 }
