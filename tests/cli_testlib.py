@@ -41,11 +41,11 @@ def run(*argv, ok=True, env=None, timeout=600):
     return p
 
 
-def expect_error(argv, *words, env=None):
+def expect_error(argv, *words, env=None, timeout=600):
     """moetrain ARGV fails with exactly one stderr line "moetrain: error: ..." holding each of
-    `words` (strings, or lists of strings), case-insensitively. Returns the CompletedProcess
-    with that line as `.error`."""
-    p = run(*argv, ok=False, env=env)
+    `words` (strings, or lists of strings), case-insensitively, within `timeout` seconds.
+    Returns the CompletedProcess with that line as `.error`."""
+    p = run(*argv, ok=False, env=env, timeout=timeout)
     err = p.stderr.strip().splitlines()
     assert p.returncode != 0, f"expected failure for {argv}, got exit 0:\n{p.stdout[-2000:]}"
     assert 0 < p.returncode < 128, f"{argv}: crashed with exit {p.returncode}: {p.stderr}"

@@ -31,7 +31,8 @@ ShardHeader parse_shard_header(std::string_view bytes, uint64_t file_size, const
 std::string shard_header_bytes(int token_bytes, int64_t tokens);
 // Token width for a vocabulary: 2 when every id fits in uint16, else 4.
 int shard_token_bytes(int64_t vocab_size);
-// True when the file starts with a shard magic.
+// True when the file starts with a shard magic; a file that cannot be opened or is not a
+// regular file (a FIFO, a device) throws one line naming it.
 bool is_shard_file(const std::string& path);
 
 // Writes one shard atomically: append() gathers the tokens in memory; finish() writes header
@@ -54,9 +55,10 @@ class ShardWriter {
     std::vector<char> buf_;
 };
 
-// Memory-map shard files as one token stream (files in the given order; windows run across
-// file boundaries). Ids >= vocab_limit are reported with the file and offset when read.
-// [begin, end) selects a sub-range of the concatenation (end < 0: to the end).
+// Shard files as one token stream (files in the given order; windows run across file
+// boundaries), read with pread: a shard truncated while it is read throws one line naming it. Ids
+// >= vocab_limit are reported with the file and offset when read. [begin, end) selects a sub-range
+// of the concatenation (end < 0: to the end).
 TokenStream open_shards(const std::vector<std::string>& files, int64_t vocab_limit,
                         int64_t begin = 0, int64_t end = -1);
 

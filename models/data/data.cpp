@@ -49,7 +49,7 @@ std::string decode_tokens(const std::vector<int32_t>& ids, const std::string& sp
 }
 
 std::vector<int32_t> load_tokens(const std::string& path, const Tokenizer& tokenizer) {
-    std::string text = io::read_file(path, "data file");
+    std::string text = io::read_file(path, io::kTextDataFile);
     MT_CHECK(!text.empty(), "data file ", path, " is empty");
     return tokenizer.encode(text);
 }

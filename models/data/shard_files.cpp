@@ -22,9 +22,16 @@ std::vector<std::string> expand_file_spec(const std::string& spec, const std::st
     std::vector<std::string> files;
     std::error_code ec;
     if (fs::is_directory(spec, ec)) {
-        for (const auto& e : fs::directory_iterator(spec, ec))
-            if (e.is_regular_file() && (extension.empty() || e.path().extension() == extension))
-                files.push_back(e.path().string());
+        for (const auto& e : fs::directory_iterator(spec, ec)) {
+            if (!extension.empty() && e.path().extension() != extension) continue;
+            // Sub-directories are not data; a FIFO, device or socket would be a silent hole
+            // in the corpus (or, read, a hang): refused by name.
+            const fs::file_type type = e.status(ec).type();
+            MT_CHECK(type == fs::file_type::regular || type == fs::file_type::directory ||
+                         type == fs::file_type::not_found,
+                     "--data ", spec, ": ", e.path().string(), " is not a regular file");
+            if (type == fs::file_type::regular) files.push_back(e.path().string());
+        }
         MT_CHECK(!files.empty(), "--data ", spec, ": the directory holds no ",
                  extension.empty() ? "files" : "*" + extension + " files");
     } else if (has_glob_chars(spec) && !fs::exists(spec, ec)) {

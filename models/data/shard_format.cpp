@@ -1,8 +1,8 @@
 // The llm.c shard header: parsing (the fuzzable entry point) and writing.
 #include <cstring>
-#include <fstream>
 #include <string_view>
 
+#include "io/file.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 
@@ -73,9 +73,10 @@ int shard_token_bytes(int64_t vocab_size) {
 }
 
 bool is_shard_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+    const io::InputFile in(path, io::kDataFile);
+    if (in.size() < 4) return false;
     char b[4];
-    if (!in.read(b, 4)) return false;
+    in.read_at(0, b, sizeof b);
     int32_t magic = le32(std::string_view(b, sizeof b), 0);
     return magic == kMagic16 || magic == kMagic32;
 }

@@ -45,7 +45,7 @@ bool is_our_tmp_dir(const fs::path& dir) {
     if (!fs::is_directory(fs::symlink_status(dir, ec))) return false;
     const fs::path marker = dir / kMarkerName;
     if (!fs::is_regular_file(fs::symlink_status(marker, ec))) return false;
-    int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[128];
     ssize_t n = ::read(fd, buf, sizeof buf);

@@ -161,9 +161,8 @@ CheckpointInfo read_checkpoint_info(const std::string& dir) {
         MT_CHECK(is_file(join_path(dir, name)), "checkpoint ", dir, ": missing ", name);
     info.config = stored_config(SafetensorsFile(join_path(dir, kModelFile)));
     const std::string state_path = join_path(dir, kStateFile);
-    info.state =
-        io::parse_state(io::read_file(state_path, "checkpoint file", io::kMaxJsonFileBytes),
-                        state_path, &info.optimizer);
+    info.state = io::parse_state(io::read_file(state_path, io::kCheckpointStateFile), state_path,
+                                 &info.optimizer);
     const bool moments =
         info.optimizer == OptimizerState::adamw || info.optimizer == OptimizerState::adamw8bit;
     MT_CHECK(!moments || is_file(join_path(dir, kOptimizerFile)), "checkpoint ", dir, ": missing ",

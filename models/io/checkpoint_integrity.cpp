@@ -1,11 +1,6 @@
 // Whole-file and per-tensor CRC32C checks of a checkpoint directory.
 #include "io/checkpoint_integrity.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include "io/checkpoint_meta.h"
@@ -29,23 +24,13 @@ uint32_t canonical_state_crc(json state) {
 
 // CRC32C of a whole file, read in 1 MiB pieces.
 uint32_t file_crc(const std::string& path, uint64_t* bytes) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    MT_CHECK(fd >= 0, "checkpoint file ", path, ": cannot open: ", std::strerror(errno));
+    InputFile in(path, kCheckpointDataFile);
     std::vector<char> buf(1 << 20);
     uint32_t crc = 0;
-    for (;;) {
-        ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const std::string reason = std::strerror(errno);
-            ::close(fd);
-            fail("checkpoint file ", path, ": read error: ", reason);
-        }
-        if (n == 0) break;
-        crc = crc32c(buf.data(), static_cast<size_t>(n), crc);
-        *bytes += static_cast<uint64_t>(n);
+    while (size_t n = in.read_next(buf.data(), buf.size())) {
+        crc = crc32c(buf.data(), n, crc);
+        *bytes += n;
     }
-    ::close(fd);
     return crc;
 }
 
@@ -85,7 +70,7 @@ std::string add_state_checksums(const std::string& state_text,
 IntegrityReport verify_checkpoint_integrity(const std::string& dir) {
     IntegrityReport r;
     const std::string state_path = dir + "/" + kStateFile;
-    const std::string text = read_file(state_path, "checkpoint file", kMaxJsonFileBytes);
+    const std::string text = read_file(state_path, kCheckpointStateFile);
     r.bytes += text.size();
     const json state = parse_json_strict(text, state_path);
     if (!state.is_object() || !state.contains(kChecksums)) return r;  // an older checkpoint

@@ -12,7 +12,7 @@ std::shared_ptr<const Tokenizer> load_checkpoint_tokenizer(const CheckpointInfo&
     const std::string name = tokenizer_copy_name(s.tokenizer);
     if (name.empty()) return make_bytes_tokenizer();
     const std::string path = info.dir + "/" + name;
-    std::string bytes = io::read_file(path, "checkpoint file");
+    std::string bytes = io::read_file(path, io::kCheckpointTokenizerFile);
     MT_CHECK(io::sha256_hex(bytes) == s.tokenizer_sha256, "checkpoint file ", path,
              ": SHA-256 differs from state.json's data.tokenizer_sha256 (corrupt copy)");
     return load_tokenizer_bytes(path, bytes, TokenizerOptions{s.tokenizer_pattern});

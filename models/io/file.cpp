@@ -1,10 +1,12 @@
-// POSIX implementations of io_file.h: EINTR-safe write loops, fsync of files and directories.
+// POSIX implementations of io/file.h: the bounded input reader, EINTR-safe write loops, fsync of
+// files and directories.
 #include "io/file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -18,41 +20,101 @@ std::string errno_text() {
     return std::strerror(errno);
 }
 
+// "64 MiB", "1 GiB" for a limit that is a whole number of them, else the bytes.
+std::string limit_text(uint64_t bytes) {
+    if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+    if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+    return std::to_string(bytes) + " bytes";
+}
+
 }  // namespace
 
-std::string read_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    MT_CHECK(fd >= 0, what, " ", path, ": cannot open: ", errno_text());
-    std::string out;
-    struct stat st;
-    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    if (!regular) {
-        ::close(fd);
-        fail(what, " ", path, ": not a regular file");
+InputFile::InputFile(std::string path, const FileKind& kind) : path_(std::move(path)), kind_(kind) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) fail_read("cannot open: " + errno_text());
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd_);
+        fd_ = -1;
+        fail_read("not a regular file");
     }
-    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-        ::close(fd);
-        fail(what, " ", path, ": ", st.st_size, " bytes, more than the limit of ", max_bytes);
+    // Regular files ignore O_NONBLOCK; clear it all the same so reads are plain reads.
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    size_ = static_cast<uint64_t>(st.st_size);
+    if (size_ > kind_.max_bytes) {
+        ::close(fd_);
+        fd_ = -1;
+        fail_read(std::to_string(size_) + " bytes, more than the limit of " +
+                  limit_text(kind_.max_bytes) + " for a " + kind_.what);
     }
-    out.reserve(static_cast<size_t>(st.st_size));
-    char chunk[1 << 16];
-    for (;;) {
-        ssize_t n = ::read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            std::string reason = errno_text();
-            ::close(fd);
-            fail(what, " ", path, ": read error: ", reason);
+}
+
+InputFile::~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      kind_(other.kind_),
+      fd_(other.fd_),
+      size_(other.size_),
+      consumed_(other.consumed_) {
+    other.fd_ = -1;
+}
+
+void InputFile::fail_read(const std::string& problem) const {
+    fail(kind_.what, " ", path_, ": ", problem);
+}
+
+void InputFile::read_at(uint64_t offset, void* dst, size_t n) const {
+    char* out = static_cast<char*>(dst);
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) fail_read("read error: " + errno_text());
+        if (r == 0) {
+            struct stat st {};
+            const std::string now =
+                ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) + " bytes" : "fewer bytes";
+            fail_read("changed while being read: it now has " + now + ", it had " +
+                      std::to_string(size_) + " when opened (byte " +
+                      std::to_string(offset + got) + " is gone)");
         }
-        if (n == 0) break;
-        if (out.size() + static_cast<size_t>(n) > max_bytes) {  // grew while being read
-            ::close(fd);
-            fail(what, " ", path, ": more than the limit of ", max_bytes, " bytes");
-        }
-        out.append(chunk, static_cast<size_t>(n));
+        got += static_cast<size_t>(r);
     }
-    ::close(fd);
+}
+
+std::string InputFile::read_range(uint64_t begin, uint64_t end) const {
+    end = std::min(end, size_);
+    std::string out(begin < end ? static_cast<size_t>(end - begin) : 0, '\0');
+    read_at(begin, out.data(), out.size());
     return out;
+}
+
+size_t InputFile::read_next(void* dst, size_t n) {
+    for (;;) {
+        ssize_t r = ::read(fd_, dst, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) fail_read("read error: " + errno_text());
+        consumed_ += static_cast<uint64_t>(r);
+        if (consumed_ > kind_.max_bytes)  // grew while being read
+            fail_read("grew while being read to more than the limit of " +
+                      limit_text(kind_.max_bytes) + " for a " + kind_.what);
+        return static_cast<size_t>(r);
+    }
+}
+
+std::string InputFile::read_rest() {
+    std::string out;
+    out.reserve(static_cast<size_t>(size_ - std::min(size_, consumed_)));
+    char chunk[1 << 16];
+    while (size_t n = read_next(chunk, sizeof chunk)) out.append(chunk, n);
+    return out;
+}
+
+std::string read_file(const std::string& path, const FileKind& kind) {
+    return InputFile(path, kind).read_rest();
 }
 
 SyncedFile::SyncedFile(std::string path, Create mode) : path_(std::move(path)) {

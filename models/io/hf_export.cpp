@@ -121,7 +121,8 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_arg
         MT_CHECK(tok->vocab_size() <= c.vocab_size, "export: the checkpoint's tokenizer has ",
                  tok->vocab_size(), " tokens, more than the model's vocab_size ", c.vocab_size);
         const std::string path = (fs::path(checkpoint_dir) / "tokenizer.json").string();
-        io::write_file_synced(out.file("tokenizer.json"), io::read_file(path, "checkpoint file"));
+        io::write_file_synced(out.file("tokenizer.json"),
+                              io::read_file(path, io::kCheckpointTokenizerFile));
         io::ordered_json tc;
         tc["tokenizer_class"] = "PreTrainedTokenizerFast";
         tc["model_max_length"] = c.max_seq_len;

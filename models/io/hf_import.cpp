@@ -60,6 +60,40 @@ void scatter(const io::HfTensor& t, const std::vector<float>& hf,
     }
 }
 
+// Every tensor that config.json implies is in the files with its shape and a dtype that widens
+// to fp32, and every tensor of the files is one of them: checked from the safetensors headers
+// alone, before the model is allocated. A config.json that claims a larger model than the files
+// hold fails naming the first mismatch, with the memory of a few headers.
+void check_tensors(const std::string& hf_dir, const io::HfImportedConfig& hc,
+                   const io::HfWeights& weights) {
+    const ModelConfig& c = hc.config;
+    std::set<std::string> used;
+    io::for_each_hf_tensor(hc.family, c, [&](const io::HfTensor& t) {
+        const std::string name = file_name_of(hc.family, t.name, weights);
+        const SafetensorsEntry* e = weights.find(name);
+        MT_CHECK(e, "import: ", hf_dir, " has no tensor \"", t.name, "\" (",
+                 io::hf_architecture(hc.family), " with this config.json needs it)");
+        MT_CHECK(e->shape == t.shape, weights.where(name), ": tensor \"", name, "\" has shape ",
+                 e->shape_str(), ", config.json implies ", shape_str(t.shape));
+        weights.check_dtype(name);
+        used.insert(name);
+    });
+    for (const std::string& name : weights.names()) {
+        if (used.count(name) || io::hf_ignored_tensor(name)) continue;
+        if (name == "lm_head.weight" && c.tie_embeddings) {
+            const std::vector<int64_t> want{c.vocab_size, c.d_model};
+            const SafetensorsEntry* e = weights.find(name);
+            MT_CHECK(e->shape == want, weights.where(name), ": tensor \"", name, "\" has shape ",
+                     e->shape_str(), ", config.json implies ", shape_str(want),
+                     " (the tied embedding's)");
+            weights.check_dtype(name);
+            continue;
+        }
+        fail("import: ", weights.where(name), ": unexpected tensor \"", name, "\" (",
+             io::hf_architecture(hc.family), " as moetrain maps it has no such tensor)");
+    }
+}
+
 }  // namespace
 
 HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
@@ -74,9 +108,10 @@ HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
              " already exists and is not an empty directory; choose a new directory");
     const std::string config_path = (fs::path(hf_dir) / "config.json").string();
     const io::HfImportedConfig hc =
-        io::hf_config_from_json(io::read_file(config_path, "config file"), config_path);
+        io::hf_config_from_json(io::read_file(config_path, io::kConfigFile), config_path);
     const ModelConfig& c = hc.config;
     const io::HfWeights weights(hf_dir);
+    check_tensors(hf_dir, hc, weights);
 
     const std::vector<ParamInfo> params = build_param_layout(c);
     std::map<std::string, const ParamInfo*> by_name;
@@ -86,42 +121,29 @@ HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
         n_flat = std::max(n_flat, p.offset + p.numel());
     }
     std::vector<float> flat(static_cast<size_t>(n_flat), 0.0f);
-    std::set<std::string> used;
-    for (const io::HfTensor& t : io::hf_tensor_map(hc.family, c)) {
+    io::for_each_hf_tensor(hc.family, c, [&](const io::HfTensor& t) {
         const std::string name = file_name_of(hc.family, t.name, weights);
-        const SafetensorsEntry* e = weights.find(name);
-        MT_CHECK(e, "import: ", hf_dir, " has no tensor \"", t.name, "\" (",
-                 io::hf_architecture(hc.family), " with this config.json needs it)");
-        MT_CHECK(e->shape == t.shape, weights.where(name), ": tensor \"", name, "\" has shape ",
-                 e->shape_str(), ", config.json implies ", shape_str(t.shape));
         const std::vector<float> v = weights.read_f32(name);
         for (size_t i = 0; i < v.size(); ++i)
             MT_CHECK(std::isfinite(v[i]), weights.where(name), ": tensor \"", name,
                      "\" holds a non-finite value at element ", i);
-        used.insert(name);
         if (t.parts.empty()) {
             for (size_t i = 0; i < v.size(); ++i)
                 MT_CHECK(v[i] == 0.0f, "import: tensor \"", name, "\" is not zero (element ", i,
                          " = ", v[i], "): MODEL.md cannot represent ", t.zero_reason);
-            continue;
+            return;
         }
         scatter(t, v, by_name, flat);
-    }
-    for (const std::string& name : weights.names()) {
-        if (used.count(name) || io::hf_ignored_tensor(name)) continue;
-        if (name == "lm_head.weight" && c.tie_embeddings) {
-            // Some files store the tied head; accept it only when it is the embedding.
-            const std::vector<float> head = weights.read_f32(name);
-            const ParamInfo& emb = *by_name.at("tok_emb.weight");
-            MT_CHECK(head.size() == static_cast<size_t>(emb.numel()) &&
-                         std::memcmp(head.data(), flat.data() + emb.offset,
-                                     head.size() * sizeof(float)) == 0,
-                     "import: lm_head.weight differs from the embedding although config.json "
-                     "ties them (tie_word_embeddings)");
-            continue;
-        }
-        fail("import: ", weights.where(name), ": unexpected tensor \"", name, "\" (",
-             io::hf_architecture(hc.family), " as moetrain maps it has no such tensor)");
+    });
+    if (c.tie_embeddings && weights.find("lm_head.weight")) {
+        // Some files store the tied head; accept it only when it is the embedding.
+        const std::vector<float> head = weights.read_f32("lm_head.weight");
+        const ParamInfo& emb = *by_name.at("tok_emb.weight");
+        MT_CHECK(head.size() == static_cast<size_t>(emb.numel()) &&
+                     std::memcmp(head.data(), flat.data() + emb.offset,
+                                 head.size() * sizeof(float)) == 0,
+                 "import: lm_head.weight differs from the embedding although config.json "
+                 "ties them (tie_word_embeddings)");
     }
 
     io::CheckpointBuffers b;
@@ -134,7 +156,7 @@ HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
     const std::string tok_path = (fs::path(hf_dir) / "tokenizer.json").string();
     const bool has_tokenizer = fs::exists(tok_path, ec);
     if (has_tokenizer && options.tokenizer) {
-        std::string bytes = io::read_file(tok_path, "tokenizer file");
+        std::string bytes = io::read_file(tok_path, io::kTokenizerFile);
         std::shared_ptr<const Tokenizer> tok;
         try {
             tok = load_tokenizer_bytes(tok_path, bytes);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ struct HfTensor {
 };
 
 std::vector<HfTensor> hf_tensor_map(HfFamily f, const ModelConfig& c);
+// The same tensors one at a time, in the same order, without holding them all: a config.json
+// can claim millions of expert tensors, and import checks each against the files as it comes.
+void for_each_hf_tensor(HfFamily f, const ModelConfig& c,
+                        const std::function<void(HfTensor)>& visit);
 
 // Tensors that transformers may store but that hold no parameters (GPT-2's causal-mask
 // buffers, rotary inv_freq); the importer skips them.

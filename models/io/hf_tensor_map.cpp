@@ -1,6 +1,7 @@
 // Tensor-by-tensor layout of each transformers family against MODEL.md section 6 names.
 // GPT-2 fuses q, k, v into one Conv1D (c_attn, [in, out] = [D, 3D]); Mixtral and Qwen2-MoE
 // store each expert as separate linears; MODEL.md stacks experts as [E, F, D] / [E, D, F].
+#include <functional>
 #include <string>
 
 #include "io/hf_mapping.h"
@@ -18,23 +19,24 @@ namespace {
 
 struct Builder {
     const ModelConfig& c;
-    std::vector<HfTensor> out;
+    const std::function<void(HfTensor)>& out;
 
     // A transformers tensor that is exactly one whole moetrain tensor.
-    void whole(const std::string& hf, const std::string& mt, std::vector<int64_t> shape) {
-        HfTensor t{hf, std::move(shape), {}, false, 1.0f, ""};
+    void whole(const std::string& hf, const std::string& mt, std::vector<int64_t> shape,
+               float scale = 1.0f) {
+        HfTensor t{hf, std::move(shape), {}, false, scale, ""};
         t.parts.push_back(HfPart{mt, 0, t.numel()});
-        out.push_back(std::move(t));
+        out(std::move(t));
     }
     // Expert e of a stacked [E, rows, cols] moetrain tensor as a [rows, cols] linear.
     void expert(const std::string& hf, const std::string& mt, int e, int64_t rows, int64_t cols,
                 float scale = 1.0f) {
         HfTensor t{hf, {rows, cols}, {}, false, scale, ""};
         t.parts.push_back(HfPart{mt, e * rows * cols, rows * cols});
-        out.push_back(std::move(t));
+        out(std::move(t));
     }
     void zeros(const std::string& hf, std::vector<int64_t> shape, const std::string& why) {
-        out.push_back(HfTensor{hf, std::move(shape), {}, false, 1.0f, why});
+        out(HfTensor{hf, std::move(shape), {}, false, 1.0f, why});
     }
 
     void gpt2() {
@@ -55,13 +57,13 @@ struct Builder {
                 qkv.parts.push_back(HfPart{m + "attn." + w + ".weight", 0, D * D});
                 qkv_b.parts.push_back(HfPart{m + "attn." + w + ".bias", 0, D});
             }
-            out.push_back(std::move(qkv));
-            out.push_back(std::move(qkv_b));
+            out(std::move(qkv));
+            out(std::move(qkv_b));
             auto conv1d = [&](const std::string& hf, const std::string& mt, int64_t in,
                               int64_t outd) {
                 HfTensor t{hf + ".weight", {in, outd}, {}, true, 1.0f, ""};
                 t.parts.push_back(HfPart{mt + ".weight", 0, in * outd});
-                out.push_back(std::move(t));
+                out(std::move(t));
                 whole(hf + ".bias", mt + ".bias", {outd});
             };
             conv1d(h + "attn.c_proj", m + "attn.wo", D, D);
@@ -77,8 +79,7 @@ struct Builder {
         const int64_t D = c.d_model;
         whole(hf + "gate_proj.weight", mt + "w_gate.weight", {F, D});
         whole(hf + "up_proj.weight", mt + "w_up.weight", {F, D});
-        whole(hf + "down_proj.weight", mt + "w_down.weight", {D, F});
-        out.back().scale = down_scale;
+        whole(hf + "down_proj.weight", mt + "w_down.weight", {D, F}, down_scale);
     }
 
     void llama_family(HfFamily f) {
@@ -134,13 +135,19 @@ struct Builder {
 
 }  // namespace
 
-std::vector<HfTensor> hf_tensor_map(HfFamily f, const ModelConfig& c) {
-    Builder b{c, {}};
+void for_each_hf_tensor(HfFamily f, const ModelConfig& c,
+                        const std::function<void(HfTensor)>& visit) {
+    Builder b{c, visit};
     if (f == HfFamily::gpt2)
         b.gpt2();
     else
         b.llama_family(f);
-    return std::move(b.out);
+}
+
+std::vector<HfTensor> hf_tensor_map(HfFamily f, const ModelConfig& c) {
+    std::vector<HfTensor> out;
+    for_each_hf_tensor(f, c, [&](HfTensor t) { out.push_back(std::move(t)); });
+    return out;
 }
 
 bool hf_ignored_tensor(const std::string& name) {

@@ -20,8 +20,10 @@ HfWeights::HfWeights(const std::string& dir) {
     const std::string single = (fs::path(dir) / "model.safetensors").string();
     std::error_code ec;
     std::map<std::string, std::string> weight_map;
-    if (fs::is_regular_file(index_path, ec)) {
-        const json j = parse_json_strict(read_file(index_path, "index file"), index_path);
+    // exists(), not is_regular_file(): an index that is a FIFO or a device is refused by the
+    // reader, never skipped.
+    if (fs::exists(index_path, ec)) {
+        const json j = parse_json_strict(read_file(index_path, kIndexFile), index_path);
         MT_CHECK(j.is_object() && j.contains("weight_map") && j.at("weight_map").is_object(),
                  index_path, ": no \"weight_map\" object");
         std::set<std::string> shards;
@@ -35,7 +37,7 @@ HfWeights::HfWeights(const std::string& dir) {
         }
         files_.assign(shards.begin(), shards.end());
     } else {
-        MT_CHECK(fs::is_regular_file(single, ec), "import: ", dir,
+        MT_CHECK(fs::exists(single, ec), "import: ", dir,
                  " has neither model.safetensors nor model.safetensors.index.json (only "
                  "safetensors weights are read)");
         files_.push_back("model.safetensors");
@@ -75,18 +77,24 @@ std::vector<std::string> HfWeights::names() const {
     return out;
 }
 
-std::vector<float> HfWeights::read_f32(const std::string& name) const {
+void HfWeights::check_dtype(const std::string& name) const {
     auto it = index_.find(name);
     MT_CHECK(it != index_.end(), "import: tensor \"", name, "\" not found");
     const auto [file, e] = it->second;
+    MT_CHECK(e->dtype == DType::f32 || e->dtype == DType::bf16 || e->dtype == DType::f16,
+             file->path(), ": tensor \"", name, "\" has dtype ", safetensors_dtype_name(e->dtype),
+             " (F32, BF16 or F16 expected)");
+}
+
+std::vector<float> HfWeights::read_f32(const std::string& name) const {
+    check_dtype(name);
+    const auto [file, e] = index_.at(name);
     const size_t n = static_cast<size_t>(e->numel());
     std::vector<float> out(n);
     if (e->dtype == DType::f32) {
         file->read(*e, out.data());
         return out;
     }
-    MT_CHECK(e->dtype == DType::bf16 || e->dtype == DType::f16, file->path(), ": tensor \"", name,
-             "\" has dtype ", safetensors_dtype_name(e->dtype), " (F32, BF16 or F16 expected)");
     std::vector<uint16_t> half(n);
     file->read(*e, half.data());
     for (size_t i = 0; i < n; ++i)

@@ -16,8 +16,10 @@ class HfWeights {
   public:
     explicit HfWeights(const std::string& dir);
 
-    const SafetensorsEntry* find(const std::string& name) const;      // null if absent
-    std::vector<float> read_f32(const std::string& name) const;       // widened; throws if absent
+    const SafetensorsEntry* find(const std::string& name) const;  // null if absent
+    std::vector<float> read_f32(const std::string& name) const;   // widened; throws if absent
+    // Throws naming the tensor unless its dtype is one read_f32 widens (F32, BF16, F16).
+    void check_dtype(const std::string& name) const;
     std::vector<std::string> names() const;                           // every tensor, sorted
     const std::vector<std::string>& files() const { return files_; }  // file names read
     std::string where(const std::string& name) const;                 // path holding `name`

@@ -6,10 +6,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "io/crc32c.h"
 #include "io/file.h"
@@ -202,16 +200,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     const std::string where = "safetensors file " + path;
     std::error_code ec;
     MT_CHECK(std::filesystem::exists(path, ec), where, ": no such file");
-    MT_CHECK(std::filesystem::is_regular_file(path, ec), where, ": not a regular file");
-    std::ifstream in(path, std::ios::binary);
-    MT_CHECK(in, where, ": cannot open: ", std::strerror(errno));
-    in.seekg(0, std::ios::end);
-    uint64_t size = static_cast<uint64_t>(in.tellg());
-    in.seekg(0);
+    const io::InputFile in(path, io::kSafetensorsFile);
+    const uint64_t size = in.size();
     MT_CHECK(size >= 8, where, ": file too short (", size,
              " bytes; the 8-byte header length alone needs 8)");
     unsigned char prefix[8];
-    in.read(reinterpret_cast<char*>(prefix), 8);
+    in.read_at(0, prefix, 8);
     uint64_t n = 0;
     for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(prefix[i]) << (8 * i);
     MT_CHECK(n <= size - 8, where, ": header length ", n, " goes beyond the end of the file (",
@@ -219,8 +213,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     MT_CHECK(n <= kMaxHeaderBytes, where, ": header length ", n, " exceeds the limit of ",
              kMaxHeaderBytes, " bytes");
     std::string header(n, '\0');
-    in.read(header.data(), static_cast<std::streamsize>(n));
-    MT_CHECK(in.gcount() == static_cast<std::streamsize>(n), where, ": read error in header");
+    in.read_at(8, header.data(), header.size());
     MT_CHECK(n > 0 && header[0] == '{', where, ": header does not start with '{'");
     json h = io::parse_json_strict(header, where + ": header");
     MT_CHECK(h.is_object(), where, ": header is not a JSON object");
@@ -275,12 +268,8 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 }
 
 void SafetensorsFile::read(const SafetensorsEntry& entry, void* dst) const {
-    std::ifstream in(path_, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(data_start_ + entry.begin));
-    in.read(static_cast<char*>(dst), static_cast<std::streamsize>(entry.end - entry.begin));
-    MT_CHECK(in && in.gcount() == static_cast<std::streamsize>(entry.end - entry.begin),
-             "safetensors file ", path_, ": tensor \"", entry.name,
-             "\": read error (file changed since it was opened?)");
+    io::InputFile(path_, io::kSafetensorsFile)
+        .read_at(data_start_ + entry.begin, dst, static_cast<size_t>(entry.end - entry.begin));
     if (checksums_.empty()) return;
     const uint32_t want = checksums_.at(entry.name);
     const uint32_t got = io::crc32c(dst, entry.end - entry.begin);

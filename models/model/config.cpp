@@ -295,7 +295,7 @@ int64_t moe_capacity_rows(const MoeConfig& m, int64_t N) {
 }
 
 ModelConfig load_config_file(const std::string& path) {
-    const std::string text = io::read_file(path, "config file", io::kMaxJsonFileBytes);
+    const std::string text = io::read_file(path, io::kConfigFile);
     try {
         return parse_config(text);
     } catch (const Error& e) {

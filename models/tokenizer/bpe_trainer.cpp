@@ -39,7 +39,7 @@ Counts count_pieces(const std::vector<std::string>& files, int threads) {
     const int n_threads = std::max(1, threads);
     std::vector<Counts> partial(static_cast<size_t>(n_threads));
     for (const std::string& file : files) {
-        const std::string text = io::read_file(file, "--data file");
+        const std::string text = io::read_file(file, io::kTrainerTextFile);
         std::vector<std::string_view> pieces;
         for (size_t begin = 0; begin < text.size();) {
             size_t end =

@@ -80,7 +80,7 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& spec,
         return make_bytes_tokenizer();
     }
     tokenizer_copy_name(spec);  // a known kind before reading anything
-    return load_tokenizer_bytes(spec, io::read_file(spec, "tokenizer file"), options);
+    return load_tokenizer_bytes(spec, io::read_file(spec, io::kTokenizerFile), options);
 }
 
 }  // namespace moetrain

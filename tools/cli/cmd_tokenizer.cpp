@@ -23,7 +23,7 @@ namespace moetrain::cli {
 namespace {
 
 std::string read_input(const std::string& path) {
-    return read_input_file(path, "input file");
+    return io::read_file(path, io::kCommandInputFile);
 }
 
 void add_info(CLI::App* parent) {

@@ -2,15 +2,57 @@
 #include "run_log.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/file.h"
 #include "moetrain/error.h"
 
 namespace moetrain::cli {
 
 namespace {
+
+// The lines of a --log-json file, read in 1 MiB pieces through the bounded reader; a line
+// longer than any record (a log with no newlines, or not a log at all) is refused.
+class LogLines {
+  public:
+    explicit LogLines(const std::string& path) : in_(path, io::kRunLogFile) {}
+    bool next(std::string& line) {
+        for (;;) {
+            const size_t nl = buf_.find('\n', std::max(at_, scanned_));
+            if (nl != std::string::npos) {
+                line.assign(buf_, at_, nl - at_);
+                at_ = scanned_ = nl + 1;
+                ++lines_;
+                return true;
+            }
+            buf_.erase(0, at_);
+            at_ = 0;
+            scanned_ = buf_.size();  // holds no newline
+            if (buf_.size() > kMaxLine)
+                in_.fail_read("line " + std::to_string(lines_ + 1) + " is longer than " +
+                              std::to_string(kMaxLine >> 20) + " MiB: not a --log-json file");
+            const size_t old = buf_.size();
+            buf_.resize(old + kPiece);
+            buf_.resize(old + in_.read_next(buf_.data() + old, kPiece));
+            if (buf_.size() == old) {  // end of file: the last line may lack its newline
+                if (buf_.empty()) return false;
+                line.swap(buf_);
+                buf_.clear();
+                ++lines_;
+                return true;
+            }
+        }
+    }
+
+  private:
+    static constexpr size_t kPiece = size_t{1} << 20, kMaxLine = size_t{64} << 20;
+    io::InputFile in_;
+    std::string buf_;
+    size_t at_ = 0, scanned_ = 0;
+    int64_t lines_ = 0;
+};
+
 LoggedStep parse_step(const nlohmann::json& j) {
     LoggedStep s;
     s.step = j.at("step").get<int64_t>();
@@ -42,12 +84,11 @@ LoggedStep parse_step(const nlohmann::json& j) {
 }  // namespace
 
 RunLog read_run_log(const std::string& path) {
-    std::ifstream in(path);
-    MT_CHECK(in.good(), "cannot read the training log ", path);
+    LogLines in(path);
     std::map<int64_t, LoggedStep> steps;
     std::map<std::pair<int64_t, std::string>, LoggedEval> evals;
     std::string line;
-    for (int64_t n = 1; std::getline(in, line); ++n) {
+    for (int64_t n = 1; in.next(line); ++n) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         try {
             nlohmann::json j = nlohmann::json::parse(line);

@@ -1,8 +1,6 @@
 #include "tokenizer_choice.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "io/file.h"
 #include "moetrain/error.h"
 
 namespace moetrain::cli {
@@ -36,13 +34,14 @@ RunTokenizer run_tokenizer(const TokenizerChoice& choice, bool given,
         t.pattern = s.tokenizer_pattern;
         t.sha256 = s.tokenizer_sha256;
         const std::string copy = tokenizer_copy_name(s.tokenizer);
-        if (!copy.empty()) t.file = read_input_file(resume->dir + "/" + copy, "checkpoint file");
+        if (!copy.empty())
+            t.file = io::read_file(resume->dir + "/" + copy, io::kCheckpointTokenizerFile);
         return t;
     }
     t.spec = choice.spec;
     t.pattern = choice.pattern;
     if (choice.spec != "bytes") {
-        t.file = read_input_file(choice.spec, "tokenizer file");
+        t.file = io::read_file(choice.spec, io::kTokenizerFile);
         t.sha256 = tokenizer_file_sha256(t.file);
         t.tokenizer = load_tokenizer_bytes(choice.spec, t.file, TokenizerOptions{choice.pattern});
     } else {
@@ -63,15 +62,6 @@ std::shared_ptr<const Tokenizer> checkpoint_or_given_tokenizer(const TokenizerCh
                                                                bool given,
                                                                const CheckpointInfo& info) {
     return given ? choice.load() : load_checkpoint_tokenizer(info);
-}
-
-std::string read_input_file(const std::string& path, const std::string& what) {
-    std::ifstream in(path, std::ios::binary);
-    MT_CHECK(in.is_open(), what, " ", path, ": cannot open");
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    MT_CHECK(!in.bad(), what, " ", path, ": cannot read");
-    return buf.str();
 }
 
 }  // namespace moetrain::cli

@@ -34,7 +34,4 @@ std::shared_ptr<const Tokenizer> checkpoint_or_given_tokenizer(const TokenizerCh
                                                                bool given,
                                                                const CheckpointInfo& info);
 
-// A whole file's bytes; errors read "<what> <path>: cannot read".
-std::string read_input_file(const std::string& path, const std::string& what);
-
 }  // namespace moetrain::cli
