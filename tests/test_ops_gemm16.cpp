@@ -79,7 +79,8 @@ void run_all_on(Device& dev, DType compute) {
         for (DType bd : {DType::f32, half})
             for (Trans ta : {Trans::N, Trans::T})
                 for (Trans tb : {Trans::N, Trans::T})
-                    for (const Case& c : kCases) run_case(dev, {compute, ad, bd, ta, tb}, c, seed++);
+                    for (const Case& c : kCases)
+                        run_case(dev, {compute, ad, bd, ta, tb}, c, seed++);
 }
 
 void run_all(DType compute) {
@@ -103,27 +104,27 @@ TEST_CASE("ops: gemm16 f16 compute, f32 / f16 operands, every transpose, ld, alp
 // full of NaN (C must not be read).
 namespace {
 void long_reduction_on(Device& dev, DType compute) {
-            run_case(dev, {compute, DType::f32, compute, Trans::T, Trans::N},
-                     {40, 8, 1100, 1, 1, 1.0f, 0.5f}, 7);
-            for (Trans ta : {Trans::N, Trans::T})
-                for (Trans tb : {Trans::N, Trans::T}) {
-                    run_case(dev, {compute, DType::f32, DType::f32, ta, tb},
-                             {600, 9, 70, 2, 3, 0.5f, 0.25f}, 11);
-                    run_case(dev, {compute, compute, DType::f32, ta, tb},
-                             {600, 5, 33, 1, 0, 1.0f, 0.0f}, 12);
-                }
-            GemmArgs g = padded_gemm(Trans::N, Trans::N, 13, 11, 20, 1.0f, 0.0f, 0, 1);
-            g.compute = compute;
-            Rng rng(9);
-            auto a = rng.normal(g.m * g.k), b = rng.normal(g.k * g.n);
-            g.a = to_device_as(dev, a, compute);
-            g.b = to_device(dev, b);
-            g.c = to_device(dev, std::vector<double>(static_cast<size_t>(g.m * g.n),
-                                                     std::numeric_limits<double>::quiet_NaN()));
-            dev.gemm(g);
-            std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
-            ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
-            check_close(from_device(dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
+    run_case(dev, {compute, DType::f32, compute, Trans::T, Trans::N},
+             {40, 8, 1100, 1, 1, 1.0f, 0.5f}, 7);
+    for (Trans ta : {Trans::N, Trans::T})
+        for (Trans tb : {Trans::N, Trans::T}) {
+            run_case(dev, {compute, DType::f32, DType::f32, ta, tb},
+                     {600, 9, 70, 2, 3, 0.5f, 0.25f}, 11);
+            run_case(dev, {compute, compute, DType::f32, ta, tb}, {600, 5, 33, 1, 0, 1.0f, 0.0f},
+                     12);
+        }
+    GemmArgs g = padded_gemm(Trans::N, Trans::N, 13, 11, 20, 1.0f, 0.0f, 0, 1);
+    g.compute = compute;
+    Rng rng(9);
+    auto a = rng.normal(g.m * g.k), b = rng.normal(g.k * g.n);
+    g.a = to_device_as(dev, a, compute);
+    g.b = to_device(dev, b);
+    g.c = to_device(dev, std::vector<double>(static_cast<size_t>(g.m * g.n),
+                                             std::numeric_limits<double>::quiet_NaN()));
+    dev.gemm(g);
+    std::vector<double> want(static_cast<size_t>(g.m * g.n), 0.0);
+    ref::gemm(ref::gemm_dims(g), ref::rounded(a, compute), ref::rounded(b, compute), want);
+    check_close(from_device(dev, g.c), want, Tol{1e-5, 1e-5}, "gemm16 beta = 0 over NaN");
 }
 }  // namespace
 
@@ -139,25 +140,25 @@ TEST_CASE("ops: gemm16 long reduction, many rows, beta = 0 over NaN") {
 // 0); unrounded operands move C by k * ulp / 64 or more (ulp = spacing of `compute` at 1).
 namespace {
 void rounding_on(Device& dev, DType compute) {
-            const std::string compute_name = dtype_name(compute);
-            CAPTURE(compute_name);
-            const double ulp = compute == DType::bf16 ? 0x1p-7 : 0x1p-10;
-            const double above = 1 + ulp / 2 + ulp / 64, tie = 1 + ulp / 2;
-            for (auto [p, q] : {std::pair{above, tie}, {tie, above}, {above, above}}) {
-                const int64_t m = 3, n = 5, k = 8;
-                GemmArgs g = padded_gemm(Trans::N, Trans::N, m, n, k, 1.0f, 0.0f, 0, 1);
-                g.compute = compute;
-                g.a = to_device(dev, std::vector<double>(static_cast<size_t>(m * k), p));
-                g.b = to_device(dev, std::vector<double>(static_cast<size_t>(k * n), q));
-                g.c = zeros(dev, m * n);
-                dev.gemm(g);
-                const double rp = p == tie ? 1.0 : 1 + ulp, rq = q == tie ? 1.0 : 1 + ulp;
-                CHECK(ref::round_to(p, compute) == rp);
-                CHECK(ref::round_to(q, compute) == rq);
-                check_close(from_device(dev, g.c),
-                            std::vector<double>(static_cast<size_t>(m * n), k * rp * rq), Tol{0, 0},
-                            "gemm16 of rounded operands");
-            }
+    const std::string compute_name = dtype_name(compute);
+    CAPTURE(compute_name);
+    const double ulp = compute == DType::bf16 ? 0x1p-7 : 0x1p-10;
+    const double above = 1 + ulp / 2 + ulp / 64, tie = 1 + ulp / 2;
+    for (auto [p, q] : {std::pair{above, tie}, {tie, above}, {above, above}}) {
+        const int64_t m = 3, n = 5, k = 8;
+        GemmArgs g = padded_gemm(Trans::N, Trans::N, m, n, k, 1.0f, 0.0f, 0, 1);
+        g.compute = compute;
+        g.a = to_device(dev, std::vector<double>(static_cast<size_t>(m * k), p));
+        g.b = to_device(dev, std::vector<double>(static_cast<size_t>(k * n), q));
+        g.c = zeros(dev, m * n);
+        dev.gemm(g);
+        const double rp = p == tie ? 1.0 : 1 + ulp, rq = q == tie ? 1.0 : 1 + ulp;
+        CHECK(ref::round_to(p, compute) == rp);
+        CHECK(ref::round_to(q, compute) == rq);
+        check_close(from_device(dev, g.c),
+                    std::vector<double>(static_cast<size_t>(m * n), k * rp * rq), Tol{0, 0},
+                    "gemm16 of rounded operands");
+    }
 }
 }  // namespace
 
@@ -188,9 +189,8 @@ TEST_CASE("cpu: bf16 products on both paths (oneDNN bf16 matmul, widened to f32)
         CAPTURE(name);
         cpu::set_bf16_gemm_path(path);
         REQUIRE(cpu::bf16_gemm_path() == path);
-        CHECK(cpu::bf16_gemm_description().find(path == cpu::Bf16Gemm::widen ? "widened"
-                                                                             : "oneDNN") !=
-              std::string::npos);
+        CHECK(cpu::bf16_gemm_description().find(
+                  path == cpu::Bf16Gemm::widen ? "widened" : "oneDNN") != std::string::npos);
         run_all_on(*dev, DType::bf16);
         long_reduction_on(*dev, DType::bf16);
         rounding_on(*dev, DType::bf16);

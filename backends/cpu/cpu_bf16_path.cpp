@@ -84,8 +84,7 @@ Bf16Gemm bf16_gemm_path() {
     if (p < 0) {
         p = static_cast<int>(initial_path());
         int expected = -1;
-        if (!s.path.compare_exchange_strong(expected, p, std::memory_order_acq_rel))
-            p = expected;
+        if (!s.path.compare_exchange_strong(expected, p, std::memory_order_acq_rel)) p = expected;
     }
     return static_cast<Bf16Gemm>(p);
 }

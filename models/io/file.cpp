@@ -78,8 +78,8 @@ void InputFile::read_at(uint64_t offset, void* dst, size_t n) const {
             const std::string now =
                 ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) + " bytes" : "fewer bytes";
             fail_read("changed while being read: it now has " + now + ", it had " +
-                      std::to_string(size_) + " when opened (byte " +
-                      std::to_string(offset + got) + " is gone)");
+                      std::to_string(size_) + " when opened (byte " + std::to_string(offset + got) +
+                      " is gone)");
         }
         got += static_cast<size_t>(r);
     }

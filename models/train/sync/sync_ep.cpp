@@ -41,7 +41,9 @@ ExpertParallelSync::ExpertParallelSync(Model& model, const TrainOptions& opts,
     sq_ = model_.device().alloc(DType::f32, {1});
 }
 
-ExpertParallelSync::~ExpertParallelSync() { TrainPasses(model_).drop_expert_group(); }
+ExpertParallelSync::~ExpertParallelSync() {
+    TrainPasses(model_).drop_expert_group();
+}
 
 void ExpertParallelSync::check_expert_blocks_aligned() const {
     // 8-bit AdamW updates a rank's decayed range with one adamw8bit call; that is the block
@@ -89,11 +91,10 @@ void ExpertParallelSync::reduce_gradients() {
     auto reduce = [&](const std::vector<Segment>& segs, Communicator& over) {
         for (const Segment& seg : segs)
             for (int64_t off = 0; off < seg.count; off += dist_.bucket_elems)
-                over.all_reduce(
-                    dev,
-                    im.grads().view(seg.first + off,
-                                    {std::min(dist_.bucket_elems, seg.count - off)}),
-                    ReduceOp::sum);
+                over.all_reduce(dev,
+                                im.grads().view(seg.first + off,
+                                                {std::min(dist_.bucket_elems, seg.count - off)}),
+                                ReduceOp::sum);
     };
     reduce(shared_, c);
     if (replicas_->size() > 1) reduce(mine_, *replicas_);

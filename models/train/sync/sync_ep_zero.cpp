@@ -53,7 +53,9 @@ void ExpertParallelZeroSync::reduce_gradients() {
     dist_.comm->all_reduce(dev, stats_, ReduceOp::sum);
 }
 
-void ExpertParallelZeroSync::gather_parameters() { gather(TrainPasses(model_).params(), {}); }
+void ExpertParallelZeroSync::gather_parameters() {
+    gather(TrainPasses(model_).params(), {});
+}
 
 void ExpertParallelZeroSync::gather(const Tensor& flat, const Tensor& compact) {
     Device& dev = model_.device();
