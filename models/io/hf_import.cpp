@@ -15,6 +15,7 @@
 #include "model/param_layout.h"
 #include "moetrain/error.h"
 #include "moetrain/hf.h"
+#include "moetrain/stop.h"
 #include "moetrain/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -85,6 +86,11 @@ HfResult import_hf(const std::string& hf_dir, const std::string& checkpoint_dir,
     std::vector<float> flat(static_cast<size_t>(n_flat), 0.0f);
     std::set<std::string> used;
     for (const io::HfTensor& t : io::hf_tensor_map(hc.family, c)) {
+        // A stop request (moetrain/stop.h) ends the import between two tensors, before the
+        // checkpoint directory is begun.
+        if (const int sig = stop_requested(); sig != 0)
+            throw Stopped(sig, "during import at tensor " + t.name + "; nothing was written to " +
+                                   checkpoint_dir);
         const std::string name = file_name_of(hc.family, t.name, weights);
         const SafetensorsEntry* e = weights.find(name);
         MT_CHECK(e, "import: ", hf_dir, " has no tensor \"", t.name, "\" (",

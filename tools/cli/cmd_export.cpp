@@ -17,6 +17,7 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& a) {
+    stop_cooperatively();  // export_hf stops between tensors and removes its temporary
     const std::string dir = resolve_checkpoint(a.checkpoint);
     HfExportOptions o;
     o.max_shard_bytes = static_cast<int64_t>(a.max_shard_mb * 1e6);

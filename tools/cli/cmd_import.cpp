@@ -16,6 +16,7 @@ struct ImportArgs {
 };
 
 void run_import(const ImportArgs& a) {
+    stop_cooperatively();  // import_hf stops between tensors, before the checkpoint is begun
     HfImportOptions o;
     o.tokenizer = !a.no_tokenizer;
     const HfResult r = import_hf(a.from, a.out, o);

@@ -4,16 +4,21 @@
 // written in input order, so the shards are the same for any thread count; every shard appears
 // under its final name only when complete (moetrain/shards.h).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "commands.h"
 #include "common.h"
+#include "io/atomic_dir.h"
+#include "io/file.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
+#include "moetrain/stop.h"
 #include "ordered_parallel.h"
 #include "text_pieces.h"
 #include "tokenizer_choice.h"
@@ -75,11 +80,12 @@ Encoded encode_piece(const std::string& path, const TextPiece& piece, const Toke
 }
 
 // Cuts the token stream into shards: the first val_tokens go to "_val_" shards, the rest to
-// "_train_" shards, each at most shard_tokens long, numbered in order.
+// "_train_" shards, each at most shard_tokens long, numbered in order. They are written into
+// `stage` and moved to --out by publish() once the whole corpus is in them.
 class ShardSink {
   public:
-    ShardSink(const TokenizeArgs& a, int token_bytes)
-        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens) {}
+    ShardSink(const TokenizeArgs& a, std::string stage, int token_bytes)
+        : a_(a), stage_(std::move(stage)), token_bytes_(token_bytes), val_left_(a.val_tokens) {}
     void append(const int32_t* ids, size_t n) {
         while (n > 0) {
             if (!cur_) open();
@@ -99,32 +105,42 @@ class ShardSink {
     }
     int shards() const { return index_; }
     int64_t total() const { return total_; }
+    // Moves the finished shards from the stage to --out (renames in one file system).
+    void publish() const {
+        for (const std::string& name : names_) {
+            const std::string from = stage_ + "/" + name, to = a_.out + "/" + name;
+            MT_CHECK(std::rename(from.c_str(), to.c_str()) == 0, "tokenize: cannot move ", from,
+                     " to ", to, ": ", std::strerror(errno));
+        }
+        io::fsync_dir(a_.out);
+    }
 
   private:
     void open() {
         in_val_ = val_left_ > 0;
         char name[64];
         std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
-        cur_path_ = a_.out + "/" + a_.prefix + name;
-        cur_ = std::make_unique<ShardWriter>(cur_path_, token_bytes_);
+        names_.push_back(a_.prefix + name);
+        cur_ = std::make_unique<ShardWriter>(stage_ + "/" + names_.back(), token_bytes_);
     }
     void close() {
-        try {  // a failed write leaves no file under the shard's name (ShardWriter::finish)
+        try {
             cur_->finish();
         } catch (const Error& e) {
-            fail(e.what(), "; tokenize stopped at ", cur_path_, " (the ", index_,
-                 " shards before it are complete; the rest of the corpus is missing)");
+            fail(e.what(), "; tokenize stopped at shard ", names_.back(),
+                 ": no shard was written to ", a_.out);
         }
         cur_.reset();
         ++index_;
     }
     const TokenizeArgs& a_;
+    std::string stage_;
+    std::vector<std::string> names_;  // shard file names, in order
     int token_bytes_;
     int64_t val_left_, total_ = 0;
     bool in_val_ = false;
     int index_ = 0;
     std::unique_ptr<ShardWriter> cur_;
-    std::string cur_path_;
 };
 
 void run_tokenize(const TokenizeArgs& a) {
@@ -151,7 +167,16 @@ void run_tokenize(const TokenizeArgs& a) {
     const int token_bytes = shard_token_bytes(std::max<int64_t>(tok->vocab_size(), *eot + 1));
     const std::vector<TextPiece> pieces =
         plan_text_pieces(files, tok->encodes_line_cuts_apart(), a.piece_bytes);
-    ShardSink sink(a, token_bytes);
+    // The shards go to a hidden temporary directory --out/.tokenize.tmp-<pid>, which `train`
+    // never reads, and come out of it only when the corpus is complete: a stopped or failed
+    // run leaves no shard. The directory is removed on the way out; one left by a killed run
+    // is removed by the next tokenize into the same --out.
+    const io::AtomicDirWriter stage(a.out + "/.tokenize");
+    if (const int stale = io::remove_stale_tmp_dirs(a.out); stale > 0)
+        std::printf("tokenize: removed %d temporary directories of interrupted runs from %s\n",
+                    stale, a.out.c_str());
+    stop_cooperatively();  // a stop ends the run before its next piece of text
+    ShardSink sink(a, stage.tmp_dir(), token_bytes);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done_bytes = 0, documents = 0;
     double last_report = 0;
@@ -159,6 +184,11 @@ void run_tokenize(const TokenizeArgs& a) {
         pieces.size(), threads, 4 * static_cast<size_t>(threads),
         [&](size_t i) { return encode_piece(files[pieces[i].file], pieces[i], *tok, *eot); },
         [&](size_t i, Encoded&& e) {
+            if (const int sig = stop_requested(); sig != 0)
+                throw Stopped(sig, "during tokenize after " + std::to_string(i) + " of " +
+                                       std::to_string(pieces.size()) +
+                                       " pieces; no shard was written to " + a.out +
+                                       " (the partial shards were removed)");
             sink.append(e.ids.data(), e.ids.size());
             done_bytes += e.bytes;
             documents += e.documents;
@@ -180,6 +210,7 @@ void run_tokenize(const TokenizeArgs& a) {
     MT_CHECK(a.val_tokens < sink.total(), "--val-tokens ", a.val_tokens,
              " leaves no training tokens (the corpus has ", sink.total(), ")");
     sink.finish();
+    sink.publish();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf(
         "tokenize: %zu files, %lld documents, %lld tokens (%d-bit) in %d shards under %s, "

@@ -14,6 +14,7 @@
 
 #include "cmd_tokenizer_bench.h"
 #include "commands.h"
+#include "stop_signals.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "tokenizer_choice.h"
@@ -92,6 +93,7 @@ void add_train(CLI::App* parent) {
     cmd->add_option("--special", a->specials, "special tokens (ids 0..), e.g. <|endoftext|>");
     cmd->add_option("--threads", a->threads, "files counted at once (0 = all cores)");
     cmd->callback([a] {
+        stop_cooperatively();  // the trainer stops between pieces or merges, before --out
         std::vector<std::string> files;
         for (const std::string& d : a->data)
             for (std::string& f : expand_file_spec(d, "")) files.push_back(std::move(f));
@@ -138,7 +140,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     add_decode(cmd);
     add_train(cmd);
     add_tokenizer_bench(cmd);
-    cmd->final_callback([&exit_code] { exit_code = 0; });
+    cmd->final_callback([&exit_code] { exit_code = exit_status_after("tokenizer"); });
 }
 
 }  // namespace moetrain::cli
