@@ -63,12 +63,14 @@ TEST_CASE("stop: a request is recorded, reported by check_stop and cleared") {
 TEST_CASE("stop: tokenizer training stops before writing anything") {
     TempDir tmp;
     std::string text;
-    for (int i = 0; i < 2000; ++i) text += "the king and the queen spoke " + std::to_string(i) + "\n";
+    for (int i = 0; i < 2000; ++i)
+        text += "the king and the queen spoke " + std::to_string(i) + "\n";
     spit(tmp.file("corpus.txt"), text);
     BpeTrainOptions o;
     o.vocab_size = 400;
     CHECK(!train_byte_level_bpe({tmp.file("corpus.txt")}, o).empty());  // completes unasked
-    const auto [code, what] = stopped_by([&] { train_byte_level_bpe({tmp.file("corpus.txt")}, o); });
+    const auto [code, what] =
+        stopped_by([&] { train_byte_level_bpe({tmp.file("corpus.txt")}, o); });
     CHECK(code == 15);
     CHECK(what.find("tokenizer train") != std::string::npos);
 }
@@ -105,7 +107,8 @@ TEST_CASE("stop: export and import stop between tensors and leave no directory")
     const HfResult r = export_hf(ck, out, {});
     CHECK(!fs::exists(stale));
     bool reported = false;
-    for (const std::string& n : r.notes) reported |= n.find("interrupted runs") != std::string::npos;
+    for (const std::string& n : r.notes)
+        reported |= n.find("interrupted runs") != std::string::npos;
     CHECK(reported);
 
     const std::string back = tmp.file("back");
