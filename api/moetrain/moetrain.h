@@ -13,4 +13,5 @@
 #include "moetrain/precision.h"
 #include "moetrain/profiling.h"
 #include "moetrain/safetensors.h"
+#include "moetrain/stop.h"
 #include "moetrain/train.h"

@@ -17,6 +17,7 @@
 #include "moetrain/error.h"
 #include "moetrain/hf.h"
 #include "moetrain/safetensors.h"
+#include "moetrain/stop.h"
 
 namespace fs = std::filesystem;
 
@@ -67,13 +68,29 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_arg
     const SafetensorsFile file((fs::path(checkpoint_dir) / "model.safetensors").string());
     const std::vector<ParamInfo> params = build_param_layout(c);
     io::check_tensors(file, params, {""});
+    // A stop request (moetrain/stop.h) ends the export between two tensors or shards; the
+    // temporary directory goes with the AtomicDirWriter, so nothing is left under out_dir.
+    std::string tmp_dir;  // the temporary directory once it exists
+    auto stop_point = [&](const std::string& at) {
+        if (const int sig = stop_requested(); sig != 0)
+            throw Stopped(sig,
+                          "during export at " + at + "; nothing was written to " + out_dir +
+                              (tmp_dir.empty() ? std::string()
+                                               : " (its temporary " + tmp_dir + " was removed)"));
+    };
     std::map<std::string, std::vector<float>> mt;
-    for (const ParamInfo& p : params) mt[p.name] = file.read_f32(p.name);
+    for (const ParamInfo& p : params) {
+        stop_point("tensor " + p.name);
+        mt[p.name] = file.read_f32(p.name);
+    }
 
     const std::vector<io::HfTensor> map = io::hf_tensor_map(family, c);
     std::vector<std::vector<float>> values;
     values.reserve(map.size());
-    for (const io::HfTensor& t : map) values.push_back(gather(t, mt));
+    for (const io::HfTensor& t : map) {
+        stop_point("tensor " + t.name);
+        values.push_back(gather(t, mt));
+    }
 
     // Greedy sharding in tensor order; a tensor larger than the limit gets a shard of its own.
     std::vector<size_t> shard_of(map.size());
@@ -92,9 +109,15 @@ HfResult export_hf(const std::string& checkpoint_dir, const std::string& out_arg
 
     HfResult result{io::hf_architecture(family), c, {}, io::hf_export_notes(family, c)};
     io::AtomicDirWriter out(out_dir);
+    tmp_dir = out.tmp_dir();
+    if (const int stale = io::remove_stale_tmp_dirs(out.parent_dir()); stale > 0)
+        result.notes.push_back("removed " + std::to_string(stale) +
+                               " temporary directories of interrupted runs from " +
+                               out.parent_dir());
     io::OrderedObject weight_map;
     for (size_t s = 0; s < n_shards; ++s) {
         const std::string name = n_shards == 1 ? "model.safetensors" : shard_name(s, n_shards);
+        stop_point(name);
         SafetensorsWriter w;
         w.set_metadata("format", "pt");  // transformers refuses safetensors without it
         for (size_t i = 0; i < map.size(); ++i) {

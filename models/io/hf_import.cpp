@@ -16,6 +16,7 @@
 #include "model/param_layout.h"
 #include "moetrain/error.h"
 #include "moetrain/hf.h"
+#include "moetrain/stop.h"
 #include "moetrain/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -122,6 +123,11 @@ HfResult import_hf(const std::string& hf_dir, const std::string& out_arg,
     }
     std::vector<float> flat(static_cast<size_t>(n_flat), 0.0f);
     io::for_each_hf_tensor(hc.family, c, [&](const io::HfTensor& t) {
+        // A stop request (moetrain/stop.h) ends the import between two tensors, before the
+        // checkpoint directory is begun.
+        if (const int sig = stop_requested(); sig != 0)
+            throw Stopped(sig, "during import at tensor " + t.name + "; nothing was written to " +
+                                   checkpoint_dir);
         const std::string name = file_name_of(hc.family, t.name, weights);
         const std::vector<float> v = weights.read_f32(name);
         for (size_t i = 0; i < v.size(); ++i)

@@ -15,6 +15,7 @@
 #include "io/file.h"
 #include "io/json.h"
 #include "moetrain/error.h"
+#include "moetrain/stop.h"
 #include "moetrain/tokenizer.h"
 #include "tokenizer/bpe_ranks.h"
 #include "tokenizer/split_pattern.h"
@@ -52,11 +53,12 @@ Counts count_pieces(const std::vector<std::string>& files, int threads) {
         pool.reserve(static_cast<size_t>(n_threads));
         for (int t = 0; t < n_threads; ++t) {
             pool.emplace_back([&, t] {
-                for (size_t i; (i = next++) < pieces.size();)
+                for (size_t i; !stop_requested() && (i = next++) < pieces.size();)
                     count_text(pieces[i], partial[static_cast<size_t>(t)]);
             });
         }
         for (auto& th : pool) th.join();
+        check_stop("tokenizer train while counting " + file + "; nothing was written");
     }
     Counts all = std::move(partial[0]);
     for (size_t t = 1; t < partial.size(); ++t)
@@ -210,6 +212,9 @@ std::string train_byte_level_bpe(const std::vector<std::string>& files,
         if (fresh) token_bytes.push_back(merged);
         merger.merge(best, it->second);
         merges.emplace_back(a, b);
+        if (merges.size() % 64 == 0)
+            check_stop("tokenizer train after " + std::to_string(merges.size()) +
+                       " merges; nothing was written");
         if (options.progress && merges.size() % 1000 == 0)
             options.progress("merges: " + std::to_string(merges.size()) + " / " +
                              std::to_string(want));

@@ -27,6 +27,7 @@
 #include "moetrain/model.h"
 #include "moetrain/profiling.h"
 #include "moetrain/memory_plan.h"
+#include "moetrain/stop.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
@@ -131,8 +132,10 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
                 device.name().c_str(), a.precision.c_str(), cost.total_params / 1e6,
                 cost.active_matmul_params / 1e6, a.batch, a.seq);
     std::vector<double> ms;
-    int replayed = 0;  // timed steps that were CUDA graph replays
+    int replayed = 0;      // timed steps that were CUDA graph replays
+    stop_cooperatively();  // a stop ends the bench before its next step
     for (int i = 0; i < a.warmup + a.steps; ++i) {
+        check_stop("bench before step " + std::to_string(i + 1) + "; no result was printed");
         if (profiler && i == a.warmup) profiler->reset();
         const auto t0 = Clock::now();
         StepStats st = trainer.step(x.data(), y.data(), a.batch, a.seq);
@@ -222,12 +225,14 @@ void run_generate_bench(const BenchArgs& a, const ModelConfig& cfg, Device& devi
         a.model.preset.empty() ? a.model.config_path.c_str() : a.model.preset.c_str(),
         device.name().c_str(), a.batch, a.seq, a.generate, bytes / 1e6);
     std::vector<double> ms;
-    int replayed = 0;  // timed decode steps that were CUDA graph replays
+    int replayed = 0;      // timed decode steps that were CUDA graph replays
+    stop_cooperatively();  // a stop ends the bench before its next decode step
     for (int run = 0; run < a.warmup + 1; ++run) {  // warm-up runs plan buffers and kernels
         const bool timed = run == a.warmup;
         if (profiler && timed) profiler->reset();
         auto last = Clock::now();
         generate_batch(model, prompts, g, [&](int64_t i, std::span<const int32_t>) {
+            check_stop("the decode bench; no result was printed");
             if (timed && i > 0) {  // i = 0 follows the prefill
                 ms.push_back(ms_since(last));
                 replayed += model.last_step_run() == StepRun::replayed;

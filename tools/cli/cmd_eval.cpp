@@ -1,5 +1,6 @@
 // `moetrain eval`: mean loss of a checkpoint over the first N windows of a split; the last
 // stdout line is JSON {"ce","aux","z","loss","tokens"}.
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "number_options.h"
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
+#include "moetrain/stop.h"
 #include "saved_model.h"
 #include "tokenizer_choice.h"
 #include "train_support.h"
@@ -37,8 +39,31 @@ void run_eval(const EvalArgs& a) {
     Model& model = *loaded.model;
     const auto& tokens = a.split == "train" ? data.train : data.val;
     BatchLoader probe(tokens, a.batch, a.seq, a.split);  // validates the split is long enough
-    Evaluator ev(model, tokens, a.batch, a.seq, a.batches);
-    LossStats s = ev.run();
+    // Before each batch: a progress line at most every 5 seconds (a long evaluation shows
+    // that it runs), and the stop request, which ends the evaluation there.
+    const auto t0 = std::chrono::steady_clock::now();
+    double last_report = 0;
+    int batch = 0;
+    auto before_batch = [&] {
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (s - last_report >= 5) {
+            std::printf("eval: %d / %d batches, %s\n", batch, a.batches,
+                        format_duration(s).c_str());
+            std::fflush(stdout);
+            last_report = s;
+        }
+        ++batch;
+        return stop_requested();
+    };
+    Evaluator ev(model, tokens, a.batch, a.seq, a.batches, before_batch);
+    stop_cooperatively();  // a stop ends the evaluation before its next batch
+    LossStats s;
+    try {
+        s = ev.run();
+    } catch (const Stopped& e) {
+        throw Stopped(e.code(), std::string(e.what()) + "; no result, eval writes no files");
+    }
     std::printf("eval %s on %s split: %d batches of %dx%d, ce %.4f, loss %.4f\n", dir.c_str(),
                 a.split.c_str(), a.batches, a.batch, a.seq, s.ce, s.loss);
     nlohmann::json j{

@@ -19,6 +19,7 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& a) {
+    stop_cooperatively();  // export_hf stops between tensors and removes its temporary
     const std::string dir = resolve_checkpoint(a.checkpoint);
     const std::string out =
         guard_output({"--out", a.out}, {{"--checkpoint", dir}}, OutputKind::dir);

@@ -13,6 +13,7 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/generate.h"
+#include "moetrain/stop.h"
 #include "saved_model.h"
 #include "tokenizer_choice.h"
 
@@ -68,6 +69,15 @@ void run_generate(const GenerateArgs& a) {
     if (static_cast<int64_t>(prompt.size()) >= window)
         prompt.erase(prompt.begin(), prompt.end() - window / 2);
     std::vector<int32_t> context = prompt, out;
+    stop_cooperatively();  // a stop ends the generation before its next token
+    size_t produced = 0;   // tokens handed to the output so far
+    auto check = [&](size_t done) {
+        if (const int sig = stop_requested(); sig != 0)
+            throw Stopped(
+                sig, "during generate after " + std::to_string(done) + " of " +
+                         std::to_string(a.max_new) + " tokens; " +
+                         (a.json ? "no JSON result was printed" : "the text so far is on stdout"));
+    };
     for (uint64_t chunk = 0; static_cast<int64_t>(out.size()) < a.max_new; ++chunk) {
         GenerateOptions gc = g;
         gc.max_new_tokens =
@@ -75,6 +85,7 @@ void run_generate(const GenerateArgs& a) {
                                                window - static_cast<int64_t>(context.size())));
         gc.seed = chunk == 0 ? g.seed : g.seed ^ (0x9E3779B97F4A7C15ull * chunk);
         std::vector<int32_t> got = generate(model, context, gc, [&](int32_t id) {
+            check(produced++);
             if (a.json) return true;
             sampled.push_back(id);
             std::string text = tok->decode(sampled);

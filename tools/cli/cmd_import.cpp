@@ -17,6 +17,7 @@ struct ImportArgs {
 };
 
 void run_import(const ImportArgs& a) {
+    stop_cooperatively();  // import_hf stops between tensors, before the checkpoint is begun
     HfImportOptions o;
     o.tokenizer = !a.no_tokenizer;
     const std::string out = guard_output({"--out", a.out}, {{"--from", a.from}}, OutputKind::dir);

@@ -103,6 +103,7 @@ std::string page(const std::string& title, const std::string& summary,
 }
 
 void run_report(const ReportArgs& a) {
+    stop_cooperatively();  // bounded work: a stop takes effect once --out is complete
     namespace fs = std::filesystem;
     std::error_code ec;
     MT_CHECK(fs::is_directory(a.run_dir, ec), "run directory ", a.run_dir, " does not exist");

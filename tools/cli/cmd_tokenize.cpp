@@ -4,8 +4,10 @@
 // written in input order, so the shards are the same for any thread count; every shard appears
 // under its final name only when complete (moetrain/shards.h).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -13,9 +15,12 @@
 #include "commands.h"
 #include "io/out_manifest.h"
 #include "common.h"
+#include "io/atomic_dir.h"
+#include "io/file.h"
 #include "number_options.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
+#include "moetrain/stop.h"
 #include "ordered_parallel.h"
 #include "run_guards.h"
 #include "text_pieces.h"
@@ -78,14 +83,18 @@ Encoded encode_piece(const std::string& path, const TextPiece& piece, const Toke
 }
 
 // Cuts the token stream into shards: the first val_tokens go to "_val_" shards, the rest to
-// "_train_" shards, each at most shard_tokens long, numbered in order.
-// The manifest of --out is written before the first shard and again after each finished
-// one, so that an interrupted run leaves a directory whose every shard a later run
-// recognises as its own (and a run that writes no shard leaves no manifest).
+// "_train_" shards, each at most shard_tokens long, numbered in order. They are written into
+// `stage` and moved to --out by publish() once the whole corpus is in them; publish() then
+// writes the manifest of --out (what a later tokenize may replace) listing them.
 class ShardSink {
   public:
-    ShardSink(const TokenizeArgs& a, int token_bytes, const io::ordered_json& settings)
-        : a_(a), token_bytes_(token_bytes), val_left_(a.val_tokens), settings_(settings) {}
+    ShardSink(const TokenizeArgs& a, std::string stage, int token_bytes,
+              const io::ordered_json& settings)
+        : a_(a),
+          stage_(std::move(stage)),
+          token_bytes_(token_bytes),
+          val_left_(a.val_tokens),
+          settings_(settings) {}
     void append(const int32_t* ids, size_t n) {
         while (n > 0) {
             if (!cur_) open();
@@ -102,44 +111,58 @@ class ShardSink {
     }
     void finish() {
         if (cur_) close();
-        write_manifest(true);
     }
     int shards() const { return index_; }
     int64_t total() const { return total_; }
+    // Moves the finished shards from the stage to --out (renames in one file system), then
+    // writes the manifest that lists them.
+    // A failed move takes back the shards already moved: --out never holds part of the set.
+    void publish() const {
+        std::vector<io::ManifestEntry> written;
+        for (const std::string& name : names_) {
+            const std::string from = stage_ + "/" + name, to = a_.out + "/" + name;
+            if (std::rename(from.c_str(), to.c_str()) != 0) {
+                const std::string why = std::strerror(errno);
+                for (const io::ManifestEntry& e : written) {
+                    std::error_code ec;
+                    fs::remove(fs::path(a_.out) / e.name, ec);
+                }
+                fail("tokenize: cannot move ", from, " to ", to, ": ", why,
+                     "; no shard was written to ", a_.out);
+            }
+            written.push_back(io::manifest_entry(a_.out, name));
+        }
+        io::fsync_dir(a_.out);
+        io::write_output_manifest(a_.out, "tokenize", settings_, written, true);
+    }
 
   private:
     void open() {
-        if (index_ == 0) write_manifest(false);
         in_val_ = val_left_ > 0;
         char name[64];
         std::snprintf(name, sizeof name, "_%s_%06d.bin", in_val_ ? "val" : "train", index_);
-        cur_path_ = a_.out + "/" + a_.prefix + name;
-        cur_ = std::make_unique<ShardWriter>(cur_path_, token_bytes_);
+        names_.push_back(a_.prefix + name);
+        cur_ = std::make_unique<ShardWriter>(stage_ + "/" + names_.back(), token_bytes_);
     }
     void close() {
-        try {  // a failed write leaves no file under the shard's name (ShardWriter::finish)
+        try {
             cur_->finish();
         } catch (const Error& e) {
-            fail(e.what(), "; tokenize stopped at ", cur_path_, " (the ", index_,
-                 " shards before it are complete; the rest of the corpus is missing)");
+            fail(e.what(), "; tokenize stopped at shard ", names_.back(),
+                 ": no shard was written to ", a_.out);
         }
         cur_.reset();
         ++index_;
-        written_.push_back(io::manifest_entry(a_.out, fs::path(cur_path_).filename()));
-        write_manifest(false);
-    }
-    void write_manifest(bool complete) {
-        io::write_output_manifest(a_.out, "tokenize", settings_, written_, complete);
     }
     const TokenizeArgs& a_;
+    std::string stage_;
+    std::vector<std::string> names_;  // shard file names, in order
     int token_bytes_;
     int64_t val_left_, total_ = 0;
     bool in_val_ = false;
     int index_ = 0;
     std::unique_ptr<ShardWriter> cur_;
-    std::string cur_path_;
     io::ordered_json settings_;
-    std::vector<io::ManifestEntry> written_;
 };
 
 // --out resolved and checked against the inputs; an existing one may only hold an earlier
@@ -151,6 +174,11 @@ std::string prepare_out_dir(const TokenizeArgs& a, const io::ordered_json& setti
     const std::string out = guard_output({"--out", a.out}, inputs, OutputKind::dir);
     MT_CHECK(!a.prefix.empty() && a.prefix.find('/') == std::string::npos, "--prefix ", a.prefix,
              ": a shard name prefix is a plain name, without '/'");
+    // A killed run's hidden stage (.tokenize.tmp-PID, below) goes first: it is ours, not a
+    // foreign file.
+    if (const int stale = io::remove_stale_tmp_dirs(out); stale > 0)
+        std::printf("tokenize: removed %d temporary directories of interrupted runs from %s\n",
+                    stale, out.c_str());
     const io::EarlierOutput earlier = io::read_earlier_output(out, "tokenize", "tokenize: --out");
     if (!earlier.files.empty() || earlier.has_manifest) {
         const char* which = !earlier.complete              ? "unfinished"
@@ -196,7 +224,13 @@ void run_tokenize(const TokenizeArgs& args) {
     const int token_bytes = shard_token_bytes(std::max<int64_t>(tok->vocab_size(), *eot + 1));
     const std::vector<TextPiece> pieces =
         plan_text_pieces(files, tok->encodes_line_cuts_apart(), a.piece_bytes);
-    ShardSink sink(a, token_bytes, settings);
+    // The shards go to a hidden temporary directory --out/.tokenize.tmp-<pid>, which `train`
+    // never reads, and come out of it only when the corpus is complete: a stopped or failed
+    // run leaves no shard. The directory is removed on the way out; one left by a killed run
+    // is removed by the next tokenize into the same --out.
+    const io::AtomicDirWriter stage(a.out + "/.tokenize");
+    stop_cooperatively();  // a stop ends the run before its next piece of text
+    ShardSink sink(a, stage.tmp_dir(), token_bytes, settings);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done_bytes = 0, documents = 0;
     double last_report = 0;
@@ -204,6 +238,11 @@ void run_tokenize(const TokenizeArgs& args) {
         pieces.size(), threads, 4 * static_cast<size_t>(threads),
         [&](size_t i) { return encode_piece(files[pieces[i].file], pieces[i], *tok, *eot); },
         [&](size_t i, Encoded&& e) {
+            if (const int sig = stop_requested(); sig != 0)
+                throw Stopped(sig, "during tokenize after " + std::to_string(i) + " of " +
+                                       std::to_string(pieces.size()) +
+                                       " pieces; no shard was written to " + a.out +
+                                       " (the partial shards were removed)");
             sink.append(e.ids.data(), e.ids.size());
             done_bytes += e.bytes;
             documents += e.documents;
@@ -225,6 +264,7 @@ void run_tokenize(const TokenizeArgs& args) {
     MT_CHECK(a.val_tokens < sink.total(), "--val-tokens ", a.val_tokens,
              " leaves no training tokens (the corpus has ", sink.total(), ")");
     sink.finish();
+    sink.publish();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf(
         "tokenize: %zu files, %lld documents, %lld tokens (%d-bit) in %d shards under %s, "

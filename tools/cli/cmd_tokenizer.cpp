@@ -13,6 +13,7 @@
 #include "cmd_tokenizer_bench.h"
 #include "commands.h"
 #include "io/file.h"
+#include "stop_signals.h"
 #include "moetrain/error.h"
 #include "moetrain/shards.h"
 #include "number_options.h"
@@ -98,6 +99,7 @@ void add_train(CLI::App* parent) {
     add_int_option(cmd, "--threads", a->threads, "files counted at once (0 = all cores)", 0)
         ->check(thread_count_check());
     cmd->callback([a] {
+        stop_cooperatively();  // the trainer stops between pieces or merges, before --out
         std::vector<NamedPath> inputs;
         for (const std::string& d : a->data) inputs.push_back({"--data", d});
         const std::string out = guard_output({"--out", a->out}, inputs, OutputKind::file);
@@ -136,7 +138,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     add_decode(cmd);
     add_train(cmd);
     add_tokenizer_bench(cmd);
-    cmd->final_callback([&exit_code] { exit_code = 0; });
+    cmd->final_callback([&exit_code] { exit_code = exit_status_after("tokenizer"); });
 }
 
 }  // namespace moetrain::cli

@@ -23,6 +23,7 @@
 #include "moetrain/checkpoint.h"
 #include "moetrain/data.h"
 #include "moetrain/model.h"
+#include "moetrain/stop.h"
 #include "moetrain/train.h"
 #include "tensorboard_writer.h"
 #include "tokenizer_choice.h"
@@ -352,8 +353,19 @@ int run_train(TrainArgs& a, DistRun& dist) {
     std::unique_ptr<TensorBoardWriter> tb;  // rank 0: the --log-json records, as scalars
     if (!a.tensorboard.empty() && dist.root())
         tb = std::make_unique<TensorBoardWriter>(a.tensorboard);
-    install_stop_handlers();  // from here on, SIGINT / SIGTERM stop after the current step
-    Evaluator evaluator(model, data.val, global_batch, a.seq, a.eval_batches);
+    // From here on SIGINT / SIGTERM stop after the current step, or abandon an evaluation.
+    stop_cooperatively(
+        "moetrain: error: stopped at once by a second signal; the checkpoints written before "
+        "are intact\n");
+    // Under expert parallelism every rank runs the evaluation's collectives, so all of them
+    // must abandon it at the same batch: they agree on the stop request before each one.
+    auto eval_stop = [&]() -> int {
+        int32_t v = stop_signal();
+        if (dist.multi() && a.expert_parallel > 1)
+            dist.comm().all_reduce(&v, 1, DType::i32, ReduceOp::max);
+        return v;
+    };
+    Evaluator evaluator(model, data.val, global_batch, a.seq, a.eval_batches, eval_stop);
     ProgressPrinter progress(a.steps, start, static_cast<int64_t>(global_batch) * a.seq * a.accum,
                              a.quiet);
 
@@ -391,9 +403,18 @@ int run_train(TrainArgs& a, DistRun& dist) {
             a.eval_every > 0 && (trainer.steps_done() % a.eval_every == 0 || last);
         // Rank 0 evaluates; under expert parallelism every rank of its group holds some of
         // the experts, so they all run the evaluation passes (each the whole batches).
-        const LossStats ev =
-            eval_now && (dist.root() || a.expert_parallel > 1) ? evaluator.run() : LossStats{};
-        if (eval_now && dist.root()) {
+        LossStats ev;
+        std::string eval_stopped;  // "during the evaluation (...)" when a stop abandoned it
+        int sig = 0;
+        if (eval_now && (dist.root() || a.expert_parallel > 1)) {
+            try {
+                ev = evaluator.run();
+            } catch (const Stopped& e) {
+                eval_stopped = e.what();
+                sig = e.code();
+            }
+        }
+        if (eval_now && dist.root() && eval_stopped.empty()) {
             nlohmann::json e = evaluation_json(ev, trainer.steps_done(), "val", a.eval_batches);
             std::printf("eval step %lld: val loss %.4f (ce %.4f)\n",
                         static_cast<long long>(trainer.steps_done()), ev.loss, ev.ce);
@@ -401,20 +422,22 @@ int run_train(TrainArgs& a, DistRun& dist) {
             if (tb) tb->eval_record(e);
         }
         std::fflush(stdout);
-        int sig = stop_signal();
+        if (sig == 0) sig = stop_signal();
         if (dist.multi()) {  // every rank stops after the same step (a save is a collective)
             int32_t v = sig;
             dist.comm().all_reduce(&v, 1, DType::i32, ReduceOp::max);
             sig = v;
         }
-        if (sig != 0 && trainer.steps_done() < end) {
+        if (sig != 0 && (trainer.steps_done() < end || !eval_stopped.empty())) {
             const std::string here =
                 a.out.empty() ? "" : a.out + "/" + step_dir_name(trainer.steps_done());
             if (!here.empty() && saved_step != trainer.steps_done()) last_ckpt = save("final");
             if (log) log->close();
             if (dist.root())
-                std::fprintf(stderr, "moetrain: stopped by %s after step %lld; %s\n",
-                             stop_signal_name(sig), static_cast<long long>(trainer.steps_done()),
+                std::fprintf(stderr, "moetrain: stopped by %s %s%safter step %lld; %s\n",
+                             stop_signal_name(sig), eval_stopped.c_str(),
+                             eval_stopped.empty() ? "" : ", abandoned, ",
+                             static_cast<long long>(trainer.steps_done()),
                              here.empty()
                                  ? "no --out, nothing saved"
                                  : ("saved " + here + "; continue with --resume " + a.out).c_str());
@@ -530,6 +553,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
         int code = 0;  // 130 / 143 after a graceful stop
         exit_code = run_distributed(dist, [&] { code = run_train(*a, dist); });
         if (exit_code == 0) exit_code = code;
+        // A stop that came after the last step: the run is complete, and says so.
+        if (exit_code == 0 && !dist.multi()) exit_code = exit_status_after("train");
     });
 }
 

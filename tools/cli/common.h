@@ -10,6 +10,7 @@
 #include "moetrain/backend.h"
 #include "moetrain/config.h"
 #include "moetrain/data.h"
+#include "stop_signals.h"
 
 namespace moetrain::cli {
 
@@ -59,12 +60,13 @@ std::pair<std::shared_ptr<Args>, CLI::App*> add_command(CLI::App& app, const std
     return {std::make_shared<Args>(), app.add_subcommand(name, help)};
 }
 
-// The subcommand's action: `run` on the parsed options, then exit status 0 (errors throw).
+// The subcommand's action: `run` on the parsed options, then exit status 0 (errors throw), or
+// 128 + signal when a stop request arrived as it finished (stop_signals.h).
 template <class F>
 void on_run(CLI::App* cmd, int& exit_code, F run) {
-    cmd->callback([run = std::move(run), &exit_code] {
+    cmd->callback([run = std::move(run), &exit_code, cmd] {
         run();
-        exit_code = 0;
+        exit_code = exit_status_after(cmd->get_name().c_str());
     });
 }
 

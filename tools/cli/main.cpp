@@ -7,6 +7,8 @@
 
 #include "commands.h"
 #include "moetrain/error.h"
+#include "moetrain/stop.h"
+#include "stop_signals.h"
 
 namespace {
 // Length of the valid UTF-8 sequence starting at s[i] (0 when it is not one).
@@ -73,6 +75,7 @@ static int run_cli(int argc, char** argv) {
     moetrain::cli::add_verify_command(app, exit_code);
     moetrain::cli::add_export_command(app, exit_code);
     moetrain::cli::add_import_command(app, exit_code);
+    moetrain::cli::install_stop_handlers();  // at once until a command acts on stops itself
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -80,6 +83,11 @@ static int run_cli(int argc, char** argv) {
         // One line, e.g. "moetrain: error: --steps: Value -3 not in range [0 - ...]".
         std::fprintf(stderr, "moetrain: error: %s (see --help)\n", one_line(e.what()).c_str());
         return 2;
+    } catch (const moetrain::Stopped& e) {  // "during ...; what is left"
+        std::fflush(stdout);
+        std::fprintf(stderr, "moetrain: stopped by %s %s\n",
+                     moetrain::cli::stop_signal_name(e.code()), one_line(e.what()).c_str());
+        return 128 + e.code();
     } catch (const moetrain::Error& e) {
         std::fflush(stdout);
         std::fprintf(stderr, "moetrain: error: %s\n", one_line(e.what()).c_str());

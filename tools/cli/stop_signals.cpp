@@ -1,5 +1,6 @@
-// Async-signal-safe stop flag: the handler only stores the signal number, or on a second
-// signal writes one fixed line and calls _exit.
+// Async-signal-safe handlers: in the at-once mode they write one fixed line and call _exit;
+// in the cooperative mode the first signal only records the stop request and a second one
+// writes its line and calls _exit.
 #include "stop_signals.h"
 
 #include <signal.h>
@@ -7,21 +8,37 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <vector>
+
+#include "moetrain/stop.h"
 
 namespace moetrain::cli {
 namespace {
 
-std::atomic<int> g_stop{0};
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
+std::atomic<bool> g_cooperative{false};
+std::atomic<const char*> g_second_note{nullptr};
+static_assert(std::atomic<const char*>::is_always_lock_free, "the handler reads it");
+
+constexpr const char* kSecondNote =
+    "moetrain: error: stopped at once by a second signal; finished outputs are intact, and a "
+    "partial *.tmp-<pid> directory is removed by the next run\n";
+
+void write_line(const char* s) {
+    ssize_t ignored = ::write(STDERR_FILENO, s, std::strlen(s));
+    (void)ignored;
+}
 
 void on_stop_signal(int sig) {
-    if (g_stop.exchange(sig) != 0) {
-        static const char msg[] =
-            "moetrain: error: stopped at once by a second signal; the checkpoints written "
-            "before are intact\n";
-        ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)ignored;
+    if (!g_cooperative.load()) {
+        write_line(sig == SIGINT ? "moetrain: stopped by SIGINT; no output was in progress\n"
+                                 : "moetrain: stopped by SIGTERM; no output was in progress\n");
+        ::_exit(128 + sig);
+    }
+    if (request_stop(sig) != 0) {
+        const char* note = g_second_note.load();
+        write_line(note ? note : kSecondNote);
         ::_exit(128 + sig);
     }
 }
@@ -45,12 +62,26 @@ void install_stop_handlers() {
     sigaction(SIGTERM, &sa, nullptr);
 }
 
+void stop_cooperatively(const char* second_note) {
+    g_second_note.store(second_note);
+    g_cooperative.store(true);
+}
+
 int stop_signal() {
-    return g_stop.load();
+    return stop_requested();
 }
 
 const char* stop_signal_name(int sig) {
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal";
+}
+
+int exit_status_after(const char* command) {
+    const int sig = stop_signal();
+    if (sig == 0) return 0;
+    std::fflush(stdout);
+    std::fprintf(stderr, "moetrain: stopped by %s as %s had finished; its output is complete\n",
+                 stop_signal_name(sig), command);
+    return 128 + sig;
 }
 
 }  // namespace moetrain::cli

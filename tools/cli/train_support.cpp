@@ -10,8 +10,14 @@
 
 namespace moetrain::cli {
 
-Evaluator::Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches)
-    : model_(model), tokens_(std::move(tokens)), batch_(batch), seq_(seq), batches_(batches) {}
+Evaluator::Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches,
+                     std::function<int()> stop)
+    : model_(model),
+      tokens_(std::move(tokens)),
+      batch_(batch),
+      seq_(seq),
+      batches_(batches),
+      stop_(std::move(stop)) {}
 
 LossStats Evaluator::run() {
     BatchLoader loader(tokens_, batch_, seq_, "val");
@@ -19,6 +25,9 @@ LossStats Evaluator::run() {
     std::vector<int32_t> x(n), y(n);
     LossStats mean;
     for (int i = 0; i < batches_; ++i) {
+        if (const int sig = stop_(); sig != 0)
+            throw Stopped(sig, "during the evaluation (batch " + std::to_string(i + 1) + " of " +
+                                   std::to_string(batches_) + ")");
         loader.next(x.data(), y.data());
         LossStats s = model_.forward_loss(x.data(), y.data(), batch_, seq_);
         mean.ce += s.ce / batches_;

@@ -3,26 +3,32 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "moetrain/data.h"
 #include "moetrain/model.h"
+#include "moetrain/stop.h"
 #include "moetrain/train.h"
 
 namespace moetrain::cli {
 
 // Mean of per-batch means over the first `batches` windows of `tokens` (MODEL.md 5).
+// Before each batch run() asks `stop` (default: moetrain::stop_requested) and throws
+// moetrain::Stopped "during the evaluation (batch K of N)" when it returns a signal.
 class Evaluator {
   public:
-    Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches);
+    Evaluator(Model& model, TokenStream tokens, int batch, int seq, int batches,
+              std::function<int()> stop = stop_requested);
     LossStats run();
 
   private:
     Model& model_;
     TokenStream tokens_;
     int batch_, seq_, batches_;
+    std::function<int()> stop_;
 };
 
 nlohmann::json evaluation_json(const LossStats& s, int64_t step, const std::string& split,
