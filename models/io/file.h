@@ -27,6 +27,8 @@ inline constexpr uint64_t kStreamedFile = UINT64_MAX;
 inline constexpr FileKind kConfigFile{"config file", kMaxJsonFileBytes};
 inline constexpr FileKind kCheckpointStateFile{"checkpoint file", kMaxJsonFileBytes};
 inline constexpr FileKind kIndexFile{"index file", kMaxJsonFileBytes};
+// The manifest a command writes beside its output (.moetrain-output.json, out_manifest.h).
+inline constexpr FileKind kOutputManifestFile{"output manifest", kMaxJsonFileBytes};
 inline constexpr FileKind kTokenizerFile{"tokenizer file", kMaxTokenizerFileBytes};
 inline constexpr FileKind kCheckpointTokenizerFile{"checkpoint file", kMaxTokenizerFileBytes};
 inline constexpr FileKind kCheckpointDataFile{"checkpoint file", kStreamedFile};
