@@ -13,6 +13,15 @@
 #include "moetrain/error.h"
 
 namespace moetrain {
+
+// The RoPE base with NTK scaling (MODEL.md 2).
+double ModelConfig::rope_theta_eff() const {
+    if (rope_ntk_alpha == 1.0) return rope_theta;
+    const double h = head_dim;
+    MT_CHECK(head_dim > 2, "rope_ntk_alpha != 1 needs head_dim > 2 (got head_dim ", head_dim, ")");
+    return rope_theta * std::pow(rope_ntk_alpha, h / (h - 2.0));
+}
+
 namespace {
 
 using io::json;
