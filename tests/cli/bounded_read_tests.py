@@ -275,7 +275,7 @@ def shard_truncated_under_train_is_one_line():
     data = cli_testlib.corpus(d, 200000)
     run("tokenize", "--data", data, "--eot", 0, "--out", f"{d}/shards", "--val-tokens", 0,
         "--threads", 1)
-    shards = sorted(os.listdir(f"{d}/shards"))
+    shards = sorted(n for n in os.listdir(f"{d}/shards") if n.endswith(".bin"))
     assert len(shards) == 1, shards
     shard = f"{d}/shards/{shards[0]}"
     log = f"{d}/log.jsonl"
