@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::set<std::string> kTestedOps = {
+    "attention_kernel",
     "backend_name",
     "name",
     "alloc_buffer",
