@@ -71,7 +71,7 @@ CLI::Validator real_in(const RealRange& r) {
     return CLI::Validator(
         [r, range](std::string& in) -> std::string {
             // -?(digits[.digits]|.digits)([eE][-+]?digits)?
-            const std::string bad = "must be a finite number in " + range + ", not '" + in + "'";
+            std::string bad = "must be a finite number in " + range + ", not '" + in + "'";
             size_t i = !in.empty() && in[0] == '-' ? 1 : 0;
             const size_t int_end = digits(in, i);
             size_t end = int_end;
