@@ -61,8 +61,7 @@ Manifest read_manifest(const std::string& dir, std::string& problem) {
     const std::string path = (fs::path(dir) / kOutputManifestName).string();
     ordered_json j;
     try {
-        j = ordered_json::parse(read_file(path, kOutputManifestFile), nullptr,
-                                false);
+        j = ordered_json::parse(read_file(path, kOutputManifestFile), nullptr, false);
     } catch (const Error& e) {
         problem = e.what();
         return m;
