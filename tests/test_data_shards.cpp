@@ -111,6 +111,19 @@ TEST_CASE("tokenizers: parsers take bytes and fail with one line") {
     CHECK(error_of([] {
               parse_sentencepiece("not a model");
           }).find("sentencepiece model: cannot load") == 0);
+    // Pieces that would abort libsentencepiece's trie builder (found by tools/fuzz.sh) are refused
+    // before the library sees them: an empty piece, a NUL byte inside one.
+    const std::string unk("\x0A\x09\x0A\x05<unk>\x18\x02", 11);
+    CHECK(error_of([&] { parse_sentencepiece(unk + std::string("\x0A\x02\x0A\x00", 4)); }) ==
+          "sentencepiece model: piece 1 has empty text");
+    CHECK(error_of([&] {
+              parse_sentencepiece(unk + std::string("\x0A\x04\x0A\x02"
+                                                    "a\0",
+                                                    6));
+          }) == "sentencepiece model: piece 1 contains a NUL byte");
+    CHECK(error_of([&] { parse_sentencepiece(unk + "\x0A\x7F"); }) ==
+          "sentencepiece model: cannot load (the model has a field of 127 bytes where 0 remain: "
+          "truncated, or not a protobuf ModelProto)");
     CHECK(error_of([] { load_tokenizer("x.txt"); }).find("unknown tokenizer \"x.txt\"") == 0);
 
     // A byte-level tiktoken vocabulary round-trips any bytes.

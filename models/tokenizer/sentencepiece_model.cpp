@@ -3,6 +3,7 @@
 
 #include "moetrain/error.h"
 #include "moetrain/tokenizer.h"
+#include "sentencepiece_proto_check.h"
 
 namespace moetrain {
 namespace {
@@ -10,6 +11,7 @@ namespace {
 class SentencePieceTokenizer final : public Tokenizer {
   public:
     explicit SentencePieceTokenizer(std::string_view proto) {
+        check_sentencepiece_proto(proto);  // what would abort inside libsentencepiece
         auto status = sp_.LoadFromSerializedProto(proto);
         MT_CHECK(status.ok(), "sentencepiece model: cannot load (", status.message(), ")");
         MT_CHECK(sp_.GetPieceSize() > 0, "sentencepiece model: no pieces");
