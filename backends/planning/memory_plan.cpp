@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/model_access.h"
+#include "dispatch/dispatchers.h"
 #include "model/model_impl.h"
 #include "planning/planning_device.h"
 #include "shared/grouped_gemm_plan.h"

@@ -7,9 +7,9 @@
 
 #include <vector>
 
+#include "layers/moe_parallel.h"
 #include "model/param_layout.h"
 #include "model/workspace.h"
-#include "moetrain/comm.h"
 
 namespace moetrain {
 
@@ -82,53 +82,47 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
              const Tensor& x, const FfnActs& a, const Tensor& dy, const GradScratch& g,
              const Tensor& dx, bool accumulate_dx);
 
-// ---- moe.cpp: router, sort by expert, grouped expert GEMMs, combine (+ shared experts) ----
-// Data parallel (docs/DISTRIBUTED.md): the micro-batch of MODEL.md is every rank's rows, so the
-// expert counts (f_e) are summed over the ranks into `counts` ([E] i32, written by moe_fwd),
-// and each rank's aux / z terms are its share of the global means: with R ranks of equal
-// N, the local ops (normalised by the local N and counts) scale aux by 1/R^2 and z by 1/R.
-struct MoeDispatch;
-struct MoeGlobal {
-    Communicator* comm = nullptr;
-    Tensor counts;
-    float aux_share() const { return 1.0f / static_cast<float>(comm->size() * comm->size()); }
-    float z_share() const { return 1.0f / static_cast<float>(comm->size()); }
-};
+// ---- moe.cpp: route -> dispatch -> grouped expert FFN -> combine (+ shared experts) ----
 // The routing state of one MoE layer's pass beyond its weights (MODEL.md 2): the expert bias
 // the top-k selection adds ([E] f32, empty = none); the per-expert capacity (-1 = dropless:
-// every pass but a training micro-batch of a model with moe.capacity_factor); and the i32 [E]
+// every pass but a training micro-batch of a model with moe.capacity_factor); the i32 [E]
 // accumulator of the optimizer step's selections before dropping, which the forward of a
-// training micro-batch adds its counts to when the model has an expert bias (empty = none).
-// Data parallel with a capacity, the admission runs over the global micro-batch (every rank's
-// rows in rank order): `ranks` is the data-parallel communicator, `offsets` ([k, E] i32) the
-// selections of other ranks admitted before this rank's in each slot, which the forward
-// computes from every rank's `shares` ([ranks, k, E] i32 scratch, Device::moe_capacity_shares)
-// with one reduce-scatter and the backward's recompute reuses.
+// training micro-batch adds its counts to when the model has an expert bias (empty = none);
+// and the layer's buffers for the statistics over the micro-batch (RoutingStats): `offsets`
+// ([k, E] i32, the admission offsets of a data-parallel capacity) and `counts` ([E] i32, the
+// selections over every rank; the model's load row).
 struct MoeRouting {
     Tensor bias;
     int64_t capacity = -1;
     Tensor step_counts;
-    Communicator* ranks = nullptr;
-    Tensor offsets, shares;
+    Tensor offsets, counts;
+};
+// One MoE layer's pass: which layer (`layer` for hash routing, `moe_layer` its index among the
+// MoE layers for the dispatcher), its N tokens and their ids, its routing state, and the
+// parallel context's two parts (moe_parallel.h). When `record` is given, the chosen experts
+// are appended to it (gradient checks watch for flips).
+struct MoePass {
+    int layer = 0, moe_layer = 0;
+    int64_t N = 0;
+    Tensor ids;
+    MoeRouting route;
+    RoutingStats* stats = nullptr;
+    TokenDispatcher* dispatcher = nullptr;
+    std::vector<int32_t>* record = nullptr;
 };
 // The router options of the config as the router ops take them.
 RouterArgs router_args(const MoeConfig& m);
-// x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. When `routing`
-// is given, the chosen experts are appended to it (gradient checks watch for flips). The
-// backward's recompute passes x_res and aux_stats empty: every activation moe_bwd reads is
-// produced (expert output rows included), nothing is combined and no loss term is added.
-// Expert parallel, `ep` says where the routed rows go (moe_dispatch.h; w holds this rank's
-// experts only).
-void moe_fwd(Device& dev, const ModelConfig& c, int layer, const LayerW& w, const Tensor& xn,
-             const Tensor& ids, MoeActs& a, const Tensor& x_res, const Tensor& aux_stats, int64_t N,
-             std::vector<int32_t>* routing, const MoeRouting& route,
-             const MoeGlobal* global = nullptr, MoeDispatch* ep = nullptr);
+// x_res += MoE(xn); aux/z loss terms are added to aux_stats[0], aux_stats[1]. The backward's
+// recompute passes x_res and aux_stats empty: every activation moe_bwd reads is produced
+// (expert output rows included), nothing is combined, no loss term is added and no routing
+// statistic exchanged. Expert parallel, w holds this rank's experts only.
+void moe_fwd(Device& dev, const ModelConfig& c, const LayerW& w, const Tensor& xn, MoeActs& a,
+             const Tensor& x_res, const Tensor& aux_stats, const MoePass& p);
 // From dres = d loss / d MoE output: weight gradients and dxn (overwritten). grad_scale
-// scales the aux / z loss gradients (the micro-batch weight); `route` is the forward's.
+// scales the aux / z loss gradients (the micro-batch weight); `p` is the forward's.
 void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& gw, const Tensor& xn,
              const MoeActs& a, const Tensor& dres, const GradScratch& g, const Tensor& dxn,
-             int64_t N, float grad_scale, const MoeRouting& route,
-             const MoeGlobal* global = nullptr, MoeDispatch* ep = nullptr);
+             float grad_scale, const MoePass& p);
 
 // ---- head.cpp: final norm, logits (row chunks), cross-entropy ----
 // Per-token losses into ws.losses and ce_out[0] += ce_scale * sum(losses). With gw given,

@@ -36,7 +36,8 @@ LossStats loss_from_stats(const std::array<float, 4>& s, int64_t tokens) {
     return r;
 }
 
-ModelImpl::ModelImpl(Device& device, const ModelConfig& config) : dev(device), cfg(config) {
+ModelImpl::ModelImpl(Device& device, const ModelConfig& config)
+    : dev(device), cfg(config), parallel(cfg) {
     std::vector<ParamInfo> all = build_param_layout(config);
     const int64_t n = numel_of(all);
     adopt_layout(std::move(all), dev.alloc(DType::f32, {n}));
@@ -79,15 +80,16 @@ void ModelImpl::adopt_layout(std::vector<ParamInfo> next, Tensor values) {
 
 void ModelImpl::set_expert_shard(const ExpertShard& to) {
     if (to == shard) return;
-    MT_CHECK(ep_comm, "this model holds expert block ", shard.index, " of ", shard.parts,
+    auto* group = parallel.expert_group();
+    MT_CHECK(group, "this model holds expert block ", shard.index, " of ", shard.parts,
              " and has no expert-parallel group (its Trainer is gone)");
     MT_CHECK((to.whole() || shard.whole()) &&
-                 (to.whole() || (to.parts == ep_comm->size() && to.index == ep_comm->rank())),
+                 (to.whole() || (to.parts == group->size() && to.index == group->rank())),
              "expert block ", to.index, " of ", to.parts, " is not this rank's");
     std::vector<ParamInfo> next = build_param_layout(cfg, to);
     Tensor moved = dev.alloc(DType::f32, {numel_of(next)});
     if (to.whole())
-        shard_to_whole(dev, *ep_comm, shard_runs(layout, next), params, moved);
+        shard_to_whole(dev, *group, shard_runs(layout, next), params, moved);
     else
         whole_to_shard(dev, to.index, shard_runs(next, layout), params, moved);
     w = gw = wf = ModelW{};  // the old buffers are freed before the new ones exist
@@ -110,26 +112,33 @@ void ModelImpl::update_expert_bias() {
                                cfg.moe->bias_update_rate);
 }
 
-MoeRouting ModelImpl::moe_routing(const Workspace& ws, int l) const {
-    MoeRouting r;
+int64_t ModelImpl::moe_capacity(const Workspace& ws) const {
+    if (!train_step_ || !ws.training) return -1;
+    // The capacity of the micro-batch: every rank has N tokens (MODEL.md 2).
+    return moe_capacity_rows(*cfg.moe, ws.N * (dp_pass_ ? parallel.data_ranks() : 1));
+}
+
+MoePass ModelImpl::moe_pass(const Workspace& ws, int l, std::vector<int32_t>* record) {
     const int row = moe_row_[static_cast<size_t>(l)];
-    if (row < 0) return r;
     const int64_t E = cfg.moe->n_experts;
+    TokenDispatcher& dispatcher = parallel.dispatcher(
+        dev, ws.generation, ws.N, ws.layers[static_cast<size_t>(l)].moe.xg.dtype,
+        static_cast<int>(load_counts.shape[0]));
+    MoePass p;
+    p.layer = l;
+    p.moe_layer = row;
+    p.N = ws.N;
+    p.ids = ws.ids;
+    p.stats = &parallel.routing_stats(dp_pass_);
+    p.dispatcher = &dispatcher;
+    p.record = record;
+    MoeRouting& r = p.route;
     if (expert_bias) r.bias = expert_bias.view(row * E, {E});
-    if (!train_step_ || !ws.training) return r;
-    if (step_counts) r.step_counts = step_counts.view(row * E, {E});
-    if (!dp_pass_) {
-        r.capacity = moe_capacity_rows(*cfg.moe, ws.N);
-        return r;
-    }
-    // The capacity of the global micro-batch: every rank has N tokens (MODEL.md 2).
-    r.capacity = moe_capacity_rows(*cfg.moe, ws.N * dp_comm->size());
-    if (r.capacity >= 0) {
-        r.ranks = dp_comm;
-        r.offsets = ws.layers[static_cast<size_t>(l)].moe.offsets;
-        r.shares = capacity_shares;
-    }
-    return r;
+    if (train_step_ && ws.training && step_counts) r.step_counts = step_counts.view(row * E, {E});
+    r.capacity = moe_capacity(ws);
+    r.offsets = ws.layers[static_cast<size_t>(l)].moe.offsets;
+    if (dp_pass_) r.counts = load_counts.view(row * E, {E});  // the loads of the global batch
+    return p;
 }
 
 void ModelImpl::set_precision(Precision p) {
@@ -229,31 +238,11 @@ int64_t ModelImpl::load_batch(Workspace& ws, const int32_t* x, const int32_t* y,
     return counted;
 }
 
-const MoeGlobal* ModelImpl::moe_global(int l) {
-    const int row = moe_row_[static_cast<size_t>(l)];
-    if (!dp_pass_ || row < 0) return nullptr;
-    const int64_t E = cfg.moe->n_experts;
-    moe_global_ = {dp_comm, load_counts.view(row * E, {E})};  // the loads of the global batch
-    return &moe_global_;
-}
-
-MoeDispatch* ModelImpl::moe_dispatch(const Workspace& ws, int l) {
-    if (!ep_comm) return nullptr;
-    if (dispatch_generation_ != ws.generation) {
-        dispatch_.clear();  // frees the buffers of the previous shape first
-        const auto moe_layers = static_cast<int>(load_counts.shape[0]);
-        const DType xg = ws.layers[static_cast<size_t>(l)].moe.xg.dtype;
-        dispatch_ = plan_moe_dispatch(dev, cfg, ep_comm, ws.N, xg, moe_layers);
-        dispatch_generation_ = ws.generation;
-    }
-    return &dispatch_[static_cast<size_t>(moe_row_[static_cast<size_t>(l)])];
-}
-
 void ModelImpl::run_step(const std::string& key, const Workspace& ws,
                          const std::function<void()>& queue) {
     // The routing record downloads the choices, and data-parallel and expert-parallel passes
     // run collectives between the ops (staged through the host on mpi): never captured.
-    if (record_routing || dp_pass_ || ep_comm) {
+    if (record_routing || dp_pass_ || parallel.expert_parallel()) {
         queue();
         last_run = StepRun::eager;
         return;
@@ -297,8 +286,7 @@ void ModelImpl::ffn_part(Workspace& ws, int l, const Tensor& x_out, const Tensor
         const Tensor& xn = a.n2.y32 ? a.n2.y32 : a.n2.y;
         // The recompute (no aux_stats) needs no global statistics, but the expert-parallel
         // dispatch of the rows.
-        moe_fwd(dev, cfg, l, lw, xn, ws.ids, a.moe, x_out, aux_stats, ws.N, routing,
-                moe_routing(ws, l), aux_stats ? moe_global(l) : nullptr, moe_dispatch(ws, l));
+        moe_fwd(dev, cfg, lw, xn, a.moe, x_out, aux_stats, moe_pass(ws, l, routing));
     } else
         ffn_fwd(dev, cfg.ffn, lw.ffn, FfnRows::dense(ws.N), a.n2.y, a.ffn, x_out, 1.0f);
 }
@@ -320,8 +308,8 @@ void ModelImpl::backward_layers(Workspace& ws, float grad_scale) {
         const LayerW& lw = wf.layers[static_cast<size_t>(l)];
         const LayerW& glw = gw.layers[static_cast<size_t>(l)];
         if (lw.moe)
-            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, N, grad_scale,
-                    moe_routing(ws, l), moe_global(l), moe_dispatch(ws, l));
+            moe_bwd(dev, cfg, lw, glw, a.n2.y, a.moe, g.dres, g, g.dxn, grad_scale,
+                    moe_pass(ws, l, nullptr));
         else
             ffn_bwd(dev, cfg.ffn, lw.ffn, glw.ffn, FfnRows::dense(N), a.n2.y, a.ffn, g.dres, g,
                     g.dxn, false);
@@ -339,10 +327,10 @@ void ModelImpl::record_load(const Workspace& ws, int l) {
     if (row < 0) return;
     const int64_t E = cfg.moe->n_experts;
     const MoeActs& a = ws.layers[static_cast<size_t>(l)].moe;
-    const bool dropped = moe_routing(ws, l).capacity >= 0;
+    const bool dropped = moe_capacity(ws) >= 0;
     if (kept_counts) dev.copy(kept_counts.view(row * E, {E}), a.counts);
     if (dp_pass_) {  // the pass wrote the global loads already; the admitted rows are summed here
-        if (kept_counts) dp_comm->all_reduce(dev, kept_counts.view(row * E, {E}), ReduceOp::sum);
+        if (kept_counts) parallel.sum_over_ranks(dev, kept_counts.view(row * E, {E}));
         return;
     }
     dev.copy(load_counts.view(row * E, {E}), dropped ? a.chosen : a.counts);
@@ -396,18 +384,10 @@ int64_t ModelImpl::queue_micro_batch(const int32_t* x, const int32_t* y, int B, 
     Workspace& ws = workspace(B, T, backward);
     int64_t counted = load_batch(ws, x, y, 0);
     refresh_compute_weights();
-    dp_pass_ = backward && dp_comm && dp_comm->size() > 1;
+    dp_pass_ = backward && parallel.data_parallel();
     train_step_ = backward && train_step;
-    if (dp_pass_ && kept_counts) {  // the scratch of the global capacity admission
-        const int64_t n = dp_comm->size() * cfg.moe->active_k() * cfg.moe->n_experts;
-        if (capacity_shares.numel() != n) capacity_shares = dev.alloc(DType::i32, {n});
-    }
-    if (dp_pass_) {  // the cross-entropy is the mean over the global micro-batch's targets
-        MT_CHECK(counted < (int64_t{1} << 31) / dp_comm->size(), "too many targets per rank");
-        int32_t all = static_cast<int32_t>(counted);
-        dp_comm->all_reduce(&all, 1, DType::i32, ReduceOp::sum);
-        counted = all;
-    }
+    // The cross-entropy is the mean over the global micro-batch's targets.
+    if (dp_pass_) counted = parallel.sum_over_ranks(counted);
     const float ce_scale = 1.0f / static_cast<float>(std::max<int64_t>(counted, 1));
     // Only device work below, the same for the same key (buffers and every scalar argument).
     auto queue = [&] {

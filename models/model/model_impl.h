@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "layers/layers.h"
-#include "layers/moe_dispatch.h"
 #include "moetrain/model.h"
 #include "moetrain/precision.h"
+#include "parallel/parallel_context.h"
 
 namespace moetrain {
 
@@ -58,10 +58,6 @@ class ModelImpl {
     // With a capacity: the rows each MoE layer admitted in the last forward ([MoE layers, E]
     // i32, copied like load_counts; the loads above are the selections before dropping).
     Tensor kept_counts;
-    // Data parallel with a capacity: the scratch of the admission offsets' shares that every
-    // MoE layer reuses ([ranks, k, E] i32, MoeRouting::shares), allocated by the first
-    // data-parallel pass.
-    Tensor capacity_shares;
     const std::vector<ExpertLoad>& expert_load();
     // Expert bias (MODEL.md 2, moe.bias_update_rate > 0): `layers.{l}.moe.router.expert_bias`
     // of every MoE layer, row by row of `expert_bias` ([MoE layers, E] f32, outside the
@@ -78,20 +74,19 @@ class ModelImpl {
     int64_t logit_budget = kLogitBudget;
     // When set, every MoE layer appends its chosen experts (gradient checks watch for flips).
     std::vector<int32_t>* record_routing = nullptr;
-    // Data parallel over more than one rank (set by the Trainer): training micro-batches are
-    // this rank's rows of the global micro-batch; their target count and every MoE layer's
-    // expert counts are summed over the ranks (MoeGlobal), so the loss terms and gradients are
-    // this rank's shares of the global ones. Inference passes stay local.
-    Communicator* dp_comm = nullptr;
-    // Expert parallel (set by the Trainer, with dp_comm): this rank's expert-parallel group of
-    // P ranks. The flat buffers hold only this rank's block of experts (`shard`: block j of
-    // P, build_param_layout), and every pass sends the routed rows to their experts' ranks
-    // (moe_dispatch.h): each pass is a collective of the group.
-    Communicator* ep_comm = nullptr;
+    // Data parallel and expert parallel (set by the Trainer through TrainPasses): the ranks,
+    // and what the MoE layers use of them (models/parallel/parallel_context.h). Training
+    // micro-batches of a data-parallel model are this rank's rows of the global micro-batch:
+    // their target count and every MoE layer's routing statistics are over every rank, so the
+    // loss terms and gradients are this rank's shares of the global ones; inference passes stay
+    // local. Expert parallel, the flat buffers hold only this rank's block of experts (`shard`:
+    // block j of P, build_param_layout), and every pass sends the routed rows to their
+    // experts' ranks (the all-to-all dispatcher): each pass is a collective of the group.
+    ParallelContext parallel;
     ExpertShard shard;
-    // Re-lays the parameters out for `to` (the whole layout or this rank's block of ep_comm's
+    // Re-lays the parameters out for `to` (the whole layout or this rank's block of the group's
     // experts): whole -> block keeps this rank's experts, block -> whole all-gathers every
-    // rank's over ep_comm (a collective; checkpoints save and load the whole layout). The
+    // rank's over the expert group (a collective; checkpoints save and load the whole layout). The
     // gradients are reallocated (zero) and the 16-bit copy refreshed before the next pass.
     void set_expert_shard(const ExpertShard& to);
     // When set, called after the backward of layer l has written that layer's gradients (the
@@ -172,13 +167,11 @@ class ModelImpl {
     // 16-bit weight generations are appended here. While routing is recorded (downloads) the
     // step runs eagerly, never captured.
     void run_step(const std::string& key, const Workspace& ws, const std::function<void()>& queue);
-    // The global statistics of MoE layer l while a data-parallel training pass runs, else null.
-    const MoeGlobal* moe_global(int l);
-    // Expert parallel: the dispatch buffers of MoE layer l for workspace `ws` (every MoE
-    // layer's planned on first use; one workspace's at a time); null without.
-    MoeDispatch* moe_dispatch(const Workspace& ws, int l);
-    // The routing state of MoE layer l in the pass being queued (MoeRouting).
-    MoeRouting moe_routing(const Workspace& ws, int l) const;
+    // MoE layer l's pass in the workspace being queued: its routing state and the parallel
+    // context's statistics and dispatcher (planned for the workspace's shape on first use).
+    MoePass moe_pass(const Workspace& ws, int l, std::vector<int32_t>* record);
+    // The capacity of MoE layer l's pass (-1: dropless).
+    int64_t moe_capacity(const Workspace& ws) const;
 
     // Planned workspaces by (B, T, training). Inference ones are dropped when a fifth shape
     // arrives (a workspace is only used within one call, so no reference outlives this).
@@ -193,9 +186,6 @@ class ModelImpl {
     bool load_recorded_ = false, load_fresh_ = false;
     bool dp_pass_ = false;     // a data-parallel training micro-batch is being queued
     bool train_step_ = false;  // a train_step micro-batch is being queued
-    MoeGlobal moe_global_;
-    uint64_t dispatch_generation_ = 0;
-    std::vector<MoeDispatch> dispatch_;
 };
 
 }  // namespace moetrain

@@ -55,20 +55,20 @@ void TrainPasses::update_expert_bias() {
     im_.update_expert_bias();
 }
 void TrainPasses::set_data_parallel(Communicator* comm) {
-    im_.dp_comm = comm;
+    im_.parallel.set_data_parallel(comm);
 }
 void TrainPasses::set_expert_parallel(Communicator* group) {
     im_.set_expert_shard({});  // from the whole layout (a no-op the first time)
-    im_.ep_comm = group;
+    im_.parallel.set_expert_parallel(group);
     if (group) im_.set_expert_shard({group->size(), group->rank()});
 }
 void TrainPasses::set_whole_experts(bool whole) {
-    MT_CHECK(im_.ep_comm, "the model is not expert-parallel");
-    im_.set_expert_shard(whole ? ExpertShard{}
-                               : ExpertShard{im_.ep_comm->size(), im_.ep_comm->rank()});
+    auto* group = im_.parallel.expert_group();
+    MT_CHECK(group, "the model is not expert-parallel");
+    im_.set_expert_shard(whole ? ExpertShard{} : ExpertShard{group->size(), group->rank()});
 }
 void TrainPasses::drop_expert_group() {
-    im_.ep_comm = nullptr;
+    im_.parallel.set_expert_parallel(nullptr);
 }
 const std::vector<ParamInfo>& TrainPasses::layout() const {
     return im_.layout;
