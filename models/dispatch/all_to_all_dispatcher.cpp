@@ -110,12 +110,9 @@ class AllToAllDispatcher final : public TokenDispatcher {
         gs.dup = grads_.dup;
         const int64_t D = c_.d_model, F = c_.d_ff;
         for_each_source(d, [&](int64_t s, int64_t off, int64_t n) {
-            const ExpertBlock b{n,
-                                d.counts.view(s * n_local_, {n_local_}),
-                                n_local_,
-                                rows_of(d.xr, off, n, D),
-                                Tensor{},
-                                acts_rows(d.acts, off, n, F)};
+            const ExpertBlock b{n,        d.counts.view(s * n_local_, {n_local_}),
+                                n_local_, rows_of(d.xr, off, n, D),
+                                Tensor{}, acts_rows(d.acts, off, n, F)};
             experts({b, rows_of(grads_.dyr, off, n, D), rows_of(grads_.dxr, off, n, D), gs});
         });
         exchange_rows(dev, grads_.dxr, d.recv_rows, g.dxg, d.send_rows);

@@ -13,9 +13,9 @@ namespace {
 class LocalRoutingStats final : public RoutingStats {
   public:
     int64_t ranks() const override { return 1; }
-    Tensor admission_offsets(Device& /*dev*/, const Tensor& /*topk_idx*/,
-                             const Tensor& /*offsets*/, int64_t /*N*/, int64_t /*k*/,
-                             int64_t /*E*/, bool /*exchange*/) override {
+    Tensor admission_offsets(Device& /*dev*/, const Tensor& /*topk_idx*/, const Tensor& /*offsets*/,
+                             int64_t /*N*/, int64_t /*k*/, int64_t /*E*/,
+                             bool /*exchange*/) override {
         return {};
     }
     Tensor micro_batch_counts(Device& /*dev*/, const Tensor& local, const Tensor& /*global*/,
