@@ -50,8 +50,18 @@ class Communicator {
     // advance (MPI progresses only inside MPI calls). The defaults run the blocking
     // all_reduce at once.
     virtual int64_t start_all_reduce(void* data, int64_t count, DType t, ReduceOp op);
+    // Non-blocking all_to_all_v of host memory, the same way: `recv` holds the data only after
+    // wait(id) returns, and neither buffer (nor the counts' effect) may be touched before. The
+    // default runs the blocking all_to_all_v at once.
+    virtual int64_t start_all_to_all_v(const void* send, const std::vector<int64_t>& send_counts,
+                                       void* recv, const std::vector<int64_t>& recv_counts,
+                                       DType t);
     virtual void wait(int64_t id);
     virtual void progress() {}
+    // Seconds this process has spent inside the collectives (blocking ones and wait()) of this
+    // engine's communicators, subgroups included, since the first was made: the time a rank
+    // waits for data or for the other ranks. 0 where an engine does not measure it (single).
+    virtual double seconds_in_collectives() const { return 0.0; }
     // The communicator of the `count` ranks first, first + stride, ..., first + (count - 1)
     // stride of this one (this rank among them), numbered in that order. Every rank of this
     // communicator calls it at the same time, each naming its own group; the groups partition
@@ -114,6 +124,6 @@ std::unique_ptr<Communicator> make_planning_communicator(int ranks);
 //   extern "C" moetrain::Communicator* moetrain_comm_entry(int abi, const char* backend,
 //                                                         char* err, int err_len);
 // returning nullptr with a one-line reason in err when it cannot start.
-inline constexpr int kCommAbi = 1;
+inline constexpr int kCommAbi = 2;  // 2: start_all_to_all_v, seconds_in_collectives
 
 }  // namespace moetrain

@@ -86,9 +86,11 @@ struct DistOptions {
     int zero = 0;                             // 0 or 1
     int64_t bucket_elems = int64_t{1} << 20;  // gradient all-reduce bucket (elements)
     int expert_parallel = 1;                  // P: ranks per expert-parallel group
-    // Plain data parallelism on a host-memory engine (mpi): each layer's gradients start
+    // On a host-memory engine (mpi). Plain data parallelism: each layer's gradients start
     // their (non-blocking) all-reduce as soon as the last micro-batch's backward has written
-    // them, overlapping the backward of the layers before it.
+    // them, overlapping the backward of the layers before it. Expert parallelism: the MoE
+    // layers' token exchange overlaps the experts' work on the rows that stay on the rank and
+    // the shared experts' backward. The results are the same bits either way.
     bool overlap = true;
 };
 
@@ -126,6 +128,9 @@ class Trainer {
     int64_t shard_count() const;
     // Whether the gradient all-reduce overlaps the backward (DistOptions::overlap applies).
     bool overlaps_gradients() const;
+    // How the MoE layers' routed rows reach their experts: "local", "all-to-all" or
+    // "overlapped all-to-all" (expert parallelism, DistOptions::overlap); "" for a dense model.
+    std::string token_exchange() const;
     // Bytes of optimizer state this rank holds (moments or 8-bit codes and scales).
     int64_t optimizer_state_bytes() const;
     // 8-bit AdamW state: the "decay" range, then "no_decay" (empty for other optimizers).

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "moetrain/error.h"
 
@@ -41,13 +42,40 @@ void check_reducible(DType t, const char* what) {
              dtype_name(t), ")");
 }
 
+// MPI's arrays of an all_to_all_v over R ranks, one after the other: send counts, send
+// displacements, receive counts, receive displacements (elements, as int).
+std::vector<int> alltoallv_layout(const std::vector<int64_t>& sc, const std::vector<int64_t>& rc,
+                                  int ranks) {
+    const auto R = static_cast<size_t>(ranks);
+    MT_CHECK(sc.size() == R && rc.size() == R, "all_to_all_v: ", sc.size(), " send and ", rc.size(),
+             " receive counts for ", ranks, " ranks");
+    std::vector<int> a(4 * R);
+    int64_t so = 0, ro = 0;
+    for (size_t r = 0; r < R; ++r) {
+        a[r] = mpi_count(sc[r], "all_to_all_v");
+        a[R + r] = mpi_count(so, "all_to_all_v");
+        a[2 * R + r] = mpi_count(rc[r], "all_to_all_v");
+        a[3 * R + r] = mpi_count(ro, "all_to_all_v");
+        so += sc[r];
+        ro += rc[r];
+    }
+    return a;
+}
+
 }  // namespace
+
+std::atomic<int64_t> MpiComm::busy_ns_{0};
+
+double MpiComm::seconds_in_collectives() const {
+    return 1e-9 * static_cast<double>(busy_ns_.load());
+}
 
 MpiComm::Guard::Guard(MpiComm& c, const char* op) : c_(c) {
     c_.op_ = op;
     c_.since_ns_ = Clock::now().time_since_epoch().count();
 }
 MpiComm::Guard::~Guard() {
+    MpiComm::busy_ns_ += Clock::now().time_since_epoch().count() - c_.since_ns_;
     c_.since_ns_ = 0;
 }
 
@@ -113,32 +141,50 @@ void MpiComm::all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
     MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "all_reduce"), mpi_type(t), mpi_op(op), comm_);
 }
 
+int64_t MpiComm::add_pending(Pending p) {
+    bool all_done = true;  // a new round: the ids of the last one (all complete) are reused
+    for (const Pending& q : requests_) all_done &= q.request == MPI_REQUEST_NULL;
+    if (all_done) requests_.clear();
+    requests_.push_back(std::move(p));
+    return static_cast<int64_t>(requests_.size()) - 1;
+}
+
 int64_t MpiComm::start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
     check_reducible(t, "start_all_reduce");
-    bool all_done = true;  // a new round: the ids of the last one (all complete) are reused
-    for (const MPI_Request& r : requests_) all_done &= r == MPI_REQUEST_NULL;
-    if (all_done) requests_.clear();
-    MPI_Request r = MPI_REQUEST_NULL;
+    Pending p;
     {
         Guard g(*this, "start_all_reduce");
         MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "start_all_reduce"), mpi_type(t),
-                       mpi_op(op), comm_, &r);
+                       mpi_op(op), comm_, &p.request);
     }
-    requests_.push_back(r);
-    return static_cast<int64_t>(requests_.size()) - 1;
+    return add_pending(std::move(p));
+}
+
+int64_t MpiComm::start_all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
+                                    const std::vector<int64_t>& rc, DType t) {
+    Pending p;
+    p.counts = alltoallv_layout(sc, rc, size_);
+    const int* a = p.counts.data();
+    const auto R = static_cast<size_t>(size_);
+    {
+        Guard g(*this, "start_all_to_all_v");
+        MPI_Ialltoallv(send, a, a + R, mpi_type(t), recv, a + 2 * R, a + 3 * R, mpi_type(t), comm_,
+                       &p.request);
+    }
+    return add_pending(std::move(p));
 }
 
 void MpiComm::wait(int64_t id) {
     MT_CHECK(id >= 0 && id < static_cast<int64_t>(requests_.size()), "wait: no request ", id);
-    Guard g(*this, "all_reduce (non-blocking)");
-    MPI_Wait(&requests_[static_cast<size_t>(id)], MPI_STATUS_IGNORE);
+    Guard g(*this, "a non-blocking collective");
+    MPI_Wait(&requests_[static_cast<size_t>(id)].request, MPI_STATUS_IGNORE);
 }
 
 void MpiComm::progress() {
-    for (MPI_Request& r : requests_) {
-        if (r == MPI_REQUEST_NULL) continue;
+    for (Pending& p : requests_) {
+        if (p.request == MPI_REQUEST_NULL) continue;
         int done = 0;
-        MPI_Test(&r, &done, MPI_STATUS_IGNORE);  // a completed request becomes MPI_REQUEST_NULL
+        MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);  // a completed one becomes REQUEST_NULL
     }
 }
 
@@ -157,22 +203,11 @@ void MpiComm::all_gather(const void* send, void* recv, int64_t n, DType t) {
 
 void MpiComm::all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
                            const std::vector<int64_t>& rc, DType t) {
-    const size_t R = static_cast<size_t>(size_);
-    MT_CHECK(sc.size() == R && rc.size() == R, "all_to_all_v: ", sc.size(), " send and ", rc.size(),
-             " receive counts for ", size_, " ranks");
-    std::vector<int> scount(R), sdispl(R), rcount(R), rdispl(R);
-    int64_t so = 0, ro = 0;
-    for (size_t r = 0; r < R; ++r) {
-        scount[r] = mpi_count(sc[r], "all_to_all_v");
-        rcount[r] = mpi_count(rc[r], "all_to_all_v");
-        sdispl[r] = mpi_count(so, "all_to_all_v");
-        rdispl[r] = mpi_count(ro, "all_to_all_v");
-        so += sc[r];
-        ro += rc[r];
-    }
+    const std::vector<int> a = alltoallv_layout(sc, rc, size_);
+    const auto R = static_cast<size_t>(size_);
     Guard g(*this, "all_to_all_v");
-    MPI_Alltoallv(send, scount.data(), sdispl.data(), mpi_type(t), recv, rcount.data(),
-                  rdispl.data(), mpi_type(t), comm_);
+    MPI_Alltoallv(send, a.data(), a.data() + R, mpi_type(t), recv, a.data() + 2 * R,
+                  a.data() + 3 * R, mpi_type(t), comm_);
 }
 
 void MpiComm::barrier() {

@@ -42,8 +42,11 @@ class MpiComm : public Communicator {
     void barrier() override;
     std::unique_ptr<Communicator> subgroup(int first, int stride, int count) override;
     int64_t start_all_reduce(void* data, int64_t n, DType t, ReduceOp op) override;
+    int64_t start_all_to_all_v(const void* send, const std::vector<int64_t>& sc, void* recv,
+                               const std::vector<int64_t>& rc, DType t) override;
     void wait(int64_t id) override;
     void progress() override;
+    double seconds_in_collectives() const override;
     [[noreturn]] void abort(const std::string& message) override;
     using Communicator::all_gather;
     using Communicator::all_reduce;
@@ -74,7 +77,15 @@ class MpiComm : public Communicator {
     std::atomic<const char*> op_{""};
     std::atomic<bool> stop_{false};
     std::thread watchdog_;
-    std::vector<MPI_Request> requests_;  // started non-blocking collectives (by id)
+    // A started non-blocking collective, with the count and displacement arrays MPI reads
+    // until it completes (all_to_all_v).
+    struct Pending {
+        MPI_Request request = MPI_REQUEST_NULL;
+        std::vector<int> counts;
+    };
+    int64_t add_pending(Pending p);
+    std::vector<Pending> requests_;        // started non-blocking collectives (by id)
+    static std::atomic<int64_t> busy_ns_;  // time inside collectives (Guard), every instance
 };
 
 }  // namespace moetrain

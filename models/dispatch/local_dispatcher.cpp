@@ -19,7 +19,9 @@ class LocalDispatcher final : public TokenDispatcher {
         experts(block(a, rows));
     }
     void backward(Device& /*dev*/, int /*moe_layer*/, const MoeActs& a, const GradScratch& g,
-                  int64_t rows, const ExpertsBackward& experts) override {
+                  int64_t rows, const ExpertsBackward& experts,
+                  const std::function<void()>& meanwhile) override {
+        meanwhile();
         experts({block(a, rows), g.drows, g.dxg, g});
     }
 

@@ -127,18 +127,24 @@ void moe_bwd(Device& dev, const ModelConfig& c, const LayerW& w, const LayerW& g
     const bool topk = m.topk_router();
     const bool shared = w.shared.present();
     check_experts(c, w, p);
-    if (shared)
-        ffn_bwd(dev, c.ffn, w.shared, gw.shared, FfnRows::dense(N), xn, a.shared, dres, g, dxn,
-                false);
 
     // Combine: drows = w * dy for every admitted row, dw = dy . expert output (0 if dropped).
     dev.moe_combine_bwd(g.drows, topk ? g.dw : Tensor{}, dres, a.yrows, a.slot_row,
                         topk ? a.topk_w : Tensor{}, N, k, D);
-    p.dispatcher->backward(dev, p.moe_layer, a, g, N * k, [&](const ExpertGradBlock& b) {
-        const ExpertBlock& x = b.block;
-        ffn_bwd(dev, c.ffn, w.experts, gw.experts, FfnRows::experts(x.rows, x.counts, x.groups),
-                x.x, x.acts, b.dy, b.scratch, b.dx, false);
-    });
+    // The experts' backward over the rows the dispatcher brings, the shared experts' (dxn
+    // written first) while they travel.
+    p.dispatcher->backward(
+        dev, p.moe_layer, a, g, N * k,
+        [&](const ExpertGradBlock& b) {
+            const ExpertBlock& x = b.block;
+            ffn_bwd(dev, c.ffn, w.experts, gw.experts, FfnRows::experts(x.rows, x.counts, x.groups),
+                    x.x, x.acts, b.dy, b.scratch, b.dx, false);
+        },
+        [&] {
+            if (shared)
+                ffn_bwd(dev, c.ffn, w.shared, gw.shared, FfnRows::dense(N), xn, a.shared, dres, g,
+                        dxn, false);
+        });
     // Undo the gather: each token sums the gradients of its admitted rows.
     dev.moe_combine(dxn, g.dxg, a.slot_row, Tensor{}, N, k, D, shared);
     if (!topk) return;

@@ -46,7 +46,7 @@ class TokenDispatcher {
     using Experts = std::function<void(const ExpertBlock&)>;
     using ExpertsBackward = std::function<void(const ExpertGradBlock&)>;
 
-    // "local" or "all-to-all" (docs, errors).
+    // "local", "all-to-all" or "overlapped all-to-all" (docs, errors).
     virtual const char* name() const = 0;
     // The experts whose weights this rank holds (the G of the expert weight views).
     virtual int64_t local_experts() const = 0;
@@ -60,9 +60,12 @@ class TokenDispatcher {
                          const Experts& experts) = 0;
     // Backward of the same layer after its forward: g.drows (d loss / d a.yrows) reach the
     // experts' ranks, `experts` runs the backward of every block, and g.dxg (d loss / d a.xg)
-    // arrives row for row.
+    // arrives row for row. `meanwhile` is work of the layer that reads and writes none of
+    // those (the shared experts' backward): it runs once, before the experts' backward, while
+    // the rows travel where the dispatcher overlaps.
     virtual void backward(Device& dev, int moe_layer, const MoeActs& a, const GradScratch& g,
-                          int64_t rows, const ExpertsBackward& experts) = 0;
+                          int64_t rows, const ExpertsBackward& experts,
+                          const std::function<void()>& meanwhile) = 0;
 };
 
 class RoutingStats {

@@ -57,9 +57,9 @@ void TrainPasses::update_expert_bias() {
 void TrainPasses::set_data_parallel(Communicator* comm) {
     im_.parallel.set_data_parallel(comm);
 }
-void TrainPasses::set_expert_parallel(Communicator* group) {
+void TrainPasses::set_expert_parallel(Communicator* group, bool overlap) {
     im_.set_expert_shard({});  // from the whole layout (a no-op the first time)
-    im_.parallel.set_expert_parallel(group);
+    im_.parallel.set_expert_parallel(group, overlap);
     if (group) im_.set_expert_shard({group->size(), group->rank()});
 }
 void TrainPasses::set_whole_experts(bool whole) {
@@ -67,8 +67,11 @@ void TrainPasses::set_whole_experts(bool whole) {
     MT_CHECK(group, "the model is not expert-parallel");
     im_.set_expert_shard(whole ? ExpertShard{} : ExpertShard{group->size(), group->rank()});
 }
+std::string TrainPasses::token_exchange() const {
+    return im_.parallel.token_exchange();
+}
 void TrainPasses::drop_expert_group() {
-    im_.parallel.set_expert_parallel(nullptr);
+    im_.parallel.set_expert_parallel(nullptr, false);
 }
 const std::vector<ParamInfo>& TrainPasses::layout() const {
     return im_.layout;

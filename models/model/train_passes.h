@@ -46,12 +46,16 @@ class TrainPasses {
     // whose P ranks hold the experts of every MoE layer in P equal blocks (rank j: experts
     // [j E/P, (j + 1) E/P)). The model keeps only this rank's block from now on (the flat
     // buffers shrink to the shard layout, ExpertShard) and every pass sends the routed rows to
-    // their experts' ranks.
-    void set_expert_parallel(Communicator* group);
+    // their experts' ranks, overlapping the exchange with the experts' work when `overlap`
+    // (the same bits either way).
+    void set_expert_parallel(Communicator* group, bool overlap);
     // Expert parallel, a collective of the group: whole = true lays the parameters out whole
     // again (every rank's experts all-gathered: checkpoints save and load that layout), false
     // keeps this rank's block again. Between the two the model runs no pass.
     void set_whole_experts(bool whole);
+    // The token dispatcher's name ("local", "all-to-all", "overlapped all-to-all"); "" for a
+    // dense model.
+    std::string token_exchange() const;
     // Forgets the expert-parallel group (its owner is going away); the model keeps its block,
     // so a pass on it refuses with one line.
     void drop_expert_group();

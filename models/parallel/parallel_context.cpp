@@ -9,7 +9,7 @@ namespace moetrain {
 
 ParallelContext::ParallelContext(const ModelConfig& c)
     : cfg_(c), local_stats_(make_local_routing_stats()) {
-    if (c.moe) dispatcher_ = make_token_dispatcher(c, nullptr);
+    if (c.moe) dispatcher_ = make_token_dispatcher(c, nullptr, false);
 }
 
 ParallelContext::~ParallelContext() = default;
@@ -19,9 +19,9 @@ void ParallelContext::set_data_parallel(Communicator* ranks) {
     ranks_stats_ = ranks ? make_ranks_routing_stats(*ranks) : nullptr;
 }
 
-void ParallelContext::set_expert_parallel(Communicator* group) {
+void ParallelContext::set_expert_parallel(Communicator* group, bool overlap) {
     expert_group_ = group;
-    if (cfg_.moe) dispatcher_ = make_token_dispatcher(cfg_, group);
+    if (cfg_.moe) dispatcher_ = make_token_dispatcher(cfg_, group, overlap);
     planned_shape_ = 0;
 }
 

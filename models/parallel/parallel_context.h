@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "layers/moe_parallel.h"
 
@@ -23,8 +24,9 @@ class ParallelContext {
     // micro-batch (counted targets, routing statistics).
     void set_data_parallel(Communicator* ranks);
     // Expert parallel over `group` (nullptr: every expert here): the MoE layers' rows go to
-    // their experts' ranks (the all-to-all dispatcher).
-    void set_expert_parallel(Communicator* group);
+    // their experts' ranks (the all-to-all dispatcher, its exchanges overlapped with the
+    // experts' work when `overlap`).
+    void set_expert_parallel(Communicator* group, bool overlap);
     Communicator* expert_group() const { return expert_group_; }
 
     // The ranks of a data-parallel micro-batch (1 in one process).
@@ -39,6 +41,9 @@ class ParallelContext {
     // `xg`, `moe_layers` MoE layers) whenever `shape` (the workspace's generation) differs from
     // the last call's or the dispatcher was replaced.
     TokenDispatcher& dispatcher(Device& dev, uint64_t shape, int64_t N, DType xg, int moe_layers);
+
+    // The dispatcher's name; "" for a dense model.
+    std::string token_exchange() const { return dispatcher_ ? dispatcher_->name() : ""; }
 
     // Sums over the data-parallel ranks (collectives of every rank): a count of targets; an
     // i32 device tensor in place.

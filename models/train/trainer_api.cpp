@@ -1,6 +1,8 @@
 // The Trainer of api/moetrain/train.h: each call goes to its implementation (trainer_impl.h).
 #include "train/trainer_impl.h"
 
+#include "model/train_passes.h"
+
 namespace moetrain {
 
 Trainer::Trainer(Model& model, const TrainOptions& opts, const DistOptions& dist)
@@ -44,6 +46,9 @@ int64_t Trainer::shard_count() const {
 }
 bool Trainer::overlaps_gradients() const {
     return impl_->sync_->overlaps();
+}
+std::string Trainer::token_exchange() const {
+    return TrainPasses(impl_->model_).token_exchange();
 }
 int64_t Trainer::optimizer_state_bytes() const {
     return impl_->optimizer_state_bytes();

@@ -551,6 +551,25 @@ def ep_bit_identical():
 
 
 @test
+def ep_overlap_bit_identical():
+    # The overlapped token exchange (--overlap 1, the default over mpi: the experts run over
+    # the rows a rank keeps, and the shared expert's backward, while the others travel) against
+    # the plain one: the same weights, moments and logged losses, bit for bit. Every step logs
+    # the rank's time inside collectives (comm_ms).
+    d = work("ep_overlap_bit_identical")
+    data = corpus(d)
+    for out, overlap, says in (("plain", 0, "(2 experts per rank), all-to-all token exchange"),
+                               ("overlapped", 1, "overlapped all-to-all token exchange")):
+        p = train(4, d, data, 1, out, extra=["--expert-parallel", 2, "--overlap", overlap])
+        assert says in p.stdout, p.stdout
+    assert_same_runs(d, "plain", "overlapped", "expert-parallel runs, plain and overlapped")
+    log = read_log(os.path.join(d, "overlapped.jsonl"))
+    assert all(x["comm_ms"] > 0 for x in log), log
+    print(f"ok: the overlapped token exchange is bit-identical to the plain one; comm_ms "
+          f"{[round(x['comm_ms'], 1) for x in log]}")
+
+
+@test
 def ep_zero_bit_identical():
     bit_identical("ep_zero_bit_identical", 4, 1, ["--expert-parallel", 2, "--zero", 1],
                   "4-rank expert-parallel ZeRO-1 runs")

@@ -268,7 +268,8 @@ int run_train(TrainArgs& a, DistRun& dist) {
                                          : "",
             a.expert_parallel > 1
                 ? (", expert parallel " + std::to_string(a.expert_parallel) + " (" +
-                   std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank)")
+                   std::to_string(cfg.moe->n_experts / a.expert_parallel) + " experts per rank), " +
+                   trainer.token_exchange() + " token exchange")
                       .c_str()
                 : "",
             static_cast<double>(trainer.optimizer_state_bytes()) / 1e6,
@@ -382,6 +383,7 @@ int run_train(TrainArgs& a, DistRun& dist) {
         dist.local_rows(xs, xl, a.batch, a.seq, a.accum);
         dist.local_rows(ys, yl, a.batch, a.seq, a.accum);
         StepStats st;
+        const double comm_s0 = dist.comm().seconds_in_collectives();
         try {
             st = trainer.step(xl.data(), yl.data(), a.batch, a.seq);
         } catch (const Error& e) {
@@ -393,6 +395,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
                         static_cast<long long>(st.step));
         nlohmann::json j = progress.step(st, model.expert_load());
         j["data_ms"] = data_ms;  // the loader's share of the step (docs/BENCHMARKS.md)
+        // This rank's time inside collectives during the step (docs/DISTRIBUTED.md): waiting
+        // for data and for the other ranks. 0 in one process.
+        j["comm_ms"] = 1e3 * (dist.comm().seconds_in_collectives() - comm_s0);
         write_log(j);
         if (tb) tb->step_record(j);
         bool last = trainer.steps_done() == end;
@@ -445,6 +450,9 @@ int run_train(TrainArgs& a, DistRun& dist) {
         }
     }
     progress.finish();
+    if (dist.multi() && !a.quiet)
+        std::printf("communication: %.1f s inside collectives on rank %d since it started\n",
+                    dist.comm().seconds_in_collectives(), dist.rank());
     if (trainer.skipped_steps() > 0)
         std::printf(
             "fp16: %lld steps skipped for overflowing gradients in this run so far; loss "
@@ -543,8 +551,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
                    1)
         ->capture_default_str();
     add_int_option(cmd, "--overlap", a->overlap,
-                   "1: each layer's gradient all-reduce starts during the backward (plain data "
-                   "parallelism over mpi); 0: all after the backward",
+                   "1 (over mpi): each layer's gradient all-reduce starts during the backward "
+                   "(plain data parallelism) and the MoE token exchange overlaps the experts' "
+                   "work (expert parallelism); 0: neither (the same results)",
                    0, 1)
         ->capture_default_str();
     a->given = [cmd](const std::string& flag) { return cmd->count(flag) > 0; };

@@ -27,7 +27,9 @@ ExpertParallelSync::ExpertParallelSync(Model& model, const TrainOptions& opts,
     group_ = dist_.comm->subgroup(r / P * P, 1, P);
     replicas_ = dist_.comm->subgroup(r % P, P, R / P);
     TrainPasses im(model_);
-    im.set_expert_parallel(group_.get());  // the model keeps this rank's experts only
+    // The model keeps this rank's experts only. The token exchange overlaps the experts' work
+    // where it is staged through the host anyway (mpi; nccl moves device memory).
+    im.set_expert_parallel(group_.get(), dist_.overlap && group_->engine() == "mpi");
     // The flat buffers: the non-expert weights (shared_) and this rank's experts (mine_).
     const int64_t n = im.n_params();
     int64_t at = 0;
