@@ -33,9 +33,8 @@ class AllToAllDispatcher final : public TokenDispatcher {
     void plan(Device& dev, int64_t N, DType xg, int moe_layers) override;
     void forward(Device& dev, int moe_layer, const MoeActs& a, int64_t rows,
                  const Experts& experts) override;
-    void backward(Device& dev, int moe_layer, const MoeActs& a, const GradScratch& g,
-                  int64_t rows, const ExpertsBackward& experts,
-                  const std::function<void()>& meanwhile) override;
+    void backward(Device& dev, int moe_layer, const MoeActs& a, const GradScratch& g, int64_t rows,
+                  const ExpertsBackward& experts, const std::function<void()>& meanwhile) override;
 
   private:
     // One MoE layer's state. The rows this rank receives arrive in blocks by source rank, each
@@ -49,7 +48,7 @@ class AllToAllDispatcher final : public TokenDispatcher {
         Tensor yr;         // this rank's expert outputs over them [rows, D] f32
         FfnActs acts;      // the experts' activations over them [rows, F] f32
         Tensor counts;     // i32 [P, n_local]: rows from source s for local expert e
-        std::vector<int64_t> send_rows, recv_rows;  // per rank of the group, from the forward
+        std::vector<int64_t> send_rows, recv_rows;    // per rank of the group, from the forward
         std::vector<int64_t> send_first, recv_first;  // their first rows (prefix sums)
     };
     // Backward scratch shared by the MoE layers: the gradients of the received rows.
@@ -89,7 +88,7 @@ class AllToAllDispatcher final : public TokenDispatcher {
     bool overlap_;
     DType xg_ = DType::f32;
     std::vector<LayerRows> layers_;
-    GradRows grads_;                               // shared by the layers: one backward at a time
+    GradRows grads_;                              // shared by the layers: one backward at a time
     std::vector<unsigned char> send_h_, recv_h_;  // host staging of the overlapped exchanges
 };
 
