@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "layers/layers.h"
+#include "model/param_layout.h"
+#include "model/workspace.h"
 #include "moetrain/model.h"
 #include "moetrain/precision.h"
 #include "parallel/parallel_context.h"
