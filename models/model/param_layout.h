@@ -28,6 +28,8 @@ struct ExpertShard {
 std::vector<ParamInfo> build_param_layout(const ModelConfig& c, const ExpertShard& shard = {});
 // Number of leading elements that belong to decayed (rank >= 2) tensors.
 int64_t decayed_numel(const std::vector<ParamInfo>& layout);
+// Number of elements of every tensor of the layout.
+int64_t layout_numel(const std::vector<ParamInfo>& layout);
 // Views of `flat` (laid out by `layout`) for the layer code; an expert stack's G is the number
 // of experts the layout holds.
 ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, const Tensor& flat);
