@@ -30,12 +30,12 @@ inline FbRun accumulate_two(Model& m, uint32_t seed, int B, int T) {
     const std::vector<int32_t> stream = xbackend::token_stream(m.config().vocab_size, 4096, seed);
     FbRun r;
     m.zero_grads();
-    ModelAccess::impl(m).record_routing = &r.routing;
+    ModelAccess::impl(m).passes.record_routing = &r.routing;
     for (int i = 0; i < 2; ++i) {
         const xbackend::Batch b = xbackend::batch_at(stream, i, B, T);
         r.losses.push_back(m.forward_backward(b.x.data(), b.y.data(), B, T, 0.5f));
     }
-    ModelAccess::impl(m).record_routing = nullptr;
+    ModelAccess::impl(m).passes.record_routing = nullptr;
     r.grads = m.get_flat(m.grads_flat());
     r.loads = m.expert_load();
     return r;

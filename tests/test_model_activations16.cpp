@@ -2,7 +2,7 @@
 // activations only matrix products read (norm outputs, expert input rows, FFN hiddens) are
 // stored in the compute dtype. The products round their operands to that dtype anyway, so
 // losses, gradients, logits and routing must be BIT-identical to storing them in f32
-// (ModelImpl::set_activations16(false)), on every test device, for every recompute mode; the
+// (WorkspaceCache::set_activations16(false)), on every test device, for every recompute mode; the
 // training workspace must shrink by exactly 2 bytes per 16-bit element; fp32 must not change.
 #include <doctest/doctest.h>
 
@@ -45,8 +45,8 @@ Run run(Device& dev, const ModelConfig& c, Precision p, Recompute mode, bool sto
     m.init_weights(5);
     m.set_precision(p);
     m.set_recompute(mode);
-    ModelAccess::impl(m).set_activations16(store16);
-    REQUIRE(ModelAccess::impl(m).activations16() == store16);
+    ModelAccess::impl(m).workspaces.set_activations16(store16);
+    REQUIRE(ModelAccess::impl(m).workspaces.activations16() == store16);
     Run r;
     r.layout = m.params();
     r.fb = bits::accumulate_two(m, 8, kB, kT);
@@ -138,15 +138,16 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
     for (const auto& nc : configs()) {
         CAPTURE(nc.name);
         Model m(dev, nc.cfg);
-        const Workspace& f32 = ModelAccess::impl(m).workspace(kB, kT, true);
+        const Workspace& f32 = ModelAccess::impl(m).workspaces.get(kB, kT, true);
         const int64_t fp32_bytes = f32.bytes;
         for (const Tensor* t : tensors_of(f32)) CHECK((!*t || t->dtype == DType::f32));
-        ModelAccess::impl(m).set_activations16(false);  // the switch alone changes nothing in fp32
-        CHECK(ModelAccess::impl(m).workspace(kB, kT, true).bytes == fp32_bytes);
-        ModelAccess::impl(m).set_activations16(true);
+        // The switch alone changes nothing in fp32.
+        ModelAccess::impl(m).workspaces.set_activations16(false);
+        CHECK(ModelAccess::impl(m).workspaces.get(kB, kT, true).bytes == fp32_bytes);
+        ModelAccess::impl(m).workspaces.set_activations16(true);
 
         m.set_precision(Precision::bf16);  // replans the training workspace
-        const Workspace& ws = ModelAccess::impl(m).workspace(kB, kT, true);
+        const Workspace& ws = ModelAccess::impl(m).workspaces.get(kB, kT, true);
         CHECK(ws.stored16 == DType::bf16);
         CHECK(ws.bytes == fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, int64_t{kB} * kT));
         for (const LayerActs& a : ws.layers) {
@@ -166,9 +167,9 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
             }
         }
         CHECK(ws.nf.y.dtype == DType::f32);
-        const Workspace& inf = ModelAccess::impl(m).workspace(kB, kT + 1, false);
+        const Workspace& inf = ModelAccess::impl(m).workspaces.get(kB, kT + 1, false);
         for (const Tensor* t : tensors_of(inf)) CHECK((!*t || t->dtype == DType::f32));
         m.set_precision(Precision::fp32);  // back to f32 storage
-        CHECK(ModelAccess::impl(m).workspace(kB, kT, true).bytes == fp32_bytes);
+        CHECK(ModelAccess::impl(m).workspaces.get(kB, kT, true).bytes == fp32_bytes);
     }
 }

@@ -17,7 +17,7 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
     c.tie_embeddings = true;  // the head gradient lands in tok_emb together with the embedding's
     test::for_each_test_device([&](Device& dev) {
         Model whole(dev, c), chunked(dev, c);
-        ModelAccess::impl(chunked).logit_budget =
+        ModelAccess::impl(chunked).workspaces.logit_budget =
             3 * c.vocab_size;  // 3 rows per chunk: 16 = 5 x 3 + 1
         rm::randomize_weights(whole, 4);
         rm::randomize_weights(chunked, 4);
@@ -26,7 +26,7 @@ TEST_CASE("model: chunked logits give the same loss, gradients and logits") {
         chunked.zero_grads();
         const LossStats lw = whole.forward_backward(b.x.data(), b.y.data(), 2, 8);
         const LossStats lc = chunked.forward_backward(b.x.data(), b.y.data(), 2, 8);
-        CHECK(ModelAccess::impl(chunked).workspace(2, 8, true).logit_rows == 3);
+        CHECK(ModelAccess::impl(chunked).workspaces.get(2, 8, true).logit_rows == 3);
         CHECK(lc.ce == doctest::Approx(lw.ce).epsilon(1e-6));
         const std::vector<float> gw = whole.get_flat(whole.grads_flat());
         const std::vector<float> gc = chunked.get_flat(chunked.grads_flat());

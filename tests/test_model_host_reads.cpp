@@ -1,5 +1,5 @@
 // Host reads of an MoE training step, at the Device interface: a forward + backward queued by
-// ModelImpl::queue_micro_batch downloads nothing (the model's side of capturing a step as a
+// ModelPasses::queue_micro_batch downloads nothing (the model's side of capturing a step as a
 // CUDA Graph: the expert products are grouped GEMMs that read the expert counts on the
 // device), on every device through a ProfilingDevice that books every download. The expert
 // loads are then downloaded once, when Model::expert_load() is read, and equal those of the
@@ -43,8 +43,8 @@ TEST_CASE("model: an MoE training step downloads nothing; expert loads are read 
                     x->set_recompute(r);
                 }
                 prof.reset();
-                ModelAccess::impl(m).queue_micro_batch(batch.x.data(), batch.y.data(), B, T, 1.0f,
-                                                       1.0f, true);
+                ModelAccess::impl(m).passes.queue_micro_batch(batch.x.data(), batch.y.data(), B, T,
+                                                              1.0f, 1.0f, true);
                 CHECK(downloads(prof) == 0);
 
                 const std::vector<ExpertLoad> loads = m.expert_load();

@@ -69,9 +69,10 @@ void randomize_bias(Model& m, uint64_t seed) {
 // A Trainer micro-batch (capacity applies) with gradients added, as TrainPasses queues it.
 LossStats train_pass(Model& m, const rm::Batch& b) {
     ModelImpl& im = ModelAccess::impl(m);
-    im.reset_stats();
-    const int64_t n = im.queue_micro_batch(b.x.data(), b.y.data(), kB, kT, 1.0f, 1.0f, true, true);
-    return loss_from_stats(im.read_stats(), n);
+    im.passes.reset_stats();
+    const int64_t n =
+        im.passes.queue_micro_batch(b.x.data(), b.y.data(), kB, kT, 1.0f, 1.0f, true, true);
+    return loss_from_stats(im.passes.read_stats(), n);
 }
 
 int64_t dropped(const Model& m) {

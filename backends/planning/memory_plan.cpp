@@ -88,25 +88,25 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     // The model's parameter buffers, which an expert-parallel trainer shrinks to this rank's
     // experts; the trainer adds its state and scratch.
     auto model_bytes = [&] {
-        return static_cast<double>(im.params.bytes() + im.grads.bytes() +
-                                   (im.params_lo ? im.params_lo.bytes() : 0));
+        return static_cast<double>(im.store.params.bytes() + im.store.grads.bytes() +
+                                   (im.store.params_lo ? im.store.params_lo.bytes() : 0));
     };
     const double before = static_cast<double>(dev.allocated()) - model_bytes();  // stats etc.
     Trainer trainer(model, t, dist);
-    const double params = static_cast<double>(im.params.bytes());
+    const double params = static_cast<double>(im.store.params.bytes());
     MemoryPlan p;
-    p.grads = static_cast<double>(im.grads.bytes()) + before;  // with the loss statistics
+    p.grads = static_cast<double>(im.store.grads.bytes()) + before;  // with the loss statistics
     if (o.precision == Precision::fp32) {
         p.weights = params;
     } else {
-        p.weights = static_cast<double>(im.params_lo.bytes());
+        p.weights = static_cast<double>(im.store.params_lo.bytes());
         p.master_weights = params;
     }
     p.optimizer = static_cast<double>(trainer.optimizer_state_bytes());
     p.zero_buffers = static_cast<double>(dev.allocated()) - model_bytes() - before - p.optimizer;
     model.set_recompute(o.recompute);
     const size_t mark = dev.allocated();
-    const Workspace& ws = im.workspace(o.batch, o.seq, true);
+    const Workspace& ws = im.workspaces.get(o.batch, o.seq, true);
     const double all = static_cast<double>(dev.allocated() - mark);
     p.workspace = scratch_bytes(ws);
     p.activations = all - p.workspace;

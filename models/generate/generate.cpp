@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "model/decode_passes.h"
+#include "model/workspace.h"  // next_buffer_generation
 
 namespace moetrain {
 namespace {

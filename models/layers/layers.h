@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "layers/moe_parallel.h"
-#include "model/param_layout.h"
-#include "model/workspace.h"
+#include "layers/layer_weights.h"
+#include "layers/layer_acts.h"
 
 namespace moetrain {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "model/workspace.h"
+#include "layers/layer_acts.h"
 
 namespace moetrain {
 

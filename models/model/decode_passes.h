@@ -21,7 +21,7 @@ class DecodePasses {
     void prefill(const int32_t* x, int B, int T, int64_t pos0, const std::vector<KvSlot>& cache,
                  const Tensor& logits);
     // One token per row at position pos, then the logits [B, V] and `then` (the sampler), as one
-    // recorded step keyed by `key` (ModelImpl::decode_step says what the key must name).
+    // recorded step keyed by `key` (ModelPasses::decode_step says what the key must name).
     void decode_step(const int32_t* x, int B, int64_t pos, const std::vector<KvSlot>& cache,
                      const Tensor& logits, const std::string& key,
                      const std::function<void()>& then);

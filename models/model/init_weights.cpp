@@ -8,7 +8,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "model/model_impl.h"
+#include "model/param_store.h"
 #include "shared/mt_math.h"
 
 namespace moetrain {

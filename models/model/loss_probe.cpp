@@ -10,13 +10,13 @@ LossProbe::LossProbe(Model& model) : im_(ModelAccess::impl(model)) {}
 
 LossStats LossProbe::loss_f64(const int32_t* x, const int32_t* y, int B, int T,
                               std::vector<int32_t>* routing) {
-    im_.record_routing = routing;
+    im_.passes.record_routing = routing;
     try {
-        const LossStats s = im_.loss_f64(x, y, B, T);
-        im_.record_routing = nullptr;
+        const LossStats s = im_.passes.loss_f64(x, y, B, T);
+        im_.passes.record_routing = nullptr;
         return s;
     } catch (...) {
-        im_.record_routing = nullptr;
+        im_.passes.record_routing = nullptr;
         throw;
     }
 }

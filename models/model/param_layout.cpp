@@ -89,6 +89,12 @@ int64_t decayed_numel(const std::vector<ParamInfo>& layout) {
     return n;
 }
 
+int64_t layout_numel(const std::vector<ParamInfo>& layout) {
+    int64_t n = 0;
+    for (const ParamInfo& p : layout) n += p.numel();
+    return n;
+}
+
 ModelW bind_params(const ModelConfig& c, const std::vector<ParamInfo>& layout, const Tensor& flat) {
     std::map<std::string, const ParamInfo*> by_name;
     for (const auto& p : layout) by_name[p.name] = &p;

@@ -1,102 +1,22 @@
-// Activation and scratch buffers of one forward(/backward) shape (B, T), planned once and
-// reused by every step of that shape: nothing is allocated inside a step after the first.
-// Training workspaces keep the activations the backward pass reads: every layer's (Recompute
-// none), only every layer's input plus one shared set of layer buffers (block), or every
-// layer's attention part plus one shared set of FFN / MoE buffers (ffn). Inference
-// workspaces share one set of layer buffers between all layers and update the residual
-// stream in place.
-// Mixed precision (bf16 / fp16 training workspaces): the activations whose only readers are
-// matrix products (norm outputs feeding projections, expert input rows, FFN hiddens) are
-// stored in the 16-bit compute dtype — the products round their operands to it anyway, so
-// the results are bit-identical to fp32 storage. Their f32 values are first written to a
-// transient f32 buffer shared by all layers (`y32` / `h32`, see workspace_storage16.cpp).
+// The planning of the activation and scratch buffers of one forward(/backward) shape (B, T)
+// (the Workspace of layers/layer_acts.h), once per shape and reused by every step of that
+// shape: nothing is allocated inside a step after the first.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "layers/layer_acts.h"
 #include "moetrain/config.h"
 #include "moetrain/device.h"
 #include "moetrain/model.h"
 
 namespace moetrain {
 
-struct NormActs {
-    Tensor y, mean, rstd;  // y [N, D]; mean (layernorm only), rstd [N]
-    Tensor y32;            // y 16-bit: the shared f32 buffer the norm writes first; else empty
-};
-
-struct AttnActs {
-    Tensor q, k, v, o, lse;  // q, o [N, H*h]; k, v [N, K*h] (after RoPE); lse [B, H, T]
-};
-
-struct FfnActs {
-    Tensor gate, up, h;  // [rows, F]: pre-activations (gate: swiglu only) and the hidden h
-    Tensor h32;          // h 16-bit: the shared f32 buffer the activation writes first
-};
-
-struct MoeActs {
-    Tensor logits, probs, lse;   // router [N, E], [N, E] (p or s), [N] (top-k routers)
-    Tensor topk_idx, topk_w;     // [N, k] i32, f32 (topk_w unused by hash routing)
-    Tensor counts;               // [E] i32, the rows each expert computes (after dropping)
-    Tensor kept_idx, chosen;     // capacity (training): [N, k] i32 admitted selections (-1 =
-                                 // dropped), [E] i32 selections before dropping
-    Tensor offsets;              // capacity (training): [k, E] i32 higher-priority selections
-                                 // of the other ranks (data parallel; kept for the recompute)
-    Tensor row_token, slot_row;  // [N*k] i32 (Device::moe_sort)
-    Tensor xg, yrows;            // expert input / output rows [N*k, D], sorted by expert
-                                 // (a 16-bit xg is gathered into yrows first)
-    FfnActs experts;             // [N*k, F]
-    FfnActs shared;              // [N, S*F]
-};
-
-struct LayerActs {
-    Tensor x_in, x_mid;  // residual stream entering attention / entering the FFN [N, D]
-    NormActs n1, n2;
-    AttnActs attn;
-    FfnActs ffn;  // dense layer
-    MoeActs moe;  // MoE layer
-};
-
-// Backward scratch shared by all layers (training only).
-struct GradScratch {
-    Tensor dres;             // d loss / d residual stream [N, D]
-    Tensor dxn;              // d loss / d norm output [N, D]
-    Tensor dq, dk, dv, d_o;  // like q, k, v, o
-    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use (dh is
-                             // also the forward's f32 transient of 16-bit hiddens)
-    Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
-    Tensor dw;               // d loss / d topk_w [N, k]
-    Tensor dlogits;          // d loss / d router logits [N, E]
-};
-
 // A new number on every call (process-wide): identifies a set of device buffers in the keys of
 // recorded steps (Device::run_recorded), so a graph is never replayed on buffers it was not
 // captured with.
 uint64_t next_buffer_generation();
-
-struct Workspace {
-    uint64_t generation = 0;  // next_buffer_generation() when planned
-    int B = 0, T = 0;
-    int64_t N = 0;  // B*T rows
-    bool training = false;
-    Recompute recompute = Recompute::none;  // what the backward recomputes (training only)
-    DType stored16 = DType::f32;            // dtype of the GEMM-only activations (f32: all fp32)
-    int64_t bytes = 0;                      // device bytes of every buffer planned below
-    Tensor ids, targets, pos_ids;           // i32 [N]
-    std::vector<LayerActs> layers;
-    Tensor x_final;  // residual stream after the last layer [N, D]
-    NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
-    Tensor logits;   // one chunk of logits [logit_rows, V]
-    int64_t logit_rows = 0;
-    Tensor losses;  // per-token cross-entropy [N]
-    GradScratch g;
-    // Layers whose dropped activations the backward must recompute: all but the last (the
-    // shared buffers still hold the last layer's forward), none without recompute.
-    bool recomputes(int layer, int n_layers) const {
-        return training && recompute != Recompute::none && layer + 1 < n_layers;
-    }
-};
 
 // Default bound on the logits buffer (elements): 16M floats.
 constexpr int64_t kLogitBudget = int64_t{1} << 24;
