@@ -6,16 +6,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness_util.h"
+#include "attention_cases.h"  // first: the harness (simt.h)
+
 #include "attention.cuh"
 
 using namespace simt_test;
 namespace ref = moetrain::ref;
 
 namespace {
-struct AttnCase {
-    int64_t B, Tq, Tk, S, H, K, hd;
-};
 const AttnCase kCases[] = {
     {1, 1, 1, 1, 1, 1, 1},       // the smallest
     {2, 5, 5, 5, 4, 2, 7},       // GQA, odd hd
@@ -28,31 +26,22 @@ const AttnCase kCases[] = {
 
 TEST_CASE("simt: attention forward and backward") {
     for (AttnCase c : kCases) {
-        CAPTURE(c.B);
-        CAPTURE(c.Tq);
-        CAPTURE(c.Tk);
-        CAPTURE(c.S);
-        CAPTURE(c.H);
-        CAPTURE(c.K);
-        CAPTURE(c.hd);
-        moetrain::AttnDims d{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-        mtk::AttnShape ks{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-        const int64_t nq = c.B * c.Tq * c.H * c.hd, nk = c.B * c.S * c.K * c.hd;
-        const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+        INFO(c);
+        const int64_t nq = c.nq(), nk = c.nk();
+        const float scale = c.scale();
         Rng rng(static_cast<uint64_t>(c.Tq * 1000 + c.hd));
         Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
         auto run_fwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
-                FVec o(nq, NAN), lse(c.B * c.H * c.Tq, NAN), fq = to_f32(q), fk = to_f32(k),
-                                                             fv = to_f32(v);
+                FVec o(nq, NAN), lse(c.rows(), NAN), fq = to_f32(q), fk = to_f32(k), fv = to_f32(v);
                 mtk::attention_fwd(nullptr, o.data(), lse.data(), fq.data(), fk.data(), fv.data(),
                                    shape, scale);
                 return std::make_pair(o, lse);
             });
         };
-        const auto fwd = run_fwd(ks, "attention_fwd");
-        Vec wo(nq), wl(c.B * c.H * c.Tq);
-        ref::attention_fwd(wo, wl, q, k, v, d, scale);
+        const auto fwd = run_fwd(c.shape(), "attention_fwd");
+        Vec wo(nq), wl(c.rows());
+        ref::attention_fwd(wo, wl, q, k, v, c.dims(), scale);
         check_close(fwd.first, wo, Tol{1e-4, 1e-5}, "o");
         check_close(fwd.second, wl, Tol{1e-5, 1e-5}, "lse");
 
@@ -68,54 +57,39 @@ TEST_CASE("simt: attention forward and backward") {
                 return std::make_tuple(dq, dk, dv);
             });
         };
-        const auto bwd = run_bwd(ks, "attention_bwd");
+        const auto bwd = run_bwd(c.shape(), "attention_bwd");
         Vec wdq(nq), wdk(nk), wdv(nk);
-        ref::attention_bwd(wdq, wdk, wdv, dout, q, k, v, d, scale);
+        ref::attention_bwd(wdq, wdk, wdv, dout, q, k, v, c.dims(), scale);
         check_close(std::get<0>(bwd), wdq, Tol{1e-3, 1e-4}, "dq");
         check_close(std::get<1>(bwd), wdk, Tol{1e-3, 1e-4}, "dk");
         check_close(std::get<2>(bwd), wdv, Tol{1e-3, 1e-4}, "dv");
 
         // Tk = Tq on the host + the rest on the device: bit-identical results.
-        const int32_t tk_dev[1] = {static_cast<int32_t>(c.Tk - c.Tq)};
-        IVec err = {0, 0};
-        mtk::AttnShape kd = ks;
-        kd.Tk = c.Tq;
-        kd.tk_dev = tk_dev;
-        kd.err = err.data();
-        const auto dfwd = run_fwd(kd, "attention_fwd (device length)");
-        CHECK(same_bits(dfwd.first, fwd.first));
-        CHECK(same_bits(dfwd.second, fwd.second));
-        const auto dbwd = run_bwd(kd, "attention_bwd (device length)");
-        CHECK(same_bits(std::get<0>(dbwd), std::get<0>(bwd)));
-        CHECK(same_bits(std::get<1>(dbwd), std::get<1>(bwd)));
-        CHECK(same_bits(std::get<2>(dbwd), std::get<2>(bwd)));
-        CHECK(err[0] == 0);
+        const DeviceLength dl(c);
+        check_same_bits(run_fwd(dl.shape, "attention_fwd (device length)"), fwd);
+        check_same_bits(run_bwd(dl.shape, "attention_bwd (device length)"), bwd);
+        CHECK(dl.err[0] == 0);
     }
 }
 
 TEST_CASE("simt: attention reports a device length outside [Tq, S] and writes nothing") {
-    const int64_t B = 1, Tq = 2, S = 6, H = 2, K = 1, hd = 8;
-    const int64_t nq = B * Tq * H * hd, nk = B * S * K * hd;
+    const int64_t hd = 8;
     Rng rng(3);
-    const FVec q = to_f32(rng.normal(nq)), k = to_f32(rng.normal(nk)), v = to_f32(rng.normal(nk));
-    // Host Tk = Tq with -1 on the device (Tk < Tq), host Tk = S - 2 with +3 (Tk > S).
-    for (int32_t extra : {int32_t{-1}, int32_t{3}}) {
-        CAPTURE(extra);
-        const int32_t tk_dev[1] = {extra};
-        IVec err = {0, 0};
-        const mtk::AttnShape d{B, Tq, extra < 0 ? Tq : S - 2, S, H, K, hd, tk_dev, err.data()};
-        FVec o(nq, NAN), lse(B * H * Tq, NAN), dq(nq, NAN), dk(nk, NAN), dv(nk, NAN);
-        FVec scratch(mtk::attn_bwd_scratch_bytes(B, H, Tq) / sizeof(float), 0.0f);
-        mtk::attention_fwd(nullptr, o.data(), lse.data(), q.data(), k.data(), v.data(), d, 0.5f);
-        CHECK(err[0] == mtk::kErrAttnLength);
-        CHECK(err[1] == extra);
-        err = {0, 0};
-        mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(), k.data(),
-                           v.data(), o.data(), lse.data(), d, 0.5f, scratch.data());
-        CHECK(err[0] == mtk::kErrAttnLength);
-        for (const FVec* out : {&o, &lse, &dq, &dk, &dv})
-            CHECK(std::all_of(out->begin(), out->end(), [](float x) { return std::isnan(x); }));
-    }
+    const AttnCase c{1, 2, 2, 6, 2, 1, hd};
+    const FVec q = to_f32(rng.normal(c.nq())), k = to_f32(rng.normal(c.nk())),
+               v = to_f32(rng.normal(c.nk()));
+    FVec o0(c.nq(), NAN), lse0(c.rows(), NAN);  // the backward's (unread) forward outputs
+    FVec scratch(mtk::attn_bwd_scratch_bytes(c.B, c.H, c.Tq) / sizeof(float), 0.0f);
+    check_device_length_refused(
+        hd,
+        [&](const mtk::AttnShape& d, FVec& o, FVec& lse) {
+            mtk::attention_fwd(nullptr, o.data(), lse.data(), q.data(), k.data(), v.data(), d,
+                               0.5f);
+        },
+        [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
+            mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
+                               k.data(), v.data(), o0.data(), lse0.data(), d, 0.5f, scratch.data());
+        });
 }
 
 TEST_CASE("simt: attention shared memory fits the launch budget for every head_dim") {

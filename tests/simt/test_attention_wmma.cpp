@@ -8,17 +8,15 @@
 #include <cmath>
 #include <tuple>
 
-#include "harness_util.h"
+#include "attention_cases.h"  // first: the harness (simt.h)
+
 #include "attention_wmma.cuh"
 
 using namespace simt_test;
 namespace ref = moetrain::ref;
 
 namespace {
-struct WmmaCase {
-    int64_t B, Tq, Tk, S, H, K, hd;
-};
-const WmmaCase kWmmaCases[] = {
+const AttnCase kWmmaCases[] = {
     {1, 37, 37, 37, 2, 2, 64},   // MHA, T not a multiple of 16 or of the 64-key tile
     {2, 20, 20, 24, 4, 2, 64},   // GQA, spare cache capacity
     {1, 70, 70, 70, 2, 1, 64},   // MQA, two query blocks, keys past one tile
@@ -56,69 +54,47 @@ auto every_schedule(const std::string& what, Op op) {
 
 TEST_CASE("simt: wmma attention forward matches the float64 reference of the rounded operands") {
     for (bool bf16 : {true, false}) {
-        for (WmmaCase c : kWmmaCases) {
+        for (AttnCase c : kWmmaCases) {
             CAPTURE(bf16);
-            CAPTURE(c.B);
-            CAPTURE(c.Tq);
-            CAPTURE(c.Tk);
-            CAPTURE(c.H);
-            CAPTURE(c.K);
-            CAPTURE(c.hd);
-            moetrain::AttnDims d{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-            const mtk::AttnShape ks{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-            const int64_t nq = c.B * c.Tq * c.H * c.hd, nk = c.B * c.S * c.K * c.hd;
-            const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+            INFO(c);
+            const int64_t nq = c.nq(), nk = c.nk();
+            const float scale = c.scale();
             Rng rng(static_cast<uint64_t>(c.Tq * 1000 + c.hd + c.Tk));
             const Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk);
             auto run = [&](const mtk::AttnShape& shape, const char* what) {
                 return every_schedule(what, [&] {
-                    FVec o(nq, NAN), lse(c.B * c.H * c.Tq, NAN), fq = to_f32(q), fk = to_f32(k),
-                                                                 fv = to_f32(v);
+                    FVec o(nq, NAN), lse(c.rows(), NAN), fq = to_f32(q), fk = to_f32(k),
+                                                         fv = to_f32(v);
                     mtk::attention_wmma_fwd(nullptr, bf16, o.data(), lse.data(), fq.data(),
                                             fk.data(), fv.data(), shape, scale);
                     return std::make_pair(o, lse);
                 });
             };
-            const auto got = run(ks, "attention_wmma_fwd");
-            Vec wo(nq), wl(c.B * c.H * c.Tq);
-            ref::attention_fwd(wo, wl, rounded(q, bf16), rounded(k, bf16), rounded(v, bf16), d,
-                               scale);
+            const auto got = run(c.shape(), "attention_wmma_fwd");
+            Vec wo(nq), wl(c.rows());
+            ref::attention_fwd(wo, wl, rounded(q, bf16), rounded(k, bf16), rounded(v, bf16),
+                               c.dims(), scale);
             // P is rounded to 16 bits before P V: a relative error of 2^-9 (bf16) / 2^-12 (f16)
             // per probability.
             const Tol tol = bf16 ? Tol{2e-2, 1e-2} : Tol{4e-3, 2e-3};
             check_close(got.first, wo, tol, "o");
             check_close(got.second, wl, Tol{1e-5, 1e-5}, "lse");
 
-            const int32_t tk_dev[1] = {static_cast<int32_t>(c.Tk - c.Tq)};
-            IVec err = {0, 0};
-            mtk::AttnShape kd = ks;
-            kd.Tk = c.Tq;
-            kd.tk_dev = tk_dev;
-            kd.err = err.data();
-            const auto dev = run(kd, "attention_wmma_fwd (device length)");
-            CHECK(same_bits(dev.first, got.first));
-            CHECK(same_bits(dev.second, got.second));
-            CHECK(err[0] == 0);
+            const DeviceLength dl(c);
+            check_same_bits(run(dl.shape, "attention_wmma_fwd (device length)"), got);
+            CHECK(dl.err[0] == 0);
         }
     }
 }
 
 TEST_CASE("simt: wmma attention backward matches the float64 reference of the rounded operands") {
     for (bool bf16 : {true, false}) {
-        for (WmmaCase c : kWmmaCases) {
+        for (AttnCase c : kWmmaCases) {
             CAPTURE(bf16);
-            CAPTURE(c.B);
-            CAPTURE(c.Tq);
-            CAPTURE(c.Tk);
-            CAPTURE(c.S);
-            CAPTURE(c.H);
-            CAPTURE(c.K);
-            CAPTURE(c.hd);
-            moetrain::AttnDims d{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-            const mtk::AttnShape ks{c.B, c.Tq, c.Tk, c.S, c.H, c.K, c.hd};
-            const int64_t nq = c.B * c.Tq * c.H * c.hd, nk = c.B * c.S * c.K * c.hd;
-            const int64_t rows = c.B * c.Tq * c.H;
-            const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+            INFO(c);
+            const moetrain::AttnDims d = c.dims();
+            const int64_t nq = c.nq(), nk = c.nk(), rows = c.rows();
+            const float scale = c.scale();
             Rng rng(static_cast<uint64_t>(c.Tq * 7000 + c.hd + c.Tk));
             const Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk),
                       dout = rng.normal(nq);
@@ -150,7 +126,7 @@ TEST_CASE("simt: wmma attention backward matches the float64 reference of the ro
                     return std::make_tuple(dq, dk, dv);
                 });
             };
-            const auto got = run(ks, "attention_wmma_bwd");
+            const auto got = run(c.shape(), "attention_wmma_bwd");
             Vec wdq(nq), wdk(nk), wdv(nk);
             ref::attention_bwd(wdq, wdk, wdv, rdo, rq, rk, rv, d, scale);
             // P and dS are rounded to 16 bits before the products that read them.
@@ -159,44 +135,30 @@ TEST_CASE("simt: wmma attention backward matches the float64 reference of the ro
             check_close(std::get<1>(got), wdk, tol, "dk");
             check_close(std::get<2>(got), wdv, tol, "dv");
 
-            const int32_t tk_dev[1] = {static_cast<int32_t>(c.Tk - c.Tq)};
-            IVec err = {0, 0};
-            mtk::AttnShape kd = ks;
-            kd.Tk = c.Tq;
-            kd.tk_dev = tk_dev;
-            kd.err = err.data();
-            const auto dev = run(kd, "attention_wmma_bwd (device length)");
-            CHECK(same_bits(std::get<0>(dev), std::get<0>(got)));
-            CHECK(same_bits(std::get<1>(dev), std::get<1>(got)));
-            CHECK(same_bits(std::get<2>(dev), std::get<2>(got)));
-            CHECK(err[0] == 0);
+            const DeviceLength dl(c);
+            check_same_bits(run(dl.shape, "attention_wmma_bwd (device length)"), got);
+            CHECK(dl.err[0] == 0);
         }
     }
 }
 
 TEST_CASE("simt: wmma attention reports a device length outside [Tq, S] and writes nothing") {
-    const int64_t B = 1, Tq = 2, S = 6, H = 2, K = 1, hd = 64;
-    const int64_t nq = B * Tq * H * hd, nk = B * S * K * hd;
+    const int64_t hd = 64;
     Rng rng(5);
-    const FVec q = to_f32(rng.normal(nq)), k = to_f32(rng.normal(nk)), v = to_f32(rng.normal(nk));
-    for (int32_t extra : {int32_t{-1}, int32_t{3}}) {
-        CAPTURE(extra);
-        const int32_t tk_dev[1] = {extra};
-        IVec err = {0, 0};
-        const mtk::AttnShape d{B, Tq, extra < 0 ? Tq : S - 2, S, H, K, hd, tk_dev, err.data()};
-        FVec o(nq, NAN), lse(B * H * Tq, NAN), dq(nq, NAN), dk(nk, NAN), dv(nk, NAN);
-        const FVec D(B * H * Tq, 0.0f), l0(B * H * Tq, 0.0f);
-        mtk::attention_wmma_fwd(nullptr, true, o.data(), lse.data(), q.data(), k.data(), v.data(),
-                                d, 0.125f);
-        CHECK(err[0] == mtk::kErrAttnLength);
-        CHECK(err[1] == extra);
-        err = {0, 0};
-        mtk::attention_wmma_bwd(nullptr, false, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
-                                k.data(), v.data(), l0.data(), D.data(), d, 0.125f);
-        CHECK(err[0] == mtk::kErrAttnLength);
-        for (const FVec* out : {&o, &lse, &dq, &dk, &dv})
-            CHECK(std::all_of(out->begin(), out->end(), [](float x) { return std::isnan(x); }));
-    }
+    const AttnCase c{1, 2, 2, 6, 2, 1, hd};
+    const FVec q = to_f32(rng.normal(c.nq())), k = to_f32(rng.normal(c.nk())),
+               v = to_f32(rng.normal(c.nk()));
+    const FVec D(c.rows(), 0.0f), l0(c.rows(), 0.0f);
+    check_device_length_refused(
+        hd,
+        [&](const mtk::AttnShape& d, FVec& o, FVec& lse) {
+            mtk::attention_wmma_fwd(nullptr, true, o.data(), lse.data(), q.data(), k.data(),
+                                    v.data(), d, 0.125f);
+        },
+        [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
+            mtk::attention_wmma_bwd(nullptr, false, dq.data(), dk.data(), dv.data(), q.data(),
+                                    q.data(), k.data(), v.data(), l0.data(), D.data(), d, 0.125f);
+        });
 }
 
 TEST_CASE("simt: wmma attention shape logic (launch.h)") {
