@@ -26,6 +26,13 @@ Tensor rows_of(const Tensor& t, int64_t off, int64_t n, int64_t w) {
     return t ? t.view(off * w, {n, w}) : Tensor{};
 }
 
+// Per-rank row counts as element counts of rows of width w (what all_to_all_v takes).
+std::vector<int64_t> elements(const std::vector<int64_t>& rows, int64_t w) {
+    std::vector<int64_t> e(rows);
+    for (int64_t& v : e) v *= w;
+    return e;
+}
+
 // With a quarter more room than asked, so that a slowly growing imbalance does not reallocate
 // every micro-batch.
 int64_t grown(int64_t rows, int64_t have) {
@@ -169,10 +176,8 @@ void AllToAllDispatcher::exchange_counts(Device& dev, const MoeActs& a, LayerRow
 void AllToAllDispatcher::exchange_rows(Device& dev, const Tensor& send,
                                        const std::vector<int64_t>& send_rows, const Tensor& recv,
                                        const std::vector<int64_t>& recv_rows) const {
-    std::vector<int64_t> sc(send_rows), rc(recv_rows);
-    for (int64_t& v : sc) v *= c_.d_model;
-    for (int64_t& v : rc) v *= c_.d_model;
-    group_.all_to_all_v(dev, send, sc, recv, rc);
+    group_.all_to_all_v(dev, send, elements(send_rows, c_.d_model), recv,
+                        elements(recv_rows, c_.d_model));
 }
 
 int64_t AllToAllDispatcher::start_exchange(Device& dev, const Tensor& send,
@@ -183,10 +188,8 @@ int64_t AllToAllDispatcher::start_exchange(Device& dev, const Tensor& send,
     send_h_.resize(static_cast<size_t>(ns * D * es));
     recv_h_.resize(static_cast<size_t>(nr * D * es));
     if (ns > 0) dev.download(send_h_.data(), rows_of(send, 0, ns, D));
-    std::vector<int64_t> sc(send_rows), rc(recv_rows);
-    for (int64_t& v : sc) v *= D;
-    for (int64_t& v : rc) v *= D;
-    return group_.start_all_to_all_v(send_h_.data(), sc, recv_h_.data(), rc, send.dtype);
+    return group_.start_all_to_all_v(send_h_.data(), elements(send_rows, D), recv_h_.data(),
+                                     elements(recv_rows, D), send.dtype);
 }
 
 void AllToAllDispatcher::finish_exchange(Device& dev, int64_t id, const Tensor& recv,
