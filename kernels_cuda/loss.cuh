@@ -1,8 +1,12 @@
 // Cross-entropy over the vocabulary, one block per row: losses[n] = lse - logit[target];
 // with grad_scale != 0 the logits row is overwritten by grad_scale * (softmax - onehot)
 // (zeros for an ignored row, target -1). Any other target outside [0, V) is reported and gives a
-// NaN loss. The target logit is read into shared memory before the barrier that precedes any
-// overwrite.
+// NaN loss. The row is read twice, not three times (llm.c's fused classifier does the same):
+// one pass keeps each thread's running maximum and its sum of exponentials rescaled to it (the
+// online softmax), the block combines them into the log-sum-exp, and the gradient pass reads the
+// row once more and overwrites it. Each thread visits its columns in a fixed order and the block
+// reductions have a fixed shape, so the result does not depend on scheduling. The target logit
+// is read into shared memory before the barrier that precedes any overwrite.
 #pragma once
 
 #include "common.cuh"
@@ -15,15 +19,20 @@ __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restri
     __shared__ float target_logit;
     float* l = logits + blockIdx.x * V;
     const int32_t t = targets[blockIdx.x];
-    float m = -INFINITY;
+    float m = -INFINITY, s = 0.0f;  // this thread's maximum, sum of expf(x - m)
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
-        m = fmaxf(m, l[c]);
-        if (c == t) target_logit = l[c];
+        const float x = l[c];
+        if (c == t) target_logit = x;
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;  // expf(-inf) = 0 before the first finite value
+            m = x;
+        } else {
+            s += x == -INFINITY ? 0.0f : expf(x - m);  // a NaN logit makes the sum NaN
+        }
     }
-    m = block_max(m);  // its barriers publish target_logit
-    float s = 0.0f;
-    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += expf(l[c] - m);
-    const float lse = m + logf(block_sum(s));  // every read of l[] happens before this barrier
+    const float row_max = block_max(m);  // its barriers publish target_logit
+    const float lse =                    // every read of l[] happens before block_sum's barrier
+        row_max + logf(block_sum(m == -INFINITY ? 0.0f : s * expf(m - row_max)));
     const bool valid = in_range(t, V);
     if (threadIdx.x == 0) {
         losses[blockIdx.x] = t == -1 ? 0.0f : valid ? lse - target_logit : NAN;

@@ -1,5 +1,8 @@
 // Harness tests of kernels_cuda/loss.cuh: cross-entropy losses with ignored targets (-1), with
-// and without the in-place gradient, on a vocabulary larger than one block's threads.
+// and without the in-place gradient, on a vocabulary larger than one block's threads; the online
+// softmax under rising, masked (-inf) and NaN logits.
+#include <cmath>
+
 #include "harness_util.h"
 #include "loss.cuh"
 
@@ -30,6 +33,45 @@ TEST_CASE("simt: loss cross_entropy and its gradient") {
             check_close(got.second, scale == 0.0f ? logits : wg, Tol{1e-4, 1e-7},
                         "logits / gradient");
         }
+    }
+}
+
+// The online softmax rescales a thread's running sum whenever a larger logit arrives: rising
+// logits rescale at every column, and masked columns (-inf) contribute nothing, even before a
+// thread has seen a finite value.
+TEST_CASE("simt: loss cross_entropy with rising and masked logits") {
+    const int64_t N = 3, V = 5000;
+    Vec logits(N * V);
+    for (int64_t c = 0; c < V; ++c) {
+        logits[c] = -20.0 + 40.0 * static_cast<double>(c) / static_cast<double>(V);  // rising
+        logits[V + c] = c % 3 == 0 ? -INFINITY : std::sin(0.01 * static_cast<double>(c));
+        logits[2 * V + c] = c < V - 7 ? -INFINITY : 0.5 * static_cast<double>(c % 4);
+    }
+    IVec targets = {static_cast<int32_t>(V - 1), 4, static_cast<int32_t>(V - 3)};
+    auto got = two_schedules("cross_entropy masked", [&] {
+        FVec l = to_f32(logits), losses(N, NAN);
+        IVec err = {0, 0};
+        mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, 1.0f,
+                           err.data());
+        CHECK(err[0] == 0);
+        return std::make_pair(losses, l);
+    });
+    Vec wl(N), wg(N * V);
+    ref::cross_entropy(wl, wg, logits, targets, N, V, 1.0);
+    check_close(got.first, wl, Tol{1e-5, 2e-5}, "losses");
+    check_close(got.second, wg, Tol{1e-4, 1e-7}, "gradient");
+}
+
+TEST_CASE("simt: loss cross_entropy of a row with a NaN logit is NaN") {
+    for (int64_t at : {0, 5, 299}) {  // first column a thread sees, a later one, the last
+        CAPTURE(at);
+        FVec logits(2 * 300, 0.25f), losses(2, 0.0f);
+        logits[static_cast<size_t>(300 + at)] = NAN;
+        IVec targets = {1, 2}, err = {0, 0};
+        mtk::cross_entropy(nullptr, losses.data(), logits.data(), targets.data(), 2, 300, 0.0f,
+                           err.data());
+        CHECK(std::abs(losses[0] - std::log(300.0f)) < 1e-5f);
+        CHECK(std::isnan(losses[1]));
     }
 }
 
