@@ -152,6 +152,9 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
 
 // out[0] += aux_alpha * E * sum_{n,e} f_e P[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one
 // block. P = p (softmax) or s_e / sum_j s_j (sigmoid: one row per thread for the row sums).
+// Softmax sums each expert's column first and weighs it by f_e once: with E <= blockDim.x the
+// block reads whole rows side by side (thread t keeps column t % E of every blockDim.x / E-th
+// row: coalesced, no index division in the loop), otherwise a thread walks whole columns.
 __global__ void router_aux_loss_kernel(float* out, const float* __restrict__ probs,
                                        const float* __restrict__ lse,
                                        const int32_t* __restrict__ counts, int64_t N, int64_t E,
@@ -167,9 +170,19 @@ __global__ void router_aux_loss_kernel(float* out, const float* __restrict__ pro
             }
             aux += fs / T;
         }
+    } else if (E <= blockDim.x) {
+        const int64_t rows_per_pass = blockDim.x / E, e = threadIdx.x % E;
+        if (threadIdx.x < rows_per_pass * E) {
+            float column = 0.0f;
+            for (int64_t n = threadIdx.x / E; n < N; n += rows_per_pass) column += probs[n * E + e];
+            aux = static_cast<float>(counts[e]) * column;
+        }
     } else {
-        for (int64_t i = threadIdx.x; i < N * E; i += blockDim.x)
-            aux += static_cast<float>(counts[i % E]) * probs[i];
+        for (int64_t e = threadIdx.x; e < E; e += blockDim.x) {
+            float column = 0.0f;
+            for (int64_t n = 0; n < N; ++n) column += probs[n * E + e];
+            aux += static_cast<float>(counts[e]) * column;
+        }
     }
     for (int64_t n = threadIdx.x; n < N; n += blockDim.x) z += lse[n] * lse[n];
     aux = block_sum(aux);

@@ -87,6 +87,32 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
     }
 }
 
+// The softmax aux loss sums each expert's column: side by side in the block while E fits its
+// threads (E dividing the block or not), one column per thread beyond it.
+TEST_CASE("simt: router aux and z loss on wide and narrow expert counts") {
+    for (int64_t E : {int64_t(1), int64_t(5), int64_t(64), int64_t(256), int64_t(300)}) {
+        for (int64_t N : {int64_t(1), int64_t(7), int64_t(1000)}) {
+            CAPTURE(E);
+            CAPTURE(N);
+            const int64_t k = E < 2 ? 1 : 2;
+            Rng rng(static_cast<uint64_t>(N * 1000 + E));
+            const Vec probs = rng.uniform(N * E, 0.0, 1.0), lse = rng.normal(N);
+            const IVec counts = rng.ints(E, 0, static_cast<int32_t>(N * k));
+            const FVec fprobs = to_f32(probs), flse = to_f32(lse);
+            auto got = two_schedules("router_aux_loss", [&] {
+                FVec out = {0.5f, 0.25f};
+                mtk::router_aux_loss(nullptr, out.data(), fprobs.data(), flse.data(), counts.data(),
+                                     N, E, k, false, 0.01f, 0.001f);
+                return out;
+            });
+            Vec want = {0.5, 0.25};
+            ref::router_aux_loss(want, probs, lse, counts, N, E, k, moetrain::RouterArgs{}, 0.01,
+                                 0.001);
+            check_close(got, want, Tol{1e-5, 1e-7}, "aux, z");
+        }
+    }
+}
+
 TEST_CASE("simt: router hash routing") {
     for (int64_t N : {int64_t(1), int64_t(257)}) {
         for (int64_t E : {int64_t(1), int64_t(7), int64_t(64)}) {
