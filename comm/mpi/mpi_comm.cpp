@@ -142,9 +142,12 @@ void MpiComm::all_reduce(void* data, int64_t n, DType t, ReduceOp op) {
 }
 
 int64_t MpiComm::add_pending(Pending p) {
-    bool all_done = true;  // a new round: the ids of the last one (all complete) are reused
-    for (const Pending& q : requests_) all_done &= q.request == MPI_REQUEST_NULL;
-    if (all_done) requests_.clear();
+    // A new round reuses the ids of the last one once every request of it has been waited for.
+    // Complete is not enough: progress() completes requests (MPI_Test) before their owners
+    // wait for them, and clearing then made a later wait(id) find no request.
+    bool all_waited = true;
+    for (const Pending& q : requests_) all_waited &= q.waited;
+    if (all_waited) requests_.clear();
     requests_.push_back(std::move(p));
     return static_cast<int64_t>(requests_.size()) - 1;
 }
@@ -177,7 +180,9 @@ int64_t MpiComm::start_all_to_all_v(const void* send, const std::vector<int64_t>
 void MpiComm::wait(int64_t id) {
     MT_CHECK(id >= 0 && id < static_cast<int64_t>(requests_.size()), "wait: no request ", id);
     Guard g(*this, "a non-blocking collective");
-    MPI_Wait(&requests_[static_cast<size_t>(id)].request, MPI_STATUS_IGNORE);
+    Pending& p = requests_[static_cast<size_t>(id)];
+    MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+    p.waited = true;
 }
 
 void MpiComm::progress() {

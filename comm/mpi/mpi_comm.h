@@ -82,6 +82,7 @@ class MpiComm : public Communicator {
     struct Pending {
         MPI_Request request = MPI_REQUEST_NULL;
         std::vector<int> counts;
+        bool waited = false;  // its owner has called wait(id): the id may be reused
     };
     int64_t add_pending(Pending p);
     std::vector<Pending> requests_;        // started non-blocking collectives (by id)

@@ -76,6 +76,25 @@ void host_collectives(Communicator& c) {
     y.resize(n / 2);
     expect(is_rank_sum(y, R, 0), "start_all_reduce of a prefix", me);
 
+    // Requests that progress() completes before their owner waits keep their ids: a request
+    // started after them must not reuse one (mpi once reused the ids of completed requests, and
+    // a wait on an old id then found no request or another one's).
+    std::vector<float> p1(4, 1.0f), p2(4, 2.0f), p3(4, 3.0f);
+    const int64_t i1 = c.start_all_reduce(p1.data(), 4, DType::f32, ReduceOp::sum);
+    const int64_t i2 = c.start_all_reduce(p2.data(), 4, DType::f32, ReduceOp::sum);
+    for (int round = 0; round < 100; ++round) {  // small messages: complete within a few
+        c.progress();
+        c.all_reduce(&one, 1, DType::f32, ReduceOp::max);
+    }
+    const int64_t i3 = c.start_all_reduce(p3.data(), 4, DType::f32, ReduceOp::sum);
+    expect(i3 != i1 && i3 != i2, "a new request reuses a completed one's id before its wait", me);
+    c.wait(i2);
+    c.wait(i1);
+    c.wait(i3);
+    const auto fR = static_cast<float>(R);
+    expect(p1[3] == fR && p2[3] == 2 * fR && p3[3] == 3 * fR, "requests completed by progress()",
+           me);
+
     std::vector<int32_t> b(n);
     for (int64_t i = 0; i < n; ++i) b[i] = static_cast<int32_t>((me * 31 + i) % 50);
     c.all_reduce(b.data(), n, DType::i32, ReduceOp::max);
