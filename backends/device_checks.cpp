@@ -157,6 +157,23 @@ void Device::check_gemm(const GemmArgs& g) const {
     c.tensor(g.b, g.b.dtype, gemm_span(g.batch, g.stride_b, b_rows, b_cols, g.ldb), "b");
 }
 
+void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const {
+    check_gemm(g);
+    const OpArgs c(tensor_owner(), "gemm_epilogue");
+    MT_CHECK(g.batch == 1, "gemm_epilogue: batch ", g.batch, " (one product only)");
+    MT_CHECK(g.ldc == g.n, "gemm_epilogue: ldc ", g.ldc, " != n ", g.n, " (C must be dense)");
+    if (e.bias) c.f32(e.bias, g.n, "bias");
+    if (!e.gelu) {
+        MT_CHECK(!e.pre_act, "gemm_epilogue: pre_act is given without gelu");
+        return;
+    }
+    MT_CHECK(g.beta == 0.0f, "gemm_epilogue: beta ", g.beta, " with gelu (must be 0)");
+    c.f32(e.pre_act, g.m * g.n, "pre_act");
+    const bool disjoint = e.pre_act.buf != g.c.buf || e.pre_act.offset + g.m * g.n <= g.c.offset ||
+                          g.c.offset + g.m * g.n <= e.pre_act.offset;
+    MT_CHECK(disjoint, "gemm_epilogue: pre_act overlaps C");
+}
+
 void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
                                 GroupDim dim) const {
     check_grouped_args(g, group_rows, groups, dim);

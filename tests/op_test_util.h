@@ -42,11 +42,13 @@ struct DeviceUnderTest {
 // Every available device of every backend the registry knows (cpu always; opencl / cuda when
 // their modules are built and usable). The devices are opened once and shared by all tests;
 // which backends / devices were skipped, and why, is printed once (doctest MESSAGE).
-// MOETRAIN_TEST_DEVICES="cpu,opencl" (backend names) restricts the list.
+// MOETRAIN_TEST_DEVICES="cpu,opencl" (backend names) restricts the list, and then every backend
+// it names must load and open its devices: otherwise each test fails, naming the reason.
 inline std::vector<DeviceUnderTest> test_devices() {
     struct State {
         std::vector<DeviceUnderTest> devices;
         std::vector<std::string> skipped;
+        std::vector<std::string> unusable;  // named in MOETRAIN_TEST_DEVICES but not usable
         bool printed = false;
     };
     static State* state = [] {
@@ -63,20 +65,22 @@ inline std::vector<DeviceUnderTest> test_devices() {
                 continue;
             }
             if (!b.loaded || !b.reason.empty()) {
-                s->skipped.push_back(b.name + ": " + (b.reason.empty() ? "not loaded" : b.reason));
+                const std::string why =
+                    b.name + ": " + (b.reason.empty() ? "not loaded" : b.reason);
+                (only ? s->unusable : s->skipped).push_back(why);
                 continue;
             }
             for (size_t i = 0; i < b.devices.size(); ++i) {
                 const auto& info = b.devices[i];
                 std::string id = b.name + ":" + std::to_string(i);
                 if (!info.available) {
-                    s->skipped.push_back(id + ": " + info.reason);
+                    (only ? s->unusable : s->skipped).push_back(id + ": " + info.reason);
                     continue;
                 }
                 try {
                     s->devices.push_back({id, std::shared_ptr<Device>(open_device(id))});
                 } catch (const std::exception& e) {
-                    s->skipped.push_back(id + ": open failed: " + e.what());
+                    (only ? s->unusable : s->skipped).push_back(id + ": open failed: " + e.what());
                 }
             }
         }
@@ -89,6 +93,10 @@ inline std::vector<DeviceUnderTest> test_devices() {
         MESSAGE("op tests run on: " << tested);
         for (auto& why : state->skipped) MESSAGE("op tests skip " << why);
     }
+    // A backend the run asked for by name must run: a module that no longer loads (an
+    // unresolved symbol, a missing library) fails every test instead of passing none.
+    for (auto& why : state->unusable)
+        FAIL("MOETRAIN_TEST_DEVICES names a backend that cannot run: " << why);
     return state->devices;
 }
 

@@ -31,6 +31,8 @@ const std::set<std::string> kTestedOps = {
     "synchronize",
     "gemm",
     "gemm_grouped",
+    "gemm_epilogue",
+    "gemm_epilogue_kernel",
     "add",
     "axpby",
     "add_bias",

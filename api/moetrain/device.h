@@ -56,6 +56,16 @@ struct GemmArgs {
     DType compute = DType::f32;
 };
 
+// What Device::gemm_epilogue applies to one product before it is stored (on cuda: a cuBLASLt
+// epilogue, so the product's output is written once instead of being re-read by add_bias and
+// act_fwd). pre = alpha * op(A) @ op(B) + beta * C + bias (bias broadcast over the rows, fp32);
+// C = gelu(pre) with `gelu` (the tanh approximation of Act::gelu), else C = pre.
+struct GemmEpilogue {
+    Tensor bias = {};     // f32 [n], may be empty (no bias)
+    bool gelu = false;    // apply GELU; needs beta == 0 and pre_act
+    Tensor pre_act = {};  // with gelu: f32 [m, n] (row stride n) receiving pre, else empty
+};
+
 // GemmArgs for op(A) [m,k] @ op(B) [k,n] -> C [m,n] with every operand stored densely (each
 // leading dimension is the operand's stored row length); alpha 1, beta 0, compute f32, one
 // product. The tensors may be left empty and set later.
@@ -133,6 +143,15 @@ class Device {
         (void)d;
         return "";
     }
+    // How gemm_epilogue runs (g, e) when the device has more than one way ("" otherwise): cuda
+    // says "cublaslt" (one product with the epilogue fused) or "unfused" (gemm, add_bias and
+    // act_fwd in turn: cuBLASLt has no algorithm for the shape), and `bench --profile` books the
+    // op as gemm_epilogue[cublaslt] / gemm_epilogue[unfused].
+    virtual std::string gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const {
+        (void)g;
+        (void)e;
+        return "";
+    }
 
     // ---- memory ----
     virtual std::shared_ptr<Buffer> alloc_buffer(size_t bytes) = 0;  // zero-initialised
@@ -181,6 +200,10 @@ class Device {
     }
 
   protected:
+    // gemm_epilogue as gemm_impl, add_bias_impl and act_fwd_impl in turn (the cpu and opencl
+    // backends' gemm_epilogue, and cuda's when cuBLASLt has no algorithm for the shape).
+    void gemm_epilogue_unfused(const GemmArgs& g, const GemmEpilogue& e);
+
     // What each backend implements (pure virtual: a backend missing an op does not compile).
 #define MT_DEVICE_OP(name, params, args, ...) virtual void name##_impl params = 0;
 #include "moetrain/device_ops.def"

@@ -31,6 +31,9 @@ class ProfilingDevice : public Device {
     std::string attention_kernel(const AttnDims& d) const override {
         return inner_.attention_kernel(d);
     }
+    std::string gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const override {
+        return inner_.gemm_epilogue_kernel(g, e);
+    }
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override {
         return inner_.alloc_buffer(bytes);
     }

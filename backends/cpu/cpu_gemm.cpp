@@ -149,4 +149,9 @@ void CpuDevice::gemm_impl(const GemmArgs& g) {
         gemm16(*this, g, a, b, c);
 }
 
+// The epilogue after the product, as add_bias and act_fwd (Device::gemm_epilogue_unfused).
+void CpuDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
+    gemm_epilogue_unfused(g, e);
+}
+
 }  // namespace moetrain

@@ -40,6 +40,7 @@ CudaContext::CudaContext(int device)
     cublas_workspace_ = allocator_->allocate(kCublasWorkspace);
     check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace),
                  "cublasSetWorkspace");
+    lt_ = std::make_unique<LtMatmul>(kCublasWorkspace);
     error_word_ = static_cast<int32_t*>(allocator_->allocate(2 * sizeof(int32_t)));
     check_cuda(cudaMemsetAsync(error_word_, 0, 2 * sizeof(int32_t), stream_),
                "cudaMemsetAsync (error word)");
@@ -48,6 +49,7 @@ CudaContext::CudaContext(int device)
 CudaContext::~CudaContext() {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
+    lt_.reset();
     if (cublas_) cublasDestroy(cublas_);
     allocator_->free(cublas_workspace_);
     allocator_->free(scratch_);

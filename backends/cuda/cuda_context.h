@@ -1,8 +1,8 @@
 // The per-device CUDA state every op uses: the device ordinal, the one stream all work is queued
 // on, the caching allocator (cudaMalloc only on a cache miss), a reusable scratch workspace for
-// kernels that need temporaries, the cuBLAS handle with its own workspace, and the device error
-// word kernels report invalid indices into. Created when a
-// cuda Device is opened. Every cuBLAS call of the backend is in cublas_calls.cpp.
+// kernels that need temporaries, the cuBLAS and cuBLASLt handles with their workspace, and the
+// device error word kernels report invalid indices into. Created when a cuda Device is opened.
+// Every cuBLAS call of the backend is in cublas_calls.cpp.
 #pragma once
 
 #include <cublas_v2.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/caching_allocator.h"
+#include "cuda/cublaslt_calls.h"
 
 namespace moetrain::cuda {
 
@@ -37,6 +38,10 @@ class CudaContext {
     int device() const { return device_; }
     cudaStream_t stream() const { return stream_; }
     cublasHandle_t cublas() const { return cublas_; }
+    // cuBLASLt (the products with an epilogue) and the workspace it shares with cuBLAS: both
+    // queue on the one stream, so their work never overlaps.
+    LtMatmul& lt() { return *lt_; }
+    void* cublas_workspace() const { return cublas_workspace_; }
     CachingAllocator& allocator() { return *allocator_; }
     const std::shared_ptr<CachingAllocator>& allocator_ptr() const { return allocator_; }
 
@@ -70,6 +75,7 @@ class CudaContext {
     cublasHandle_t cublas_ = nullptr;
     std::shared_ptr<CachingAllocator> allocator_;
     void* cublas_workspace_ = nullptr;
+    std::unique_ptr<LtMatmul> lt_;
     int32_t* error_word_ = nullptr;
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;

@@ -39,6 +39,7 @@
 namespace moetrain::cuda {
 
 class CudaContext;       // cuda_context.h
+struct LtShape;          // cublaslt_calls.h
 class CudaGraphRuntime;  // cuda_graph_runtime.h
 
 // Opens CUDA device `index` (already checked to exist and be usable).
@@ -71,6 +72,8 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
     std::string attention_kernel(const AttnDims& d) const override;  // attention.cu
+    std::string gemm_epilogue_kernel(const GemmArgs& g,
+                                     const GemmEpilogue& e) const override;  // cuda_gemm.cpp
 
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;  // cuda_device.cpp
     void synchronize() override;
@@ -111,6 +114,17 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
 #include "moetrain/device_ops.def"
 
   private:
+    // The operands of a product as cuBLAS reads them: f32 ones converted into the scratch
+    // when g.compute is 16-bit (cuda_gemm.cpp).
+    struct GemmOperands {
+        const void* a;
+        const void* b;
+    };
+    GemmOperands gemm_operands(const GemmArgs& g);
+    // gemm_epilogue's cuBLASLt shape, and whether cuBLASLt runs it (cuda_gemm.cpp).
+    LtShape lt_shape(const GemmArgs& g, const GemmEpilogue& e) const;
+    bool lt_runs(const GemmArgs& g, const GemmEpilogue& e) const;
+
     // Throws naming `what` if a graph is being captured (host transfers cannot be captured).
     void not_capturing(const char* what) const;
 

@@ -1,6 +1,8 @@
-// CudaDevice::gemm with cuBLAS (cublas_calls.h), and the cuBLAS products the grouped GEMM
+// CudaDevice::gemm with cuBLAS (cublas_calls.h), gemm_epilogue with cuBLASLt (cublaslt_calls.h),
+// and the cuBLAS products the grouped GEMM
 // (kernels_cuda/grouped_gemm.cu) queues, on the device stream.
 #include "cuda/cublas_calls.h"
+#include "cuda/cublaslt_calls.h"
 #include "cuda/cuda_context.h"
 #include "cuda/cuda_device.h"
 #include "shared/gemm_dtypes.h"
@@ -16,22 +18,14 @@ int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t 
 
 // compute = bf16 / f16: cuBLAS multiplies 16-bit A and B directly; an f32 operand is first
 // converted to `compute` (round_operand) over its whole span into the context scratch, so its
-// ld and batch stride stay as they are.
-void CudaDevice::gemm_impl(const GemmArgs& g) {
+// ld and batch stride stay as they are. The converted copies start 256-byte aligned.
+CudaDevice::GemmOperands CudaDevice::gemm_operands(const GemmArgs& g) {
     const int64_t a_rows = g.ta == Trans::N ? g.m : g.k, a_cols = g.ta == Trans::N ? g.k : g.m;
     const int64_t b_rows = g.tb == Trans::N ? g.k : g.n, b_cols = g.tb == Trans::N ? g.n : g.k;
-    if (g.m == 0 || g.n == 0) return;
+    if (g.compute == DType::f32) return {f32(g.a), f32(g.b)};
     const int64_t na = span(g.batch, g.stride_a, a_rows, a_cols, g.lda);
     const int64_t nb = span(g.batch, g.stride_b, b_rows, b_cols, g.ldb);
-    float* c = f32(g.c);
-    if (g.compute == DType::f32) {
-        const float* a = f32(g.a);
-        const float* b = f32(g.b);
-        cublas_strided(g, a, b, c);
-        return;
-    }
-    const void* a = raw(g.a);
-    const void* b = raw(g.b);
+    GemmOperands ops{raw(g.a), raw(g.b)};
     // 256-byte aligned parts of the scratch for the operands that need converting.
     auto part = [](bool f32, int64_t n) {
         return f32 ? (static_cast<size_t>(n) * 2 + 255) / 256 * 256 : 0;
@@ -39,15 +33,69 @@ void CudaDevice::gemm_impl(const GemmArgs& g) {
     const size_t pa = part(g.a.dtype == DType::f32, na), pb = part(g.b.dtype == DType::f32, nb);
     auto* tmp = pa + pb ? static_cast<char*>(scratch(pa + pb)) : nullptr;
     if (pa) {
-        round_operand(tmp, g.compute, a, na);
-        a = tmp;
+        round_operand(tmp, g.compute, ops.a, na);
+        ops.a = tmp;
     }
     if (pb) {
-        round_operand(tmp + pa, g.compute, b, nb);
-        b = tmp + pa;
+        round_operand(tmp + pa, g.compute, ops.b, nb);
+        ops.b = tmp + pa;
     }
+    return ops;
+}
+
+void CudaDevice::gemm_impl(const GemmArgs& g) {
+    if (g.m == 0 || g.n == 0) return;
+    const GemmOperands ops = gemm_operands(g);
     launched("gemm");
-    cublas_strided(g, a, b, c);
+    cublas_strided(g, ops.a, ops.b, f32(g.c));
+}
+
+// The cuBLASLt shape of (g, e): an operand gemm_operands converts lands 256-byte aligned in
+// the scratch, the others keep their own pointer's alignment.
+LtShape CudaDevice::lt_shape(const GemmArgs& g, const GemmEpilogue& e) const {
+    auto operand = [&](const Tensor& t) {
+        return g.compute != DType::f32 && t.dtype == DType::f32 ? 256u : lt_alignment(raw(t));
+    };
+    LtShape s{.ta = g.ta,
+              .tb = g.tb,
+              .m = g.m,
+              .n = g.n,
+              .k = g.k,
+              .lda = g.lda,
+              .ldb = g.ldb,
+              .ldc = g.ldc,
+              .compute = g.compute,
+              .bias = static_cast<bool>(e.bias),
+              .gelu = e.gelu};
+    s.align = {operand(g.a), operand(g.b), lt_alignment(raw(g.c)),
+               e.bias ? lt_alignment(raw(e.bias)) : 256u,
+               e.gelu ? lt_alignment(raw(e.pre_act)) : 256u};
+    return s;
+}
+
+bool CudaDevice::lt_runs(const GemmArgs& g, const GemmEpilogue& e) const {
+    const LtShape s = lt_shape(g, e);
+    return lt_shape_allowed(s) && ctx_->lt().supported(s);
+}
+
+std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const {
+    return lt_runs(g, e) ? "cublaslt" : "unfused";
+}
+
+// One cuBLASLt product with the epilogue where cuBLASLt has an algorithm for it, else the
+// unfused ops (visible: gemm_epilogue_kernel, and `bench --profile`'s gemm_epilogue[unfused]).
+void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
+    if (g.m == 0 || g.n == 0) return;
+    if (!lt_runs(g, e)) return gemm_epilogue_unfused(g, e);
+    const GemmOperands ops = gemm_operands(g);
+    const LtPointers p{.a = ops.a,
+                       .b = ops.b,
+                       .c = f32(g.c),
+                       .bias = e.bias ? f32(e.bias) : nullptr,
+                       .pre_act = e.gelu ? f32(e.pre_act) : nullptr};
+    launched("gemm_epilogue");  // the operand conversions
+    stream("gemm_epilogue");
+    ctx_->lt().run(lt_shape(g, e), p, g.alpha, g.beta, ctx_->stream(), ctx_->cublas_workspace());
 }
 
 void CudaDevice::cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c) {

@@ -59,6 +59,15 @@ Cost formula(Op<OpId::gemm>, Device&, const GemmArgs& g) {
     double bytes = F * d(g.batch) * (d(g.m * g.k) + d(g.k * g.n) + d(g.m * g.n) * (g.beta ? 2 : 1));
     return {flops, bytes};
 }
+// The fused product: the gemm's traffic, plus the bias read once and, with GELU, the
+// pre-activation written beside C (the activation's 10 FLOPs per element as in act_fwd).
+Cost formula(Op<OpId::gemm_epilogue>, Device& dev, const GemmArgs& g, const GemmEpilogue& e) {
+    Cost c = formula(Op<OpId::gemm>{}, dev, g);
+    const double mn = d(g.m * g.n);
+    if (e.bias) c = {c.flops + mn, c.bytes + F * d(g.n)};
+    if (e.gelu) c = {c.flops + 10 * mn, c.bytes + F * mn};
+    return c;
+}
 // Counted at the capacity (the group sizes stay on the device): exact for a dropless MoE,
 // whose groups fill it.
 Cost formula(Op<OpId::gemm_grouped>, Device&, const GemmArgs& g, const Tensor&, int64_t groups,
@@ -243,6 +252,7 @@ std::string label(const char* name, const Device& inner, const Args&... args) {
     std::string variant;
     if constexpr (O == OpId::attention_fwd || O == OpId::attention_bwd)
         (attention_variant(variant, inner, args), ...);
+    if constexpr (O == OpId::gemm_epilogue) variant = inner.gemm_epilogue_kernel(args...);
     return variant.empty() ? std::string(name) : std::string(name) + "[" + variant + "]";
 }
 

@@ -54,13 +54,20 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, cons
              const FfnActs& a, const Tensor& y, float beta_y) {
     const int64_t F = w.F, R = rows.rows;
     if (R == 0) return;
-    if (kind == FfnKind::swiglu) project_fwd(dev, a.gate, x, gate_of(w), rows, 0.0f);
-    project_fwd(dev, a.up, x, up_of(w), rows, 0.0f);
     const Tensor h = a.h32 ? a.h32.view(0, {R * F}) : a.h;  // a 16-bit h: f32 first, converted
-    if (kind == FfnKind::swiglu)
-        dev.swiglu_fwd(h, a.gate, a.up, R * F);
-    else
-        dev.act_fwd(act_of(kind), h, a.up, R * F);
+    if (kind == FfnKind::gelu && !grouped(rows)) {
+        // A dense GELU FFN: the up projection's epilogue adds the bias, keeps the
+        // pre-activation in a.up (the backward reads it) and writes h = gelu(up).
+        dev.gemm_epilogue(linear_fwd_gemm(h, x, up_of(w), R, 0.0f),
+                          GemmEpilogue{.bias = w.b_up, .gelu = true, .pre_act = a.up});
+    } else {
+        if (kind == FfnKind::swiglu) project_fwd(dev, a.gate, x, gate_of(w), rows, 0.0f);
+        project_fwd(dev, a.up, x, up_of(w), rows, 0.0f);
+        if (kind == FfnKind::swiglu)
+            dev.swiglu_fwd(h, a.gate, a.up, R * F);
+        else
+            dev.act_fwd(act_of(kind), h, a.up, R * F);
+    }
     if (a.h32) dev.convert(a.h.view(0, {R * F}), h);
     if (!y) return;  // recompute for the backward: only the hidden activations are read
     project_fwd(dev, y, a.h, down_of(w), rows, beta_y);

@@ -33,11 +33,14 @@ GemmArgs linear_dw_gemm(const LinearW& gw, const Tensor& dy, const Tensor& x, co
     return g;
 }
 
+// With a bias, one product whose epilogue adds it (Device::gemm_epilogue): y is written once.
 void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
                 float beta) {
     if (rows == 0) return;
-    dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
-    if (w.b) dev.add_bias(y, w.b, rows, w.out);
+    if (w.b)
+        dev.gemm_epilogue(linear_fwd_gemm(y, x, w, rows, beta), GemmEpilogue{.bias = w.b});
+    else
+        dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
 }
 
 void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,

@@ -18,6 +18,7 @@
 #include <functional>
 #include <vector>
 
+#include "cudasim/fake_gemm.h"
 #include "moetrain/dtype.h"
 
 namespace simt {  // tests/simt/simt.h (not included here: its CUDA keywords clash with
@@ -28,6 +29,9 @@ std::vector<std::function<void()>>* capture_list();
 }  // namespace simt
 
 namespace {
+using fake::elem_bytes;
+using fake::gemm_one;
+using fake::supported;
 char g_stream_token, g_cublas_token;
 using Graph = std::vector<std::function<void()>>;
 bool g_capture_invalidated = false;
@@ -37,43 +41,6 @@ cudaError_t forbidden_while_capturing() {
     if (!simt::capture_list()) return cudaSuccess;
     g_capture_invalidated = true;
     return cudaErrorStreamCaptureUnsupported;
-}
-
-// Element i of a cuBLAS operand of type t as a double.
-double load(const void* p, cudaDataType t, long long i) {
-    if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
-    const uint16_t h = static_cast<const uint16_t*>(p)[i];
-    return t == CUDA_R_16BF ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
-}
-size_t elem_bytes(cudaDataType t) {
-    return t == CUDA_R_32F ? 4 : 2;
-}
-
-bool supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
-    const bool known = a == CUDA_R_32F || a == CUDA_R_16BF || a == CUDA_R_16F;
-    return known && b == a && c == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F;
-}
-
-// One column-major product C = al op(A) op(B) + be C (A and B of type t, C f32), double
-// accumulation; be = 0 does not read C.
-void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, float al,
-              const void* a, cudaDataType t, int lda, const void* b, int ldb, float be, float* c,
-              int ldc) {
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) {
-            double acc = 0;
-            for (int p = 0; p < k; ++p) {
-                double av = load(a, t,
-                                 transa == CUBLAS_OP_N ? i + static_cast<long long>(p) * lda
-                                                       : p + static_cast<long long>(i) * lda);
-                double bv = load(b, t,
-                                 transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * ldb
-                                                       : j + static_cast<long long>(p) * ldb);
-                acc += av * bv;
-            }
-            float& cv = c[i + static_cast<long long>(j) * ldc];
-            cv = be == 0.0f ? static_cast<float>(al * acc) : static_cast<float>(al * acc + be * cv);
-        }
 }
 
 // The errors the simulation raises: name and message as the real runtime gives them.
@@ -116,6 +83,14 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
     prop->multiProcessorCount = 1;
     prop->sharedMemPerBlockOptin = 48 * 1024;
     return cudaSuccess;
+}
+
+// The two attributes the backend reads for its bandwidth figure: none is reported (the harness
+// has no DRAM figure), as a runtime that lacks them answers, so `bench` measures or is told.
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int device) {
+    if (device != 0) return cudaErrorInvalidDevice;
+    *value = 0;
+    return cudaErrorInvalidValue;
 }
 
 const char* cudaGetErrorString(cudaError_t e) {

@@ -1,0 +1,23 @@
+// Device::gemm_epilogue_unfused: the GEMM epilogue (api/moetrain/device_ops.def gemm_epilogue) as
+// the backend's own gemm, add_bias and act_fwd, in that order. The cpu and opencl backends run
+// gemm_epilogue this way (the same bits as the three ops the model called before the op
+// existed); cuda runs it when cuBLASLt offers no algorithm for the product and its epilogue.
+#include "moetrain/device.h"
+
+namespace moetrain {
+
+void Device::gemm_epilogue_unfused(const GemmArgs& g, const GemmEpilogue& e) {
+    if (g.m == 0 || g.n == 0) return;
+    if (!e.gelu) {
+        gemm_impl(g);
+        if (e.bias) add_bias_impl(g.c, e.bias, g.m, g.n);
+        return;
+    }
+    GemmArgs pre = g;  // beta is 0: the product goes to pre_act, C is only written
+    pre.c = e.pre_act;
+    gemm_impl(pre);
+    if (e.bias) add_bias_impl(e.pre_act, e.bias, g.m, g.n);
+    act_fwd_impl(Act::gelu, g.c, e.pre_act, g.m * g.n);
+}
+
+}  // namespace moetrain
