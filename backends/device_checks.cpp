@@ -163,10 +163,12 @@ void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const
     MT_CHECK(g.batch == 1, "gemm_epilogue: batch ", g.batch, " (one product only)");
     MT_CHECK(g.ldc == g.n, "gemm_epilogue: ldc ", g.ldc, " != n ", g.n, " (C must be dense)");
     if (e.bias) c.f32(e.bias, g.n, "bias");
-    if (!e.gelu) {
+    if (e.act == EpilogueAct::none) {
         MT_CHECK(!e.pre_act, "gemm_epilogue: pre_act is given without gelu");
         return;
     }
+    MT_CHECK(!e.bias || e.act != EpilogueAct::gelu_grad,
+             "gemm_epilogue: a bias with gelu_grad (the backward takes none)");
     MT_CHECK(g.beta == 0.0f, "gemm_epilogue: beta ", g.beta, " with gelu (must be 0)");
     c.f32(e.pre_act, g.m * g.n, "pre_act");
     const bool disjoint = e.pre_act.buf != g.c.buf || e.pre_act.offset + g.m * g.n <= g.c.offset ||

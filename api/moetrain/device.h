@@ -57,13 +57,18 @@ struct GemmArgs {
 };
 
 // What Device::gemm_epilogue applies to one product before it is stored (on cuda: a cuBLASLt
-// epilogue, so the product's output is written once instead of being re-read by add_bias and
-// act_fwd). pre = alpha * op(A) @ op(B) + beta * C + bias (bias broadcast over the rows, fp32);
-// C = gelu(pre) with `gelu` (the tanh approximation of Act::gelu), else C = pre.
+// epilogue, so the product's output is written once instead of being re-read by add_bias,
+// act_fwd or act_bwd). pre = alpha * op(A) @ op(B) + beta * C + bias (bias broadcast over the
+// rows, fp32), then by `act` (GELU: the tanh approximation of Act::gelu):
+enum class EpilogueAct : uint8_t {
+    none,       // C = pre
+    gelu,       // C = gelu(pre), and pre_act = pre (the backward's input)
+    gelu_grad,  // C = pre * gelu'(pre_act): the GELU backward, pre_act read
+};
 struct GemmEpilogue {
-    Tensor bias = {};     // f32 [n], may be empty (no bias)
-    bool gelu = false;    // apply GELU; needs beta == 0 and pre_act
-    Tensor pre_act = {};  // with gelu: f32 [m, n] (row stride n) receiving pre, else empty
+    Tensor bias = {};                     // f32 [n], may be empty; not with gelu_grad
+    EpilogueAct act = EpilogueAct::none;  // gelu / gelu_grad need beta == 0 and pre_act
+    Tensor pre_act = {};                  // gelu / gelu_grad: f32 [m, n] (row stride n)
 };
 
 // GemmArgs for op(A) [m,k] @ op(B) [k,n] -> C [m,n] with every operand stored densely (each

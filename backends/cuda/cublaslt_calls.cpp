@@ -53,8 +53,10 @@ uint32_t lt_alignment(const void* p) {
     return align;
 }
 
-cublasLtEpilogue_t lt_epilogue(bool bias, bool gelu) {
-    if (gelu) return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act) {
+    if (act == EpilogueAct::gelu_grad) return CUBLASLT_EPILOGUE_DGELU;  // no bias (checked)
+    if (act == EpilogueAct::gelu)
+        return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
@@ -63,7 +65,7 @@ bool lt_shape_allowed(const LtShape& s) {
         if (!fits_int(v)) return false;
     if (s.m == 0 || s.n == 0 || s.k == 0) return false;
     // cuBLASLt: the GELU input's leading dimension (our n) must be a multiple of 8.
-    return !s.gelu || s.n % 8 == 0;
+    return s.act == EpilogueAct::none || s.n % 8 == 0;
 }
 
 struct LtMatmul::Plan {
@@ -105,14 +107,14 @@ LtMatmul::Plan* LtMatmul::plan(const LtShape& s) {
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, cm.transa, "cuBLASLt transa");
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, cm.transb, "cuBLASLt transb");
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-             static_cast<uint32_t>(lt_epilogue(s.bias, s.gelu)), "cuBLASLt epilogue");
+             static_cast<uint32_t>(lt_epilogue(s.bias, s.act)), "cuBLASLt epilogue");
     if (s.bias) {
         const void* at = reinterpret_cast<const void*>(static_cast<uintptr_t>(s.align[3]));
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, at, "cuBLASLt bias pointer");
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F),
                  "cuBLASLt bias type");
     }
-    if (s.gelu) {
+    if (s.act != EpilogueAct::none) {
         void* at = reinterpret_cast<void*>(static_cast<uintptr_t>(s.align[4]));
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, at, "cuBLASLt aux pointer");
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(cm.m),
@@ -121,12 +123,12 @@ LtMatmul::Plan* LtMatmul::plan(const LtShape& s) {
     // Stored shapes as cuBLASLt sees them (column-major): A is m x k (N) or k x m (T), B is
     // k x n (N) or n x k (T), C is m x n.
     const bool an = cm.transa == CUBLAS_OP_N, bn = cm.transb == CUBLAS_OP_N;
-    check_cublas(cublasLtMatrixLayoutCreate(&plan->a, ab, an ? cm.m : cm.k, an ? cm.k : cm.m,
-                                            cm.lda),
-                 "cublasLtMatrixLayoutCreate (A)");
-    check_cublas(cublasLtMatrixLayoutCreate(&plan->b, ab, bn ? cm.k : cm.n, bn ? cm.n : cm.k,
-                                            cm.ldb),
-                 "cublasLtMatrixLayoutCreate (B)");
+    check_cublas(
+        cublasLtMatrixLayoutCreate(&plan->a, ab, an ? cm.m : cm.k, an ? cm.k : cm.m, cm.lda),
+        "cublasLtMatrixLayoutCreate (A)");
+    check_cublas(
+        cublasLtMatrixLayoutCreate(&plan->b, ab, bn ? cm.k : cm.n, bn ? cm.n : cm.k, cm.ldb),
+        "cublasLtMatrixLayoutCreate (B)");
     check_cublas(cublasLtMatrixLayoutCreate(&plan->c, CUDA_R_32F, cm.m, cm.n, cm.ldc),
                  "cublasLtMatrixLayoutCreate (C)");
     cublasLtMatmulPreference_t pref = nullptr;
@@ -160,7 +162,7 @@ void LtMatmul::run(const LtShape& s, const LtPointers& p, float alpha, float bet
     Plan* pl = plan(s);
     MT_CHECK(pl->found, "cuBLASLt: no algorithm for this product (supported() was not asked)");
     if (s.bias) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias, "cuBLASLt bias");
-    if (s.gelu) {
+    if (s.act != EpilogueAct::none) {
         void* aux = p.pre_act;
         set_desc(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux, "cuBLASLt aux");
     }

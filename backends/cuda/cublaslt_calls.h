@@ -1,9 +1,10 @@
-// Every cuBLASLt call of the backend: one product with a bias and / or GELU epilogue
-// (Device::gemm_epilogue), so the product's output is written once instead of being re-read by
-// add_bias and act_fwd. The row-major product maps onto cuBLASLt's column-major one as in
-// cublas_calls.h (to_column_major): cuBLASLt's D is our C^T, so D's rows are our columns and
-// the bias (one value per column of our C) is the per-row vector cuBLASLt adds; the GELU input
-// (cuBLASLt's "aux" matrix, our pre-activation) is stored like D, with leading dimension n.
+// Every cuBLASLt call of the backend: one product with a bias and / or GELU epilogue, or a GELU
+// or GELU-gradient epilogue (Device::gemm_epilogue), so the product's output is written once
+// instead of being re-read by add_bias and act_fwd / act_bwd. The row-major product maps onto
+// cuBLASLt's column-major one as in cublas_calls.h (to_column_major): cuBLASLt's D is our C^T, so
+// D's rows are our columns and the bias (one value per column of our C) is the per-row vector
+// cuBLASLt adds; the GELU input (cuBLASLt's "aux" matrix, our pre-activation) is stored like D,
+// with leading dimension n.
 #pragma once
 
 #include <cublasLt.h>
@@ -26,7 +27,8 @@ struct LtShape {
     Trans ta = Trans::N, tb = Trans::N;
     int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
     DType compute = DType::f32;
-    bool bias = false, gelu = false;
+    bool bias = false;
+    EpilogueAct act = EpilogueAct::none;
     std::array<uint32_t, 5> align{};  // bytes: a, b, c, bias, pre_act (at most 256)
     auto operator<=>(const LtShape&) const = default;
 };
@@ -34,8 +36,8 @@ struct LtShape {
 // The alignment of a device address in bytes, capped at 256 (256 for a null pointer).
 uint32_t lt_alignment(const void* p);
 
-// The cuBLASLt epilogue of a product with / without a bias and GELU.
-cublasLtEpilogue_t lt_epilogue(bool bias, bool gelu);
+// The cuBLASLt epilogue of a product with / without a bias and its activation part.
+cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act);
 
 // Whether a product can be put to cuBLASLt at all, before any heuristic is asked: one value
 // per cuBLASLt rule we know (32-bit sizes, the GELU input's leading dimension a multiple of 8,

@@ -66,10 +66,10 @@ LtShape CudaDevice::lt_shape(const GemmArgs& g, const GemmEpilogue& e) const {
               .ldc = g.ldc,
               .compute = g.compute,
               .bias = static_cast<bool>(e.bias),
-              .gelu = e.gelu};
+              .act = e.act};
     s.align = {operand(g.a), operand(g.b), lt_alignment(raw(g.c)),
                e.bias ? lt_alignment(raw(e.bias)) : 256u,
-               e.gelu ? lt_alignment(raw(e.pre_act)) : 256u};
+               e.pre_act ? lt_alignment(raw(e.pre_act)) : 256u};
     return s;
 }
 
@@ -92,7 +92,7 @@ void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
                        .b = ops.b,
                        .c = f32(g.c),
                        .bias = e.bias ? f32(e.bias) : nullptr,
-                       .pre_act = e.gelu ? f32(e.pre_act) : nullptr};
+                       .pre_act = e.pre_act ? f32(e.pre_act) : nullptr};
     launched("gemm_epilogue");  // the operand conversions
     stream("gemm_epilogue");
     ctx_->lt().run(lt_shape(g, e), p, g.alpha, g.beta, ctx_->stream(), ctx_->cublas_workspace());

@@ -60,12 +60,14 @@ Cost formula(Op<OpId::gemm>, Device&, const GemmArgs& g) {
     return {flops, bytes};
 }
 // The fused product: the gemm's traffic, plus the bias read once and, with GELU, the
-// pre-activation written beside C (the activation's 10 FLOPs per element as in act_fwd).
+// pre-activation written (forward) or read (backward) beside C (the activation's FLOPs per
+// element as in act_fwd / act_bwd).
 Cost formula(Op<OpId::gemm_epilogue>, Device& dev, const GemmArgs& g, const GemmEpilogue& e) {
     Cost c = formula(Op<OpId::gemm>{}, dev, g);
     const double mn = d(g.m * g.n);
     if (e.bias) c = {c.flops + mn, c.bytes + F * d(g.n)};
-    if (e.gelu) c = {c.flops + 10 * mn, c.bytes + F * mn};
+    if (e.act == EpilogueAct::gelu) c = {c.flops + 10 * mn, c.bytes + F * mn};
+    if (e.act == EpilogueAct::gelu_grad) c = {c.flops + 15 * mn, c.bytes + F * mn};
     return c;
 }
 // Counted at the capacity (the group sizes stay on the device): exact for a dropless MoE,

@@ -59,7 +59,7 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, cons
         // A dense GELU FFN: the up projection's epilogue adds the bias, keeps the
         // pre-activation in a.up (the backward reads it) and writes h = gelu(up).
         dev.gemm_epilogue(linear_fwd_gemm(h, x, up_of(w), R, 0.0f),
-                          GemmEpilogue{.bias = w.b_up, .gelu = true, .pre_act = a.up});
+                          GemmEpilogue{.bias = w.b_up, .act = EpilogueAct::gelu, .pre_act = a.up});
     } else {
         if (kind == FfnKind::swiglu) project_fwd(dev, a.gate, x, gate_of(w), rows, 0.0f);
         project_fwd(dev, a.up, x, up_of(w), rows, 0.0f);
@@ -78,11 +78,19 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
              const Tensor& dx, bool accumulate_dx) {
     const int64_t F = w.F, R = rows.rows;
     if (R == 0) return;
-    project_bwd(dev, g.dh, down_of(gw), dy, a.h, down_of(w), rows, false);
-    if (kind == FfnKind::swiglu)
-        dev.swiglu_bwd(g.dgate, g.dup, g.dh, a.gate, a.up, R * F);
-    else
-        dev.act_bwd(act_of(kind), g.dup, g.dh, a.up, R * F);
+    if (kind == FfnKind::gelu && !grouped(rows)) {
+        // A dense GELU FFN: the down projection's input gradient comes out of its product
+        // already multiplied by gelu'(up) (the epilogue reads the kept pre-activation).
+        dev.gemm_epilogue(linear_dx_gemm(g.dup, dy, down_of(w), R, false),
+                          GemmEpilogue{.act = EpilogueAct::gelu_grad, .pre_act = a.up});
+        linear_bwd(dev, Tensor{}, down_of(gw), dy, a.h, down_of(w), R, false);
+    } else {
+        project_bwd(dev, g.dh, down_of(gw), dy, a.h, down_of(w), rows, false);
+        if (kind == FfnKind::swiglu)
+            dev.swiglu_bwd(g.dgate, g.dup, g.dh, a.gate, a.up, R * F);
+        else
+            dev.act_bwd(act_of(kind), g.dup, g.dh, a.up, R * F);
+    }
     project_bwd(dev, dx, up_of(gw), g.dup, x, up_of(w), rows, accumulate_dx);
     if (kind == FfnKind::swiglu)
         project_bwd(dev, dx, gate_of(gw), g.dgate, x, gate_of(w), rows, true);

@@ -5,8 +5,9 @@
 // the same; C f32; CUBLAS_COMPUTE_32F with f32 scale), stored shapes that match the transposes,
 // an f32 bias, a GELU input whose leading dimension is a multiple of 8 and at least D's rows.
 // cublasLtMatmul runs the column-major product (fake_gemm.h), then the epilogue per element in
-// fp32: D = pre (+ bias[row]); with GELU the aux matrix receives pre and D = gelu(pre) (the tanh
-// approximation, mt_math.h). The work goes through simt::submit like every stream operation.
+// fp32: D = pre (+ bias[row]); with GELU the aux matrix receives pre and D = gelu(pre), with
+// DGELU D = pre * gelu'(aux) (the tanh approximation and its derivative, mt_math.h). The work goes
+// through simt::submit like every stream operation.
 #include <cublasLt.h>
 
 #include <cstring>
@@ -63,6 +64,9 @@ cublasStatus_t put(T& field, const void* buf, size_t bytes) {
 bool gelu_epilogue(uint32_t e) {
     return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
+bool aux_epilogue(uint32_t e) {  // reads or writes the aux (GELU input) matrix
+    return gelu_epilogue(e) || e == CUBLASLT_EPILOGUE_DGELU;
+}
 bool bias_epilogue(uint32_t e) {
     return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
@@ -75,14 +79,13 @@ bool plan_ok(const Desc& d, const Layout& a, const Layout& b, const Layout& c, c
     const uint64_t m = c.rows, n = c.cols;
     const uint64_t k = d.transa == CUBLAS_OP_N ? a.cols : a.rows;
     const bool a_ok = d.transa == CUBLAS_OP_N ? a.rows == m : a.cols == m;
-    const bool b_ok = d.transb == CUBLAS_OP_N ? (b.rows == k && b.cols == n)
-                                              : (b.cols == k && b.rows == n);
+    const bool b_ok =
+        d.transb == CUBLAS_OP_N ? (b.rows == k && b.cols == n) : (b.cols == k && b.rows == n);
     if (!a_ok || !b_ok) return false;
     const uint32_t e = d.epilogue;
-    if (e != CUBLASLT_EPILOGUE_DEFAULT && !bias_epilogue(e) && !gelu_epilogue(e)) return false;
+    if (e != CUBLASLT_EPILOGUE_DEFAULT && !bias_epilogue(e) && !aux_epilogue(e)) return false;
     if (bias_epilogue(e) && d.bias_type != CUDA_R_32F && d.bias_type != -1) return false;
-    if (gelu_epilogue(e) && (d.aux_ld % 8 != 0 || d.aux_ld < static_cast<int64_t>(m)))
-        return false;
+    if (aux_epilogue(e) && (d.aux_ld % 8 != 0 || d.aux_ld < static_cast<int64_t>(m))) return false;
     return true;
 }
 
@@ -108,18 +111,26 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t dh,
-                                              cublasLtMatmulDescAttributes_t attr,
-                                              const void* buf, size_t bytes) {
+                                              cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                              size_t bytes) {
     Desc& d = *desc(dh);
     switch (attr) {
-        case CUBLASLT_MATMUL_DESC_TRANSA: return put(d.transa, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_TRANSB: return put(d.transb, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_EPILOGUE: return put(d.epilogue, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return put(d.bias, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return put(d.bias_type, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return put(d.aux, buf, bytes);
-        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return put(d.aux_ld, buf, bytes);
-        default: return CUBLAS_STATUS_NOT_SUPPORTED;
+        case CUBLASLT_MATMUL_DESC_TRANSA:
+            return put(d.transa, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_TRANSB:
+            return put(d.transb, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_EPILOGUE:
+            return put(d.epilogue, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+            return put(d.bias, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+            return put(d.bias_type, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+            return put(d.aux, buf, bytes);
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+            return put(d.aux_ld, buf, bytes);
+        default:
+            return CUBLAS_STATUS_NOT_SUPPORTED;
     }
 }
 
@@ -147,19 +158,27 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     const void* buf, size_t bytes) {
     Pref& p = *reinterpret_cast<Pref*>(ph);
     switch (attr) {
-        case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return put(p.workspace, buf, bytes);
-        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return put(p.align[0], buf, bytes);
-        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return put(p.align[1], buf, bytes);
-        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return put(p.align[2], buf, bytes);
-        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return put(p.align[3], buf, bytes);
-        default: return CUBLAS_STATUS_NOT_SUPPORTED;
+        case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+            return put(p.workspace, buf, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+            return put(p.align[0], buf, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+            return put(p.align[1], buf, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+            return put(p.align[2], buf, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+            return put(p.align[3], buf, bytes);
+        default:
+            return CUBLAS_STATUS_NOT_SUPPORTED;
     }
 }
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t, int requested,
-    cublasLtMatmulHeuristicResult_t results[], int* returned) {
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
+                                              cublasLtMatmulPreference_t, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int* returned) {
     if (requested < 1 || !results || !returned) return CUBLAS_STATUS_INVALID_VALUE;
     *returned = 0;
     if (!plan_ok(*desc(d), *layout(a), *layout(b), *layout(c), *layout(dd)))
@@ -181,7 +200,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t dh, const v
     if (!algo || !plan_ok(d, a, b, c, dd)) return CUBLAS_STATUS_INVALID_VALUE;
     if (C != D) return CUBLAS_STATUS_NOT_SUPPORTED;  // the backend always writes C in place
     if (bias_epilogue(d.epilogue) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
-    if (gelu_epilogue(d.epilogue) && !d.aux) return CUBLAS_STATUS_INVALID_VALUE;
+    if (aux_epilogue(d.epilogue) && !d.aux) return CUBLAS_STATUS_INVALID_VALUE;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     const int m = static_cast<int>(dd.rows), n = static_cast<int>(dd.cols);
     const int k = static_cast<int>(d.transa == CUBLAS_OP_N ? a.cols : a.rows);
@@ -197,9 +216,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t dh, const v
             for (int i = 0; i < m; ++i) {
                 float& v = out[i + static_cast<long long>(j) * dd.ld];
                 if (bias_epilogue(d.epilogue)) v = v + bias[i];
-                if (!gelu_epilogue(d.epilogue)) continue;
-                aux[i + static_cast<long long>(j) * d.aux_ld] = v;
-                v = mt_gelu(v);
+                float& x = aux ? aux[i + static_cast<long long>(j) * d.aux_ld] : v;
+                if (d.epilogue == CUBLASLT_EPILOGUE_DGELU) {
+                    v = v * mt_gelu_grad(x);
+                } else if (gelu_epilogue(d.epilogue)) {
+                    x = v;
+                    v = mt_gelu(v);
+                }
             }
     });
     return CUBLAS_STATUS_SUCCESS;

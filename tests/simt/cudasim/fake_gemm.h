@@ -28,9 +28,9 @@ inline bool supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComp
 
 // One column-major product C = al op(A) op(B) + be C (A and B of type t, C f32), double
 // accumulation; be = 0 does not read C.
-inline void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, float al,
-              const void* a, cudaDataType t, int lda, const void* b, int ldb, float be, float* c,
-              int ldc) {
+inline void gemm_one(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+                     float al, const void* a, cudaDataType t, int lda, const void* b, int ldb,
+                     float be, float* c, int ldc) {
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
             double acc = 0;
