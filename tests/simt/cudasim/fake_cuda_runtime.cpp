@@ -118,6 +118,14 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
     return cudaSuccess;
 }
 
+// Every attribute reads 0: the simulated device has no memory clock or bus width to report, so
+// the backend reports no bandwidth (cuda_backend.cpp reported_bandwidth_gbs).
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int device) {
+    if (device != 0) return cudaErrorInvalidDevice;
+    *value = 0;
+    return cudaSuccess;
+}
+
 const char* cudaGetErrorString(cudaError_t e) {
     const SimulatedError* s = simulated_error(e);
     return s ? s->text : "simulated CUDA error";
