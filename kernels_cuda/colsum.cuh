@@ -84,9 +84,8 @@ __device__ __forceinline__ void colsum_tile(Width<W> w, const Term& term, int64_
 
 // One launch of either stage; vec (uniform) picks the 16-byte path.
 template <typename Term>
-__global__ void __launch_bounds__(kColsumBlock)
-    colsum_kernel(Term term, int64_t rows, int64_t cols, int64_t rows_per_chunk,
-                  ColsumOut<Term::kOutputs> out, bool accumulate, bool vec) {
+__global__ void colsum_kernel(Term term, int64_t rows, int64_t cols, int64_t rows_per_chunk,
+                              ColsumOut<Term::kOutputs> out, bool accumulate, bool vec) {
     if (vec)
         colsum_tile(Width<4>{}, term, rows, cols, rows_per_chunk, out, accumulate);
     else
