@@ -61,6 +61,18 @@ inline Geom per_row(int64_t rows, int64_t cols) {
     return {clamp_blocks(rows, 2147483647), 1, 1, pow2_between(ceil_div(cols, 8), 32, 1024), 0};
 }
 
+// ---- the norms (norm.cuh): one block per row (per_row); the row's `streams` f32 streams (x
+// forward; dy and x backward) are kept in dynamic shared memory when they fit, so each is read
+// from global memory once (forward: dim <= 11264, backward: dim <= 5632) ----
+inline bool norm_row_cached(int64_t dim, int streams) {
+    return static_cast<size_t>(dim * streams) * sizeof(float) <= kMaxDynamicShmem;
+}
+inline Geom norm_rows(int64_t rows, int64_t dim, int streams) {
+    Geom g = per_row(rows, dim);
+    if (norm_row_cached(dim, streams)) g.shmem = static_cast<size_t>(dim * streams) * sizeof(float);
+    return g;
+}
+
 // ---- one warp per item (router rows, MoE slots, attention row dots), 4 warps per block ----
 constexpr unsigned kWarpsPerBlock = 4;
 inline Geom warp_per_item(int64_t items) {
@@ -68,25 +80,40 @@ inline Geom warp_per_item(int64_t items) {
             0};
 }
 
-// ---- column sums over rows (bias / norm-gain gradients), deterministic two-stage ----
-constexpr unsigned kColsumBlock = 256;
-inline int64_t colsum_rows_per_chunk(int64_t rows) {
-    int64_t r = 64;
-    while (ceil_div(rows, r) > 65535) r *= 2;
+// ---- column sums over rows (bias / norm gain and bias gradients), deterministic (colsum.cuh) ----
+// A block of 8 warps covers 32 column items (4 adjacent columns on the 16-byte path, else 1) of
+// a chunk of rows; warp w sums rows w, w + 8, ... of the chunk. Chunks are a power of two >= 32
+// rows, the smallest for which the first pass has at most kColsumMaxThreads threads counted
+// with 4 columns per item (so the chunking, hence every sum's order, is the same on both
+// paths): that is at least 2^18 threads whenever the rows allow (an H100 holds 132 x 2048 =
+// 270K), and the partials are at most 2^18 floats per output (~1 MiB) whatever the size. The
+// second pass reads them as a [chunks, cols] matrix in one chunk.
+constexpr int kColsumWarps = 8;
+constexpr unsigned kColsumBlock = kColsumWarps * kWarp;
+constexpr int64_t kColsumMinChunk = 32;
+constexpr int64_t kColsumMaxThreads = int64_t{1} << 19;
+inline int64_t colsum_rows_per_chunk(int64_t rows, int64_t cols) {
+    const int64_t per_chunk = ceil_div(cols, 4 * kWarp) * kColsumBlock;
+    int64_t r = kColsumMinChunk;
+    while (r < rows && ceil_div(rows, r) * per_chunk > kColsumMaxThreads) r *= 2;  // <= 2048 chunks
     return r;
 }
-inline int64_t colsum_chunks(int64_t rows) {
-    return ceil_div(rows, colsum_rows_per_chunk(rows));
+inline int64_t colsum_chunks(int64_t rows, int64_t cols) {
+    return ceil_div(rows, colsum_rows_per_chunk(rows, cols));
 }
-inline size_t colsum_scratch_bytes(int64_t rows, int64_t cols) {
-    return static_cast<size_t>(colsum_chunks(rows) * cols) * sizeof(float);
+// Scratch of a column sum of `outputs` outputs: the partials when there are several chunks.
+inline size_t colsum_scratch_bytes(int64_t rows, int64_t cols, int outputs = 1) {
+    const int64_t chunks = colsum_chunks(rows, cols);
+    return chunks > 1 ? static_cast<size_t>(outputs * chunks * cols) * sizeof(float) : 0;
 }
-inline Geom colsum_partial(int64_t rows, int64_t cols) {
-    return {clamp_blocks(ceil_div(cols, kColsumBlock), 2147483647),
-            static_cast<unsigned>(colsum_chunks(rows)), 1, kColsumBlock, 0};
+// The norms' backward passes: LayerNorm's gain and bias gradients in one column sum.
+inline size_t norm_bwd_scratch_bytes(int64_t rows, int64_t dim) {
+    return colsum_scratch_bytes(rows, dim, 2);
 }
-inline Geom colsum_finish(int64_t cols) {
-    return {clamp_blocks(ceil_div(cols, kColsumBlock), 2147483647), 1, 1, kColsumBlock, 0};
+// items: column groups of 4 (16-byte path) or columns.
+inline Geom colsum_pass(int64_t items, int64_t chunks) {
+    return {clamp_blocks(ceil_div(items, kWarp), 2147483647), static_cast<unsigned>(chunks), 1,
+            kColsumBlock, 0};
 }
 
 // ---- full reductions (sum, sum of squares): fixed partial count per n, then one block ----

@@ -18,7 +18,7 @@ void CudaDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tens
                                   int64_t rows, int64_t dim, bool accumulate_dx) {
     const char* op = "rmsnorm_bwd";
     const auto [pdx, pdg, pdy, px, pg, pr] = f32s(dx, dg, dy, x, g, rstd);
-    auto* tmp = static_cast<float*>(scratch(mtk::colsum_scratch_bytes(rows, dim)));
+    auto* tmp = static_cast<float*>(scratch(mtk::norm_bwd_scratch_bytes(rows, dim)));
     mtk::rmsnorm_bwd(stream(op), pdx, pdg, pdy, px, pg, pr, rows, dim, accumulate_dx, tmp);
     launched(op);
 }
@@ -38,7 +38,7 @@ void CudaDevice::layernorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Te
                                     int64_t dim, bool accumulate_dx) {
     const char* op = "layernorm_bwd";
     const auto [pdx, pdg, pdb, pdy, px, pg, pm, pr] = f32s(dx, dg, db, dy, x, g, mean, rstd);
-    auto* tmp = static_cast<float*>(scratch(mtk::colsum_scratch_bytes(rows, dim)));
+    auto* tmp = static_cast<float*>(scratch(mtk::norm_bwd_scratch_bytes(rows, dim)));
     mtk::layernorm_bwd(stream(op), pdx, pdg, pdb, pdy, px, pg, pm, pr, rows, dim, accumulate_dx,
                        tmp);
     launched(op);

@@ -1,10 +1,15 @@
 // RMSNorm and LayerNorm (MODEL.md 2), forward and backward. One block per row: the row
 // statistics are block reductions; the gain / bias gradients are deterministic column sums
-// (colsum.cuh) of the per-element products. The pass that writes y / dx reads the row four
-// elements per access where the row's pointers allow (vector_access.cuh, decided per row: a
-// row of odd length shifts the next row's alignment); the statistics pass stays one element
-// per thread step, because each thread's partial sum over elements c, c + blockDim, ... is
-// part of the fixed summation order.
+// (colsum.cuh) of the per-element products, LayerNorm's two in one pass over dy and x.
+//
+// A row's streams (x; dy and x backward) are read from global memory once: when they fit in
+// shared memory (launch.h norm_rows) the block first copies them there, and the statistics and
+// the pass that writes y / dx read the copy; longer rows are read from global memory in each
+// pass. The copy and the writing pass access the row four elements at a time where the row's
+// pointers allow (vector_access.cuh, decided per row: a row of odd length shifts the next row's
+// alignment). The statistics stay one element per thread step, c, c + blockDim, ..., because
+// each thread's partial sum is part of the fixed summation order; both paths sum the same values
+// in the same order, so they give the same bits.
 #pragma once
 
 #include "colsum.cuh"
@@ -13,13 +18,39 @@
 
 namespace mtk {
 
+// Copies the row's streams src[i][0, dim) to cache + i * dim with the row's split, then a
+// barrier. Called by every thread of the block, only when the launch has the cache.
+template <int N>
+__device__ __forceinline__ void cache_row(const VecSplit& split, float* cache,
+                                          const float* const (&src)[N], int64_t dim) {
+    for_split(split, threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        for (int i = 0; i < N; ++i) {
+            const auto v = load_lanes(w, src[i] + c);
+            for (int u = 0; u < w.n; ++u) cache[i * dim + c + u] = v[u];
+        }
+    });
+    __syncthreads();
+}
+
+// Lanes of a row stream at element c: from the shared-memory copy when there is one (cache not
+// null), else from global memory.
+template <int W>
+__device__ __forceinline__ Lanes<float, W> row_lanes(Width<W> w, const float* global,
+                                                     const float* cache, int64_t c) {
+    if (!cache) return load_lanes(w, global + c);
+    Lanes<float, W> v;
+    for (int u = 0; u < W; ++u) v[u] = cache[c + u];
+    return v;
+}
+
 // The backward pass's write of one row of dx: dx[c] = f(dy[c], x[c], g[c]), added to dx when
-// accumulate, four elements per access where the row's pointers allow.
+// accumulate; dy and x from their copies (cdy, cx) when cached.
 template <typename F>
-__device__ __forceinline__ void write_dx_row(float* dxr, const float* dyr, const float* xr,
-                                             const float* g, int64_t dim, bool accumulate, F f) {
-    for_split(vec_split(dim, dxr, dyr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        const auto dyv = load_lanes(w, dyr + c), xv = load_lanes(w, xr + c),
+__device__ __forceinline__ void write_dx_row(const VecSplit& split, float* dxr, const float* dyr,
+                                             const float* xr, const float* cdy, const float* cx,
+                                             const float* g, bool accumulate, F f) {
+    for_split(split, threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        const auto dyv = row_lanes(w, dyr, cdy, c), xv = row_lanes(w, xr, cx, c),
                    gv = load_lanes(w, g + c);
         auto d = dyv;  // every lane is overwritten
         for (int u = 0; u < w.n; ++u) d[u] = f(dyv[u], xv[u], gv[u]);
@@ -33,16 +64,23 @@ __device__ __forceinline__ void write_dx_row(float* dxr, const float* dyr, const
 
 __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rstd,
                                    const float* __restrict__ x, const float* __restrict__ g,
-                                   int64_t dim, float eps) {
-    const float* xr = x + blockIdx.x * dim;
+                                   int64_t dim, float eps, bool cached) {
+    const float* xg = x + blockIdx.x * dim;
+    float* yr = y + blockIdx.x * dim;
+    const VecSplit split = vec_split(dim, yr, xg, g);
+    const float* cx = nullptr;
+    if (cached) {
+        cx = mt_dynamic_shared<float>();
+        cache_row(split, mt_dynamic_shared<float>(), {xg}, dim);
+    }
+    const float* xr = cached ? cx : xg;
     float ss = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) ss += xr[c] * xr[c];
     ss = block_sum(ss);
     float rs = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
     if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
-    float* yr = y + blockIdx.x * dim;
-    for_split(vec_split(dim, yr, xr, g), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        auto v = load_lanes(w, xr + c);
+    for_split(split, threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        auto v = row_lanes(w, xg, cx, c);
         const auto gv = load_lanes(w, g + c);
         for (int u = 0; u < w.n; ++u) v[u] = v[u] * rs * gv[u];
         store_lanes(w, yr + c, v);
@@ -52,23 +90,40 @@ __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rs
 // dx = rs * g * dy - x * rs^3 * mean(dy * g * x)
 __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restrict__ dy,
                                    const float* __restrict__ x, const float* __restrict__ g,
-                                   const float* __restrict__ rstd, int64_t dim, bool accumulate) {
+                                   const float* __restrict__ rstd, int64_t dim, bool accumulate,
+                                   bool cached) {
     const int64_t base = blockIdx.x * dim;
+    const VecSplit split = vec_split(dim, dx + base, dy + base, x + base, g);
+    const float *cdy = nullptr, *cx = nullptr;
+    if (cached) {
+        cdy = mt_dynamic_shared<float>();
+        cx = cdy + dim;
+        cache_row(split, mt_dynamic_shared<float>(), {dy + base, x + base}, dim);
+    }
+    const float* dyr = cached ? cdy : dy + base;
+    const float* xr = cached ? cx : x + base;
     float dot = 0.0f;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-        dot += dy[base + c] * g[c] * x[base + c];
+    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) dot += dyr[c] * g[c] * xr[c];
     dot = block_sum(dot) / static_cast<float>(dim);
     const float rs = rstd[blockIdx.x];
     write_dx_row(
-        dx + base, dy + base, x + base, g, dim, accumulate,
+        split, dx + base, dy + base, x + base, cdy, cx, g, accumulate,
         [&](float dyc, float xc, float gc) { return rs * gc * dyc - xc * rs * rs * rs * dot; });
 }
 
 __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ mean,
                                      float* __restrict__ rstd, const float* __restrict__ x,
                                      const float* __restrict__ g, const float* __restrict__ b,
-                                     int64_t dim, float eps) {
-    const float* xr = x + blockIdx.x * dim;
+                                     int64_t dim, float eps, bool cached) {
+    const float* xg = x + blockIdx.x * dim;
+    float* yr = y + blockIdx.x * dim;
+    const VecSplit split = vec_split(dim, yr, xg, g, b);
+    const float* cx = nullptr;
+    if (cached) {
+        cx = mt_dynamic_shared<float>();
+        cache_row(split, mt_dynamic_shared<float>(), {xg}, dim);
+    }
+    const float* xr = cached ? cx : xg;
     float s = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) s += xr[c];
     const float mu = block_sum(s) / static_cast<float>(dim);
@@ -79,9 +134,8 @@ __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ 
         mean[blockIdx.x] = mu;
         rstd[blockIdx.x] = rs;
     }
-    float* yr = y + blockIdx.x * dim;
-    for_split(vec_split(dim, yr, xr, g, b), threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
-        auto v = load_lanes(w, xr + c);
+    for_split(split, threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
+        auto v = row_lanes(w, xg, cx, c);
         const auto gv = load_lanes(w, g + c);
         const auto bv = b ? load_lanes(w, b + c) : decltype(gv){};  // zeros without a bias
         for (int u = 0; u < w.n; ++u) v[u] = (v[u] - mu) * rs * gv[u] + bv[u];
@@ -93,68 +147,100 @@ __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ 
 __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __restrict__ dy,
                                      const float* __restrict__ x, const float* __restrict__ g,
                                      const float* __restrict__ mean, const float* __restrict__ rstd,
-                                     int64_t dim, bool accumulate) {
+                                     int64_t dim, bool accumulate, bool cached) {
     const int64_t base = blockIdx.x * dim;
+    const VecSplit split = vec_split(dim, dx + base, dy + base, x + base, g);
+    const float *cdy = nullptr, *cx = nullptr;
+    if (cached) {
+        cdy = mt_dynamic_shared<float>();
+        cx = cdy + dim;
+        cache_row(split, mt_dynamic_shared<float>(), {dy + base, x + base}, dim);
+    }
+    const float* dyr = cached ? cdy : dy + base;
+    const float* xr = cached ? cx : x + base;
     const float mu = mean[blockIdx.x], rs = rstd[blockIdx.x];
     float a = 0.0f, bsum = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-        float dxh = dy[base + c] * g[c];
+        float dxh = dyr[c] * g[c];
         a += dxh;
-        bsum += dxh * (x[base + c] - mu) * rs;
+        bsum += dxh * (xr[c] - mu) * rs;
     }
     const float mean_dxh = block_sum(a) / static_cast<float>(dim);
     const float mean_dxh_xh = block_sum(bsum) / static_cast<float>(dim);
-    write_dx_row(dx + base, dy + base, x + base, g, dim, accumulate,
+    write_dx_row(split, dx + base, dy + base, x + base, cdy, cx, g, accumulate,
                  [&](float dyc, float xc, float gc) {
                      const float xh = (xc - mu) * rs;
                      return rs * (dyc * gc - mean_dxh - xh * mean_dxh_xh);
                  });
 }
 
-// Column-sum terms of the gain gradients.
+// Column-sum terms of the gain gradients (and LayerNorm's bias gradient: the second output).
 struct RmsGainTerm {  // dy * x * rstd[r]
+    static constexpr int kOutputs = 1;
     const float *dy, *x, *rstd;
     int64_t cols;
-    __device__ float operator()(int64_t r, int64_t c) const {
-        return dy[r * cols + c] * x[r * cols + c] * rstd[r];
+    template <int W>
+    __device__ ColLanes<1, W> operator()(Width<W> w, int64_t r, int64_t c) const {
+        const auto d = load_lanes(w, dy + r * cols + c), xv = load_lanes(w, x + r * cols + c);
+        const float rs = rstd[r];
+        ColLanes<1, W> t;
+        for (int u = 0; u < W; ++u) t.v[0][u] = d[u] * xv[u] * rs;
+        return t;
     }
+    bool vectorisable() const { return rows_vectorisable(cols, dy, x); }
 };
-struct LnGainTerm {  // dy * (x - mean[r]) * rstd[r]
+template <int K>  // K = 1: dg += dy * (x - mean[r]) * rstd[r]; K = 2: also db += dy
+struct LnGradTerm {
+    static constexpr int kOutputs = K;
     const float *dy, *x, *mean, *rstd;
     int64_t cols;
-    __device__ float operator()(int64_t r, int64_t c) const {
-        return dy[r * cols + c] * ((x[r * cols + c] - mean[r]) * rstd[r]);
+    template <int W>
+    __device__ ColLanes<K, W> operator()(Width<W> w, int64_t r, int64_t c) const {
+        const auto d = load_lanes(w, dy + r * cols + c), xv = load_lanes(w, x + r * cols + c);
+        const float mu = mean[r], rs = rstd[r];
+        ColLanes<K, W> t;
+        for (int u = 0; u < W; ++u) t.v[0][u] = d[u] * ((xv[u] - mu) * rs);
+        if constexpr (K == 2)
+            for (int u = 0; u < W; ++u) t.v[1][u] = d[u];
+        return t;
     }
+    bool vectorisable() const { return rows_vectorisable(cols, dy, x); }
 };
 
 void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
                  int64_t dim, float eps) {
     if (rows > 0 && dim > 0)
-        MT_LAUNCH(rmsnorm_fwd_kernel, per_row(rows, dim), s, y, rstd, x, g, dim, eps);
+        MT_LAUNCH(rmsnorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, rstd, x, g, dim, eps,
+                  norm_row_cached(dim, 1));
 }
 
-// scratch: colsum_scratch_bytes(rows, dim) (also layernorm_bwd).
+// scratch: norm_bwd_scratch_bytes(rows, dim) (also layernorm_bwd).
 void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x, const float* g,
                  const float* rstd, int64_t rows, int64_t dim, bool accumulate_dx, float* scratch) {
     if (rows <= 0 || dim <= 0) return;
-    MT_LAUNCH(rmsnorm_bwd_kernel, per_row(rows, dim), s, dx, dy, x, g, rstd, dim, accumulate_dx);
-    colsum(s, RmsGainTerm{dy, x, rstd, dim}, rows, dim, dg, scratch);
+    MT_LAUNCH(rmsnorm_bwd_kernel, norm_rows(rows, dim, 2), s, dx, dy, x, g, rstd, dim,
+              accumulate_dx, norm_row_cached(dim, 2));
+    colsum(s, RmsGainTerm{dy, x, rstd, dim}, rows, dim, ColsumOut<1>{{dg}}, scratch);
 }
 
 void layernorm_fwd(Stream s, float* y, float* mean, float* rstd, const float* x, const float* g,
                    const float* b, int64_t rows, int64_t dim, float eps) {
     if (rows > 0 && dim > 0)
-        MT_LAUNCH(layernorm_fwd_kernel, per_row(rows, dim), s, y, mean, rstd, x, g, b, dim, eps);
+        MT_LAUNCH(layernorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, mean, rstd, x, g, b, dim,
+                  eps, norm_row_cached(dim, 1));
 }
 
 void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, const float* x,
                    const float* g, const float* mean, const float* rstd, int64_t rows, int64_t dim,
                    bool accumulate_dx, float* scratch) {
     if (rows <= 0 || dim <= 0) return;
-    MT_LAUNCH(layernorm_bwd_kernel, per_row(rows, dim), s, dx, dy, x, g, mean, rstd, dim,
-              accumulate_dx);
-    colsum(s, LnGainTerm{dy, x, mean, rstd, dim}, rows, dim, dg, scratch);
-    if (db) colsum(s, MatrixTerm{dy, dim}, rows, dim, db, scratch);
+    MT_LAUNCH(layernorm_bwd_kernel, norm_rows(rows, dim, 2), s, dx, dy, x, g, mean, rstd, dim,
+              accumulate_dx, norm_row_cached(dim, 2));
+    if (db)
+        colsum(s, LnGradTerm<2>{dy, x, mean, rstd, dim}, rows, dim, ColsumOut<2>{{dg, db}},
+               scratch);
+    else
+        colsum(s, LnGradTerm<1>{dy, x, mean, rstd, dim}, rows, dim, ColsumOut<1>{{dg}}, scratch);
 }
 
 }  // namespace mtk

@@ -5,6 +5,7 @@
 
 #include "colsum.cuh"
 #include "common.cuh"
+#include "vector_access.cuh"  // the column sums' 16-byte path (kernels_cuda/README.md rule 8)
 
 namespace mtk {
 
@@ -46,7 +47,7 @@ void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulat
 
 void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t cols,
                float* scratch) {
-    colsum(s, MatrixTerm{dy, cols}, rows, cols, dbias, scratch);
+    colsum(s, MatrixTerm{dy, cols}, rows, cols, ColsumOut<1>{{dbias}}, scratch);
 }
 
 }  // namespace mtk
