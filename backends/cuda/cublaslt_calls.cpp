@@ -18,12 +18,14 @@ cudaDataType lt_type(DType t) {
 template <typename T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v,
               const char* what) {
-    check_cublas(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof(v)), what);
+    check_cublas(cublasLtMatmulDescSetAttribute(d, attr, static_cast<const void*>(&v), sizeof(v)),
+                 what);
 }
 template <typename T>
 void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const T& v) {
-    check_cublas(cublasLtMatmulPreferenceSetAttribute(p, attr, &v, sizeof(v)),
-                 "cublasLtMatmulPreferenceSetAttribute");
+    check_cublas(
+        cublasLtMatmulPreferenceSetAttribute(p, attr, static_cast<const void*>(&v), sizeof(v)),
+        "cublasLtMatmulPreferenceSetAttribute");
 }
 
 // The row-major GemmArgs an LtShape stands for (sizes only: to_column_major's mapping).
@@ -38,6 +40,13 @@ GemmArgs as_gemm(const LtShape& s) {
     g.ldb = s.ldb;
     g.ldc = s.ldc;
     return g;
+}
+
+// An address with exactly the given alignment (a power of two <= 256), for the heuristic, which
+// reads only the alignment of the bias and aux pointers: an offset into a 256-aligned block.
+alignas(256) const char kAlignProbe[512] = {};
+const void* aligned_address(uint32_t align) {
+    return kAlignProbe + align;
 }
 
 bool fits_int(int64_t v) {
@@ -92,7 +101,7 @@ LtMatmul::~LtMatmul() {
 
 // The descriptors of s and the heuristic's first algorithm. cuBLASLt's A is our B and its B our
 // A (the transpose trick); the bias and GELU-input pointers are set to addresses with s's
-// alignments (the heuristic reads only their alignment), the real ones at run().
+// alignments (aligned_address: the heuristic reads only their alignment), the real ones at run().
 LtMatmul::Plan* LtMatmul::plan(const LtShape& s) {
     auto it = plans_.find(s);
     if (it != plans_.end()) return it->second.get();
@@ -109,13 +118,13 @@ LtMatmul::Plan* LtMatmul::plan(const LtShape& s) {
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
              static_cast<uint32_t>(lt_epilogue(s.bias, s.act)), "cuBLASLt epilogue");
     if (s.bias) {
-        const void* at = reinterpret_cast<const void*>(static_cast<uintptr_t>(s.align[3]));
+        const void* at = aligned_address(s.align[3]);
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, at, "cuBLASLt bias pointer");
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F),
                  "cuBLASLt bias type");
     }
     if (s.act != EpilogueAct::none) {
-        void* at = reinterpret_cast<void*>(static_cast<uintptr_t>(s.align[4]));
+        const void* at = aligned_address(s.align[4]);
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, at, "cuBLASLt aux pointer");
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(cm.m),
                  "cuBLASLt aux ld");

@@ -57,7 +57,7 @@ Layout* layout(cublasLtMatrixLayout_t l) {
 template <typename T>
 cublasStatus_t put(T& field, const void* buf, size_t bytes) {
     if (!buf || bytes != sizeof(T)) return CUBLAS_STATUS_INVALID_VALUE;
-    std::memcpy(&field, buf, sizeof(T));
+    std::memcpy(static_cast<void*>(&field), buf, sizeof(T));
     return CUBLAS_STATUS_SUCCESS;
 }
 
