@@ -1,9 +1,9 @@
 // The plain C++ interface between the kernel launchers of kernels_cuda/<family>.cuh and the
 // host code around them: the stream type, the dtype and activation kinds the launchers take,
-// the device error word's codes and messages, and the device-wide scan the MoE counting
-// passes are handed. No CUDA headers: backends/cuda's g++ sources (cuda_device.cpp reads the
-// error word; cub_scan.h) include it, and the launchers see it through common.cuh under nvcc
-// and under the SIMT harness.
+// the device error word's codes and messages, and the device-wide scan (MoE counting passes)
+// and radix sort (embedding_bwd) the launchers are handed. No CUDA headers: backends/cuda's g++
+// sources (cuda_device.cpp reads the error word; cub_scan.h, cub_sort.h) include it, and the
+// launchers see it through common.cuh under nvcc and under the SIMT harness.
 // Launchers themselves are declared and defined only in their family header: each
 // kernels_cuda/<family>.cu includes it and holds the CudaDevice ops that call them.
 #pragma once
@@ -82,6 +82,18 @@ struct ExclusiveScan {
     size_t (*temp_bytes)(int64_t n);
     void (*run)(Stream s, const int32_t* in, int32_t* out, int64_t n, void* temp,
                 size_t temp_bytes);
+};
+
+// The device-wide stable radix sort embedding_bwd runs between its kernels: the n (key, value)
+// pairs of keys_in / vals_in, ordered by bits [0, end_bit) of the (non-negative) keys into
+// keys_out / vals_out, equal keys in input order; queued on s, with `temp` holding
+// temp_bytes(n, end_bit) bytes of device memory that overlap none of the four arrays. The CUDA
+// backend passes its cub wrapper (backends/cuda/cub_sort.h); the SIMT harness a host
+// implementation of the same functions.
+struct RadixSortPairs {
+    size_t (*temp_bytes)(int64_t n, int end_bit);
+    void (*run)(Stream s, const int32_t* keys_in, int32_t* keys_out, const int32_t* vals_in,
+                int32_t* vals_out, int64_t n, int end_bit, void* temp, size_t temp_bytes);
 };
 
 }  // namespace mtk

@@ -135,14 +135,37 @@ inline Geom one_block() {
     return {1, 1, 1, kReduceBlock, 0};
 }
 
-// ---- embedding backward: (column blocks) x (id buckets); bucket b owns ids with id % B == b ----
-constexpr unsigned kEmbeddingBlock = 128;
-inline unsigned embedding_buckets(int64_t n) {
-    return clamp_blocks(n, 64);
+// ---- embedding backward (embedding.cuh): the token indices stably sorted by id (a device-wide
+// radix sort), then blocks of kEmbeddingBlock columns x kEmbeddingChunk sorted tokens ----
+constexpr unsigned kEmbeddingBlock = 128;  // threads per block, one column each
+constexpr int64_t kEmbeddingChunk = 64;    // sorted tokens per block (and per partial row)
+inline int64_t embedding_chunks(int64_t n) {
+    return ceil_div(n, kEmbeddingChunk);
 }
-inline Geom embedding_bwd(int64_t n, int64_t dim) {
-    return {clamp_blocks(ceil_div(dim, kEmbeddingBlock), 2147483647), embedding_buckets(n), 1,
-            kEmbeddingBlock, 0};
+// Key bits the sort compares: enough for every key 0 .. rows (rows: an id outside the table).
+inline int embedding_key_bits(int64_t rows) {
+    int bits = 1;
+    while (bits < 31 && (rows >> bits) != 0) ++bits;
+    return bits;
+}
+inline size_t round_up_256(size_t bytes) {
+    return (bytes + 255) / 256 * 256;
+}
+inline size_t embedding_index_bytes(int64_t n) {  // one int32 per token
+    return round_up_256(static_cast<size_t>(n) * sizeof(int32_t));
+}
+inline size_t embedding_partial_bytes(int64_t n, int64_t dim) {  // a head and a tail row per chunk
+    return round_up_256(static_cast<size_t>(2 * embedding_chunks(n) * dim) * sizeof(float));
+}
+// Scratch (256-byte aligned): keys, token indices, sorted keys, sorted token indices, the chunks'
+// partial rows, then the sort's temporary storage (sort_temp_bytes, RadixSortPairs::temp_bytes).
+inline size_t embedding_bwd_scratch_bytes(int64_t n, int64_t dim, size_t sort_temp_bytes) {
+    return 4 * embedding_index_bytes(n) + embedding_partial_bytes(n, dim) + sort_temp_bytes;
+}
+// Chunk and run kernels: x = chunk of sorted tokens, y = column block (grid-stride beyond 65535).
+inline Geom embedding_bwd_chunks(int64_t n, int64_t dim) {
+    return {clamp_blocks(embedding_chunks(n), 2147483647),
+            clamp_blocks(ceil_div(dim, kEmbeddingBlock), 65535), 1, kEmbeddingBlock, 0};
 }
 
 // ---- MoE counting sort of the N*k slots: chunks of 256 slots ----
