@@ -42,8 +42,9 @@ struct MemoryPlan {
     double workspace = 0;            // backward scratch, a logits chunk, batch ids, loss buffers,
                                      // and the backend's op scratch (op_scratch)
     double op_scratch = 0;           // part of workspace: the backend's largest op temporary, i.e.
-                                     // (16-bit) GEMM operand conversion or (MoE, cuda) the grouped
-                                     // expert GEMMs' pointer arrays and round buffers
+                                     // (16-bit) GEMM operand conversion, (MoE, cuda) the grouped
+                                     // expert GEMMs' pointer arrays and round buffers or (cuda)
+                                     // embedding_bwd's sorted token indices and partial rows
     double total() const {
         return weights + master_weights + grads + optimizer + zero_buffers + expert_dispatch +
                activations + workspace;

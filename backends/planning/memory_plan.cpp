@@ -7,6 +7,7 @@
 
 #include "model/model_access.h"
 #include "dispatch/dispatchers.h"
+#include "launch.h"
 #include "model/model_impl.h"
 #include "planning/planning_device.h"
 #include "shared/grouped_gemm_plan.h"
@@ -30,7 +31,7 @@ double scratch_bytes(const Workspace& ws) {
 }
 
 // The backends' op scratch is one area grown to the largest request (cpu, cuda), counted here
-// for its two large users:
+// for its three users that grow with the batch:
 // 16-bit products with an f32 operand convert it into a backend scratch buffer (cpu, cuda):
 // the largest pair of f32 operands of any product, at 2 bytes per element.
 double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
@@ -67,6 +68,14 @@ double grouped_scratch(const ModelConfig& c, const Workspace& ws, Precision prec
         most = std::max(most, grouped::make_plan(true, cap, E, n, k, k, op_bytes, 0, 0).total());
     }
     return static_cast<double>(most);
+}
+
+// The CUDA embedding_bwd sorts the N token indices by id and keeps two partial rows per chunk of
+// sorted tokens (kernels_cuda/launch.h); cub's temporaries for the sort are counted as its
+// alternate key and value buffers (8 bytes per token), its digit histograms (a few KiB) are not.
+double embedding_scratch(const ModelConfig& c, const Workspace& ws) {
+    return static_cast<double>(mtk::embedding_bwd_scratch_bytes(
+        ws.N, c.d_model, 2 * mtk::embedding_index_bytes(ws.N)));
 }
 
 }  // namespace
@@ -110,8 +119,8 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     const double all = static_cast<double>(dev.allocated() - mark);
     p.workspace = scratch_bytes(ws);
     p.activations = all - p.workspace;
-    p.op_scratch = std::max(o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0,
-                            grouped_scratch(c, ws, o.precision));
+    p.op_scratch = std::max({o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0,
+                             grouped_scratch(c, ws, o.precision), embedding_scratch(c, ws)});
     p.workspace += p.op_scratch;
     if (o.expert_parallel > 1 && c.moe) {  // planned on the first expert-parallel pass
         int moe_layers = 0, first = -1;
