@@ -51,8 +51,8 @@ constexpr int kEmbeddingAhead = 8;
 __global__ void embedding_bwd_chunk_kernel(float* __restrict__ dtable, int64_t rows,
                                            const float* __restrict__ dout,
                                            const int32_t* __restrict__ keys,
-                                           const int32_t* __restrict__ toks, int64_t n,
-                                           int64_t dim, float* __restrict__ partial) {
+                                           const int32_t* __restrict__ toks, int64_t n, int64_t dim,
+                                           float* __restrict__ partial) {
     // key[0]: the key before the chunk, key[1 + i]: its tokens', key[1 + len]: the key after it
     // (-1 at either end of the sorted tokens: no valid key).
     __shared__ int32_t key[kEmbeddingChunk + 2];

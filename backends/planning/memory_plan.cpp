@@ -74,8 +74,8 @@ double grouped_scratch(const ModelConfig& c, const Workspace& ws, Precision prec
 // sorted tokens (kernels_cuda/launch.h); cub's temporaries for the sort are counted as its
 // alternate key and value buffers (8 bytes per token), its digit histograms (a few KiB) are not.
 double embedding_scratch(const ModelConfig& c, const Workspace& ws) {
-    return static_cast<double>(mtk::embedding_bwd_scratch_bytes(
-        ws.N, c.d_model, 2 * mtk::embedding_index_bytes(ws.N)));
+    return static_cast<double>(
+        mtk::embedding_bwd_scratch_bytes(ws.N, c.d_model, 2 * mtk::embedding_index_bytes(ws.N)));
 }
 
 }  // namespace

@@ -141,7 +141,8 @@ TEST_CASE("simt: embedding backward runs across chunks, invalid ids, accumulatio
             for (int32_t b : rng.ints(cs.n, 0, 1)) ids.push_back(b ? top : 0);
         } else {
             // Mostly few ids (long runs), some spread over the table, and ids outside it.
-            const IVec bad = {-1, static_cast<int32_t>(cs.rows), std::numeric_limits<int32_t>::min(),
+            const IVec bad = {-1, static_cast<int32_t>(cs.rows),
+                              std::numeric_limits<int32_t>::min(),
                               std::numeric_limits<int32_t>::max(), -7};
             for (int64_t t = 0; t < cs.n; ++t) {
                 const int32_t pick = rng.integer(0, 9);
