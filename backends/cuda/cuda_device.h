@@ -121,9 +121,8 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
         const void* b;
     };
     GemmOperands gemm_operands(const GemmArgs& g);
-    // gemm_epilogue's cuBLASLt shape, and whether cuBLASLt runs it (cuda_gemm.cpp).
+    // gemm_epilogue's cuBLASLt shape (cuda_gemm.cpp; LtMatmul::supported says whether it runs).
     LtShape lt_shape(const GemmArgs& g, const GemmEpilogue& e) const;
-    bool lt_runs(const GemmArgs& g, const GemmEpilogue& e) const;
 
     // Throws naming `what` if a graph is being captured (host transfers cannot be captured).
     void not_capturing(const char* what) const;

@@ -73,20 +73,16 @@ LtShape CudaDevice::lt_shape(const GemmArgs& g, const GemmEpilogue& e) const {
     return s;
 }
 
-bool CudaDevice::lt_runs(const GemmArgs& g, const GemmEpilogue& e) const {
-    const LtShape s = lt_shape(g, e);
-    return lt_shape_allowed(s) && ctx_->lt().supported(s);
-}
-
 std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const {
-    return lt_runs(g, e) ? "cublaslt" : "unfused";
+    return ctx_->lt().supported(lt_shape(g, e)) ? "cublaslt" : "unfused";
 }
 
 // One cuBLASLt product with the epilogue where cuBLASLt has an algorithm for it, else the
 // unfused ops (visible: gemm_epilogue_kernel, and `bench --profile`'s gemm_epilogue[unfused]).
 void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
     if (g.m == 0 || g.n == 0) return;
-    if (!lt_runs(g, e)) return gemm_epilogue_unfused(g, e);
+    const LtShape s = lt_shape(g, e);
+    if (!ctx_->lt().supported(s)) return gemm_epilogue_unfused(g, e);
     const GemmOperands ops = gemm_operands(g);
     const LtPointers p{.a = ops.a,
                        .b = ops.b,
@@ -95,7 +91,7 @@ void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
                        .pre_act = e.pre_act ? f32(e.pre_act) : nullptr};
     launched("gemm_epilogue");  // the operand conversions
     stream("gemm_epilogue");
-    ctx_->lt().run(lt_shape(g, e), p, g.alpha, g.beta, ctx_->stream(), ctx_->cublas_workspace());
+    ctx_->lt().run(s, p, g.alpha, g.beta, ctx_->stream(), ctx_->cublas_workspace());
 }
 
 void CudaDevice::cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c) {
