@@ -12,8 +12,9 @@ stage() { echo "== test.sh: $1 done after $(( $(date +%s) - t0 )) s"; }
 bash tools/install-deps.sh
 if [ -d /usr/local/cuda/bin ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 # The static checks first. Formatting drift fails before anything is built. clang-tidy needs no
-# compiled objects (configure-only databases in build-tidy/; sources unchanged since a clean run
-# are skipped, tools/tidy.py's cache); its findings are printed here, the other stages still run
+# compiled objects (configure-only databases in build-tidy/; sources unchanged since a clean run,
+# here or by the committer's tools/tidy-clean.txt, are skipped: tools/tidy.py); its findings are
+# printed here, the other stages still run
 # so that one run shows everything, and the script then fails at the end.
 bash tools/format-check.sh
 stage format-check

@@ -15,6 +15,16 @@ Cache: a source found clean is remembered under a key that hashes the clang-tidy
 every header it includes, with line numbers). A later run with the same key skips it. Sources
 with findings are never cached: they are checked again each run. TIDY_CACHE names the
 directory (default ~/.cache/moetrain/tidy; empty = no cache).
+
+Shared record: the same keys, with the repository's and the home directory's paths taken out
+(so a clone at another path computes the same key), are kept in tools/tidy-clean.txt, which is
+committed. A developer's run adds the keys of the sources it found clean (a run over every
+source replaces the record with exactly those), so a clean clone (CI) re-checks only what
+changed since the committer's run instead of every source (a change to a header that every
+source includes, api/moetrain/device.h, costs 25-45 min of clang-tidy on two cores). The
+record is not taken on trust: TIDY_RECHECK (default 0.05) of the sources it vouches for, picked
+by a hash of the key and the checked-out commit, are checked again anyway, and a finding there
+fails the run like any other. TIDY_RECORD=0 leaves the file unchanged.
 Environment: CLANG_TIDY (default clang-tidy-19), TIDY_CLANG (the clang++ of the same version,
 default: derived from CLANG_TIDY), TIDY_JOBS (default: the number of cores).
 Exit status: 0 clean, 1 findings (printed once each), 2 usage or setup error.
@@ -38,6 +48,7 @@ EXTRA = {
     # The install test builds it against the installed headers: the public API only.
     "tests/install_consumer/main.cpp": ["c++", "-std=c++20", "-I{root}/api"],
 }
+RECORD = "tools/tidy-clean.txt"  # the shared record of clean keys (module docstring)
 FINDING = re.compile(r"^[^ ].*:\d+:\d+: (warning|error): ")
 EXTRA_ARGS = ["-Wno-unknown-warning-option"]  # the databases hold GCC's warning flags
 
@@ -129,35 +140,80 @@ class Tidy:
         for c in sorted(configs):
             h.update(c.encode() + open(os.path.join(root, c), "rb").read())
         self.base = h.digest()
+        # The shared record (module docstring): keys vouched clean, and what this run found.
+        self.record_path = os.path.join(root, RECORD)
+        self.record = set()
+        if os.path.exists(self.record_path):
+            self.record = {l.strip() for l in open(self.record_path) if l.strip()}
+        self.clean = set()
+        self.recheck = float(os.environ.get("TIDY_RECHECK", "0.05"))
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True).stdout.strip()
+        self.seed = head.encode()
+        self.home = os.path.expanduser("~")
+
+    def portable(self, data):
+        """data (bytes) with the repository's and the home directory's paths replaced."""
+        data = data.replace(self.root.encode(), b"@ROOT@")
+        if len(self.home) > 1:
+            data = data.replace((self.home + "/").encode(), b"@HOME@/")
+        return data
+
+    def rechecked(self, key):
+        """Whether a key that only the shared record vouches for is checked again anyway."""
+        draw = hashlib.sha256(self.seed + key.encode()).digest()
+        return int.from_bytes(draw[:4], "big") < self.recheck * 2**32
 
     def key(self, directory, args):
-        if not self.cache or not shutil.which(self.clang):
+        if not shutil.which(self.clang):
             return None
         pre = subprocess.run(preprocess_args(args, self.clang), cwd=directory,
                              capture_output=True)
         if pre.returncode != 0:
             return None  # clang-tidy will report why
         h = hashlib.sha256(self.base)
-        h.update("\0".join(args).encode())
-        h.update(pre.stdout)
+        h.update(self.portable("\0".join(args).encode()))
+        h.update(self.portable(pre.stdout))
         return h.hexdigest()
 
     def check(self, rel, directory, args):
-        """(cached, clang-tidy's exit status, its output) for one source."""
+        """(how it was decided, clang-tidy's exit status, its output) for one source: "cache"
+        (this machine's cache), "record" (the shared record), "recheck" (vouched for by the
+        record and checked anyway) or "" (checked)."""
         key = self.key(directory, args)
-        mark = os.path.join(self.cache, key[:2], key) if key else None
+        mark = os.path.join(self.cache, key[:2], key) if key and self.cache else None
         if mark and os.path.exists(mark):
             os.utime(mark)
-            return True, 0, ""
+            self.clean.add(key)
+            return "cache", 0, ""
+        if key in self.record and not self.rechecked(key):
+            self.clean.add(key)
+            return "record", 0, ""
         cmd = [self.tidy, "--quiet", f"-p={self.db_dir}"]
         cmd += [f"--extra-arg={a}" for a in EXTRA_ARGS] + [os.path.join(self.root, rel)]
         run = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True)
         out = run.stdout + run.stderr
         clean = run.returncode == 0 and not any(FINDING.match(l) for l in out.splitlines())
+        if key and clean:
+            self.clean.add(key)
         if mark and clean:
             os.makedirs(os.path.dirname(mark), exist_ok=True)
             open(mark, "w").close()
-        return False, run.returncode, out
+        if key in self.record and not clean:
+            out += (f"\ntidy: {rel} is recorded clean in {RECORD} but is not: the record was "
+                    "not written by a clean run of this source")
+        return "recheck" if key in self.record else "", run.returncode, out
+
+    def save_record(self, everything):
+        """Adds this run's clean keys to the shared record; a run over every source leaves
+        exactly them (the keys of sources since changed or removed drop out)."""
+        if os.environ.get("TIDY_RECORD", "1") == "0":
+            return
+        keys = self.clean if everything else self.record | self.clean
+        if keys != self.record:
+            with open(self.record_path + ".tmp", "w") as f:
+                f.writelines(k + "\n" for k in sorted(keys))
+            os.replace(self.record_path + ".tmp", self.record_path)
 
 
 def main():
@@ -180,12 +236,13 @@ def main():
     tidy = Tidy(root, cache, merged_dir)
 
     jobs = int(os.environ.get("TIDY_JOBS", os.cpu_count() or 1))
-    findings, failed, cached = set(), [], 0
+    findings, failed = set(), []
+    how = {"cache": 0, "record": 0, "recheck": 0, "": 0}
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         futures = {pool.submit(tidy.check, s, *sources[s]): s for s in picked}
         for fut in concurrent.futures.as_completed(futures):
-            hit, rc, out = fut.result()
-            cached += hit
+            decided, rc, out = fut.result()
+            how[decided] += 1
             lines = [l for l in out.splitlines() if FINDING.match(l)]
             # Printed as each source finishes (a header's finding once, for its first source).
             for l in lines:
@@ -200,9 +257,11 @@ def main():
     # The CPU time of clang-tidy and the cache's preprocessing: unlike the wall time it does not
     # depend on what else the machine runs, so it estimates a quiet machine's wall time as
     # cpu / jobs.
+    tidy.save_record(everything=len(picked) == len(sources))
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"tidy: {len(picked)} sources ({cached} unchanged since a clean run, "
-          f"{len(picked) - cached} checked) in {time.time() - start:.0f} s, "
+    print(f"tidy: {len(picked)} sources ({how['cache']} unchanged since a clean run here, "
+          f"{how['record']} vouched for by {RECORD}, {how[''] + how['recheck']} checked, "
+          f"{how['recheck']} of them re-checks of the record) in {time.time() - start:.0f} s, "
           f"{usage.ru_utime + usage.ru_stime:.0f} s CPU on {jobs} jobs")
     if findings or failed:
         print(f"tidy: {len(findings)} findings (above)", file=sys.stderr)

@@ -8,7 +8,9 @@
 # backend when nvcc is found, the Python module, the benchmarks) and the libFuzzer project
 # tests/fuzz. tools/tidy.py checks that every tracked .cpp has a command, runs clang-tidy on the
 # cores in parallel and skips sources that are unchanged since a clean run (its cache, keyed by
-# the preprocessed source; see there). Headers are checked through the sources that include
+# the preprocessed source; see there) on this machine or, through tools/tidy-clean.txt (commit
+# it with your change), on the committer's: a clean clone re-checks only what changed, plus a
+# sample of the recorded sources. Headers are checked through the sources that include
 # them (.clang-tidy's HeaderFilterRegex). CUDA sources (.cu) are compiled by nvcc, not in a form
 # clang-tidy reads, and are skipped; the kernels they include are checked through the SIMT
 # harness tests.
