@@ -18,18 +18,34 @@
 
 namespace mtk {
 
-// Copies the row's streams src[i][0, dim) to cache + i * dim with the row's split, then a
-// barrier. Called by every thread of the block, only when the launch has the cache.
+// A row's N streams as a kernel reads them: cache[i] is stream i's shared-memory copy (null when
+// the launch has none) and read[i] what the statistics loops read (that copy, or global memory).
 template <int N>
-__device__ __forceinline__ void cache_row(const VecSplit& split, float* cache,
-                                          const float* const (&src)[N], int64_t dim) {
+struct RowStreams {
+    const float* cache[N];
+    const float* read[N];
+};
+
+// The row's streams src[i][0, dim): when `cached`, copied with the row's split to shared memory
+// (stream i at i * dim), then a barrier. Called by every thread of the block.
+template <int N>
+__device__ __forceinline__ RowStreams<N> row_streams(const VecSplit& split, bool cached,
+                                                     const float* const (&src)[N], int64_t dim) {
+    float* copy = cached ? mt_dynamic_shared<float>() : nullptr;
+    RowStreams<N> rows{};
+    for (int i = 0; i < N; ++i) {
+        rows.cache[i] = copy ? copy + i * dim : nullptr;
+        rows.read[i] = copy ? copy + i * dim : src[i];
+    }
+    if (!copy) return rows;
     for_split(split, threadIdx.x, blockDim.x, [&](auto w, int64_t c) {
         for (int i = 0; i < N; ++i) {
             const auto v = load_lanes(w, src[i] + c);
-            for (int u = 0; u < w.n; ++u) cache[i * dim + c + u] = v[u];
+            for (int u = 0; u < w.n; ++u) copy[i * dim + c + u] = v[u];
         }
     });
     __syncthreads();
+    return rows;
 }
 
 // Lanes of a row stream at element c: from the shared-memory copy when there is one (cache not
@@ -68,12 +84,8 @@ __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rs
     const float* xg = x + blockIdx.x * dim;
     float* yr = y + blockIdx.x * dim;
     const VecSplit split = vec_split(dim, yr, xg, g);
-    const float* cx = nullptr;
-    if (cached) {
-        cx = mt_dynamic_shared<float>();
-        cache_row(split, mt_dynamic_shared<float>(), {xg}, dim);
-    }
-    const float* xr = cached ? cx : xg;
+    const auto rows = row_streams(split, cached, {xg}, dim);
+    const float *cx = rows.cache[0], *xr = rows.read[0];
     float ss = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) ss += xr[c] * xr[c];
     ss = block_sum(ss);
@@ -94,20 +106,14 @@ __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restri
                                    bool cached) {
     const int64_t base = blockIdx.x * dim;
     const VecSplit split = vec_split(dim, dx + base, dy + base, x + base, g);
-    const float *cdy = nullptr, *cx = nullptr;
-    if (cached) {
-        cdy = mt_dynamic_shared<float>();
-        cx = cdy + dim;
-        cache_row(split, mt_dynamic_shared<float>(), {dy + base, x + base}, dim);
-    }
-    const float* dyr = cached ? cdy : dy + base;
-    const float* xr = cached ? cx : x + base;
+    const auto rows = row_streams(split, cached, {dy + base, x + base}, dim);
+    const float *dyr = rows.read[0], *xr = rows.read[1];
     float dot = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) dot += dyr[c] * g[c] * xr[c];
     dot = block_sum(dot) / static_cast<float>(dim);
     const float rs = rstd[blockIdx.x];
     write_dx_row(
-        split, dx + base, dy + base, x + base, cdy, cx, g, accumulate,
+        split, dx + base, dy + base, x + base, rows.cache[0], rows.cache[1], g, accumulate,
         [&](float dyc, float xc, float gc) { return rs * gc * dyc - xc * rs * rs * rs * dot; });
 }
 
@@ -118,12 +124,8 @@ __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ 
     const float* xg = x + blockIdx.x * dim;
     float* yr = y + blockIdx.x * dim;
     const VecSplit split = vec_split(dim, yr, xg, g, b);
-    const float* cx = nullptr;
-    if (cached) {
-        cx = mt_dynamic_shared<float>();
-        cache_row(split, mt_dynamic_shared<float>(), {xg}, dim);
-    }
-    const float* xr = cached ? cx : xg;
+    const auto rows = row_streams(split, cached, {xg}, dim);
+    const float *cx = rows.cache[0], *xr = rows.read[0];
     float s = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) s += xr[c];
     const float mu = block_sum(s) / static_cast<float>(dim);
@@ -150,14 +152,8 @@ __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __rest
                                      int64_t dim, bool accumulate, bool cached) {
     const int64_t base = blockIdx.x * dim;
     const VecSplit split = vec_split(dim, dx + base, dy + base, x + base, g);
-    const float *cdy = nullptr, *cx = nullptr;
-    if (cached) {
-        cdy = mt_dynamic_shared<float>();
-        cx = cdy + dim;
-        cache_row(split, mt_dynamic_shared<float>(), {dy + base, x + base}, dim);
-    }
-    const float* dyr = cached ? cdy : dy + base;
-    const float* xr = cached ? cx : x + base;
+    const auto rows = row_streams(split, cached, {dy + base, x + base}, dim);
+    const float *dyr = rows.read[0], *xr = rows.read[1];
     const float mu = mean[blockIdx.x], rs = rstd[blockIdx.x];
     float a = 0.0f, bsum = 0.0f;
     for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
@@ -167,7 +163,7 @@ __global__ void layernorm_bwd_kernel(float* __restrict__ dx, const float* __rest
     }
     const float mean_dxh = block_sum(a) / static_cast<float>(dim);
     const float mean_dxh_xh = block_sum(bsum) / static_cast<float>(dim);
-    write_dx_row(split, dx + base, dy + base, x + base, cdy, cx, g, accumulate,
+    write_dx_row(split, dx + base, dy + base, x + base, rows.cache[0], rows.cache[1], g, accumulate,
                  [&](float dyc, float xc, float gc) {
                      const float xh = (xc - mu) * rs;
                      return rs * (dyc * gc - mean_dxh - xh * mean_dxh_xh);
