@@ -105,6 +105,13 @@ std::vector<std::string> entries(const std::string& dir) {
 const auto kSmall =
     make_params({{"a.weight", Shape{4, 3}}, {"b.bias", Shape{5}}, {"c", Shape{2, 2, 2}}});
 
+// Whether a checkpoint write into `run` is under way: its temporary directory exists.
+bool write_in_progress(const std::string& run) {
+    for (const std::string& name : entries(run))
+        if (name.find(".tmp-") != std::string::npos) return true;
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("checkpoint: step directory names") {
@@ -235,7 +242,14 @@ TEST_CASE("checkpoint: SIGKILL while writing never damages an earlier checkpoint
         if (child == 0) {  // write checkpoints until killed
             for (int64_t s = next_step;; ++s) write_plain(run + "/" + step_dir_name(s), big, s);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(40 + rng() % 200));
+        // Kill inside a write: wait until the child's temporary directory exists (the child
+        // first fills 16 MB of tensors, which a sanitizer build under load can take longer over
+        // than any fixed sleep), then let the write go on for 0-9 ms (it may end, and the next
+        // step's begin, in that time).
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!write_in_progress(run) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 10));
         ::kill(child, SIGKILL);
         int status = 0;
         ::waitpid(child, &status, 0);
