@@ -133,6 +133,9 @@ class Tidy:
             die(f"{self.tidy} not found (tools/install-deps.sh installs clang-tidy-19)")
         default_clang = os.path.basename(self.tidy).replace("clang-tidy", "clang++")
         self.clang = os.environ.get("TIDY_CLANG", default_clang)
+        if not shutil.which(self.clang):  # said once: without it every source is checked
+            print(f"tidy: {self.clang} not found: no cache and no record, every source is "
+                  "checked (clang-19 comes with clang-tidy-19)", flush=True)
         version = subprocess.run([self.tidy, "--version"], capture_output=True, text=True).stdout
         h = hashlib.sha256(version.encode())
         configs = subprocess.run(["git", "ls-files", "*.clang-tidy"], cwd=root, check=True,
@@ -207,8 +210,8 @@ class Tidy:
     def save_record(self, everything):
         """Adds this run's clean keys to the shared record; a run over every source leaves
         exactly them (the keys of sources since changed or removed drop out)."""
-        if os.environ.get("TIDY_RECORD", "1") == "0":
-            return
+        if os.environ.get("TIDY_RECORD", "1") == "0" or not shutil.which(self.clang):
+            return  # asked not to, or no keys were computed (the record would lose them all)
         keys = self.clean if everything else self.record | self.clean
         if keys != self.record:
             with open(self.record_path + ".tmp", "w") as f:
