@@ -257,10 +257,10 @@ def main():
                 failed.append(futures[fut])
                 print(f"tidy: clang-tidy failed on {futures[fut]} without a finding:\n"
                       f"{out.strip()[-2000:]}", flush=True)
+    tidy.save_record(everything=len(picked) == len(sources))
     # The CPU time of clang-tidy and the cache's preprocessing: unlike the wall time it does not
     # depend on what else the machine runs, so it estimates a quiet machine's wall time as
     # cpu / jobs.
-    tidy.save_record(everything=len(picked) == len(sources))
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"tidy: {len(picked)} sources ({how['cache']} unchanged since a clean run here, "
           f"{how['record']} vouched for by {RECORD}, {how[''] + how['recheck']} checked, "
