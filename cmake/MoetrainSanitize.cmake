@@ -11,8 +11,8 @@
 # takes nine tenths of the sanitizer tests' time). Measured on the 2-core AVX2 AMD EPYC of
 # 2026-11-28: GCC 12 with ASan + UBSan compiles models/io/checkpoint_integrity.cpp in 73 s at
 # -O3 and 40 s at -O1, a doctest source in 22 s and 12 s; the sanitizer build was the CI stage
-# that a change to a widely included header made run past CI's limit. -O1 keeps what the
-# sanitizers need (no dead-store elimination of checked accesses is assumed by either).
+# that a change to a widely included header made run past CI's limit. ASan's documentation asks
+# for -O1 or more; higher levels find no more (they can only optimise accesses away).
 if(MOETRAIN_SANITIZE)
   set(_san -fsanitize=${MOETRAIN_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer -g1)
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_san};-O1>")

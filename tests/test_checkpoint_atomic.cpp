@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -105,11 +106,15 @@ std::vector<std::string> entries(const std::string& dir) {
 const auto kSmall =
     make_params({{"a.weight", Shape{4, 3}}, {"b.bias", Shape{5}}, {"c", Shape{2, 2, 2}}});
 
+// Whether a directory entry is a checkpoint write's temporary directory, `<dir>.tmp-<pid>`.
+bool is_partial(const std::string& name) {
+    return name.find(".tmp-") != std::string::npos;
+}
+
 // Whether a checkpoint write into `run` is under way: its temporary directory exists.
 bool write_in_progress(const std::string& run) {
-    for (const std::string& name : entries(run))
-        if (name.find(".tmp-") != std::string::npos) return true;
-    return false;
+    const std::vector<std::string> names = entries(run);
+    return std::any_of(names.begin(), names.end(), is_partial);
 }
 
 }  // namespace
@@ -258,7 +263,7 @@ TEST_CASE("checkpoint: SIGKILL while writing never damages an earlier checkpoint
         // Every step_* directory is complete and exact; resolution picks the newest.
         int64_t newest = 0;
         for (const std::string& name : entries(run)) {
-            if (name.find(".tmp-") != std::string::npos) {
+            if (is_partial(name)) {
                 ++killed_mid_write;
                 continue;
             }

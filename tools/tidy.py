@@ -133,7 +133,8 @@ class Tidy:
             die(f"{self.tidy} not found (tools/install-deps.sh installs clang-tidy-19)")
         default_clang = os.path.basename(self.tidy).replace("clang-tidy", "clang++")
         self.clang = os.environ.get("TIDY_CLANG", default_clang)
-        if not shutil.which(self.clang):  # said once: without it every source is checked
+        self.keyed = shutil.which(self.clang) is not None  # the keys need it
+        if not self.keyed:  # said once: without it every source is checked
             print(f"tidy: {self.clang} not found: no cache and no record, every source is "
                   "checked (clang-19 comes with clang-tidy-19)", flush=True)
         version = subprocess.run([self.tidy, "--version"], capture_output=True, text=True).stdout
@@ -168,7 +169,7 @@ class Tidy:
         return int.from_bytes(draw[:4], "big") < self.recheck * 2**32
 
     def key(self, directory, args):
-        if not shutil.which(self.clang):
+        if not self.keyed:
             return None
         pre = subprocess.run(preprocess_args(args, self.clang), cwd=directory,
                              capture_output=True)
@@ -210,7 +211,7 @@ class Tidy:
     def save_record(self, everything):
         """Adds this run's clean keys to the shared record; a run over every source leaves
         exactly them (the keys of sources since changed or removed drop out)."""
-        if os.environ.get("TIDY_RECORD", "1") == "0" or not shutil.which(self.clang):
+        if os.environ.get("TIDY_RECORD", "1") == "0" or not self.keyed:
             return  # asked not to, or no keys were computed (the record would lose them all)
         keys = self.clean if everything else self.record | self.clean
         if keys != self.record:
