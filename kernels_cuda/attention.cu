@@ -1,8 +1,11 @@
 // CudaDevice ops: causal attention forward and backward. Each turns its tensors into pointers and
-// calls a launcher on the device stream (docs/CUDA.md): the tensor-core kernels of
-// attention_wmma.cuh when the attention precision is bf16 / f16, head_dim 64 or 128 and the device
-// has bf16 fragments (mtk::attn_kernel, launch.h), else the scalar fp32 kernels of attention.cuh.
+// calls a launcher on the device stream (docs/CUDA.md): the split-K decode kernels of
+// attention_decode.cuh for the forward of a decode step (one query over a longer KV cache,
+// mtk::attn_decode); else the tensor-core kernels of attention_wmma.cuh when the attention
+// precision is bf16 / f16, head_dim 64 or 128 and the device has bf16 fragments
+// (mtk::attn_kernel, launch.h); else the scalar fp32 kernels of attention.cuh.
 #include "attention.cuh"
+#include "attention_decode.cuh"
 #include "attention_wmma.cuh"
 
 #include "cuda/cuda_device.h"
@@ -23,14 +26,22 @@ mtk::AttnKernel kernel_for(const AttnDims& d, int cc) {
 }  // namespace
 
 std::string attention_summary(int cc) {
+    const char* decode = ", split-K fp32 decode for one query over a KV cache";
     if (cc >= mtk::kAttnWmmaMinCc)
-        return "attention: wmma flash (bf16/fp16 attention precision, head_dim 64/128), scalar "
-               "fp32 "
-               "otherwise";
-    return "attention: scalar fp32 (the wmma flash kernels need compute capability 8.0)";
+        return std::string(
+                   "attention: wmma flash (bf16/fp16 attention precision, head_dim "
+                   "64/128), scalar fp32 otherwise") +
+               decode;
+    return std::string(
+               "attention: scalar fp32 (the wmma flash kernels need compute capability "
+               "8.0)") +
+           decode;
 }
 
+// "decode" names the forward's kernels for a decode shape; a backward of that shape (the model
+// never runs one: decoding is inference) runs the wmma or scalar kernels by attn_kernel.
 std::string CudaDevice::attention_kernel(const AttnDims& d) const {
+    if (mtk::attn_decode(d.Tq, d.S)) return "decode";
     return kernel_for(d, cc_) == mtk::AttnKernel::wmma ? "wmma" : "scalar";
 }
 
@@ -41,11 +52,19 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
     mtk::AttnShape s = checked_shape(d, op);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
-    if (kernel_for(d, cc_) == mtk::AttnKernel::wmma)
+    if (mtk::attn_decode(d.Tq, d.S)) {
+        const mtk::AttnDecodePlan p = mtk::attn_decode_plan(d.B, d.S, d.H, d.K, d.hd);
+        MT_CHECK(p.partial.gy <= 65535 && d.K * p.row_groups <= 65535, op, ": ", d.K,
+                 " kv heads x ", p.row_groups,
+                 " query-head groups exceed the CUDA grid limit 65535");
+        mtk::attention_decode_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale,
+                                  static_cast<float*>(scratch(p.scratch)));
+    } else if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {
         mtk::attention_wmma_fwd(stream(op), d.compute == DType::bf16, f32(o), f32(lse), f32(q),
                                 f32(k), f32(v), s, scale);
-    else
+    } else {
         mtk::attention_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
+    }
     launched(op);
 }
 

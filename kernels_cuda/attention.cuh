@@ -17,13 +17,6 @@
 
 namespace mtk {
 
-// The dot product of a shared-memory row with the warp's row (both hd long).
-__device__ __forceinline__ float row_dot(const float* a, const float* b, int hd) {
-    float acc = 0.0f;
-    for (int c = 0; c < hd; ++c) acc += a[c] * b[c];
-    return acc;
-}
-
 // Stages rows [u0, u0 + tile) of the kv head g of k and v (zeros past Tk) into shared memory
 // with row strides k_stride / v_stride.
 __device__ __forceinline__ void stage_kv(float* ks, int k_stride, float* vs, int v_stride,

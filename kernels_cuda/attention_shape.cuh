@@ -1,6 +1,7 @@
-// The attention kernels' shared shape (scalar attention.cuh and tensor-core attention_wmma.cuh):
-// sizes as moetrain::AttnDims, the optional device-side length, and row offsets into q/o
-// [B,Tq,H,hd] and k/v [B,S,K,hd]. Inline functions only (included by both families).
+// The attention kernels' shared shape (scalar attention.cuh, tensor-core attention_wmma.cuh,
+// split-K decode attention_decode.cuh): sizes as moetrain::AttnDims, the optional device-side
+// length, and row offsets into q/o [B,Tq,H,hd] and k/v [B,S,K,hd]. Inline functions only
+// (included by every family).
 #pragma once
 
 #include "common.cuh"
@@ -32,6 +33,13 @@ __device__ __forceinline__ int64_t qrow(const AttnShape& d, int64_t b, int64_t t
 }
 __device__ __forceinline__ int64_t kvrow(const AttnShape& d, int64_t b, int64_t u, int64_t g) {
     return ((b * d.S + u) * d.K + g) * d.hd;
+}
+
+// The dot product of two rows hd long (the scalar and decode kernels: shared-memory rows).
+__device__ __forceinline__ float row_dot(const float* a, const float* b, int hd) {
+    float acc = 0.0f;
+    for (int c = 0; c < hd; ++c) acc += a[c] * b[c];
+    return acc;
 }
 
 }  // namespace mtk

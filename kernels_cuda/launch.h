@@ -238,6 +238,53 @@ inline size_t attn_bwd_scratch_bytes(int64_t B, int64_t H, int64_t Tq) {
     return static_cast<size_t>(B * H * Tq) * sizeof(float);
 }
 
+// ---- split-K decode attention (attention_decode.cuh): one query per (batch, head) over a
+// longer KV cache. The cache capacity S is cut into chunks of `keys` keys (a multiple of the
+// 32-key tile); one warp scores one chunk for up to `rows` query heads sharing a kv head and
+// writes a partial (running max, sum, unnormalised output); a second kernel merges a row's
+// chunks in chunk order. Chunk size and count depend on B, H, K, S and hd only (never on the
+// device length Tk nor on the GPU), so a replayed decode step runs the same sums in the same
+// order. ----
+constexpr int64_t kAttnDecodeTile = 32;           // keys staged per step, one per lane
+constexpr int64_t kAttnDecodeWarpsWanted = 1024;  // ~8 warps per SM of an H100, when S allows
+// Query heads per warp for NC values per lane: 8, or 4 at head_dim > 128 (NC 8) to keep the
+// running outputs in registers.
+constexpr int attn_decode_rows(int nc) {
+    return nc == 8 ? 4 : 8;
+}
+struct AttnDecodePlan {
+    int64_t rows = 0;        // query heads per warp: attn_decode_rows
+    int64_t row_groups = 0;  // per kv head: ceil((H / K) / rows)
+    int64_t keys = 0;        // keys per chunk (a multiple of kAttnDecodeTile)
+    int64_t chunks = 0;      // ceil(S / keys)
+    int64_t warps = 0;       // per block: as many as fit the shared-memory budget, <= 4
+    size_t shmem = 0;        // per block: each warp's key tile [32][hd + 1] and queries [rows][hd]
+    size_t scratch = 0;      // partials: B * H * chunks * (hd + 2) floats
+    Geom partial, combine;
+};
+inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t K, int64_t hd) {
+    AttnDecodePlan p;
+    p.rows = attn_decode_rows(attn_lane_chunks(hd));
+    p.row_groups = ceil_div(H / K, p.rows);
+    const int64_t items = B * K * p.row_groups;
+    const int64_t wanted =
+        items >= kAttnDecodeWarpsWanted ? 1 : ceil_div(kAttnDecodeWarpsWanted, items);
+    p.keys = ceil_div(ceil_div(S, wanted), kAttnDecodeTile) * kAttnDecodeTile;
+    p.chunks = ceil_div(S, p.keys);
+    const size_t per_warp =
+        static_cast<size_t>(kAttnDecodeTile * (hd + 1) + p.rows * hd) * sizeof(float);
+    p.warps = static_cast<int64_t>(kMaxDynamicShmem / per_warp);
+    const auto most = static_cast<int64_t>(kWarpsPerBlock);
+    p.warps = p.warps < 1 ? 1 : (p.warps > most ? most : p.warps);
+    p.shmem = static_cast<size_t>(p.warps) * per_warp;
+    p.scratch = static_cast<size_t>(B * H * p.chunks * (hd + 2)) * sizeof(float);
+    p.partial = {clamp_blocks(ceil_div(p.chunks, p.warps), 2147483647),
+                 static_cast<unsigned>(K * p.row_groups), static_cast<unsigned>(B),
+                 static_cast<unsigned>(p.warps * kWarp), p.shmem};
+    p.combine = warp_per_item(B * H);
+    return p;
+}
+
 // ---- tensor-core attention (attention_wmma.cuh): 16 query rows (forward, dq) or 16 key rows
 // (dk/dv) per warp, m16n16k16 WMMA products on 16-bit operands staged in shared memory ----
 // Which kernel an attention op runs: the WMMA pair needs a 16-bit attention precision, head_dim
@@ -251,6 +298,13 @@ constexpr int kAttnWmmaMinCc = 80;
 inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
     return compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc ? AttnKernel::wmma
                                                                        : AttnKernel::scalar;
+}
+// The forward of a decode step (one query per sequence and head over a KV cache with room for
+// more than one key: Tq == 1 < S) runs the split-K decode kernels (attention_decode.cuh), in
+// fp32 whatever the attention precision; every other forward and every backward follow
+// attn_kernel.
+inline bool attn_decode(int64_t Tq, int64_t S) {
+    return Tq == 1 && S > 1;
 }
 // 16-bit elements added to every shared-memory row: spreads the rows over the banks and keeps
 // each 16-row / 16-column fragment start 32-byte aligned (WMMA requires it).

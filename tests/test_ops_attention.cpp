@@ -4,7 +4,8 @@
 // of dk / dv must come back zero). Tolerance rel 1e-4, abs 2e-5. With part of Tk given as a
 // device-side length (AttnDims::tk_dev) the results are the same bits; a device length outside
 // [Tq, S] is reported. A 16-bit attention precision (AttnDims::compute): the reference of the
-// rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere.
+// rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere. The
+// kernel names a device gives (cuda: wmma, scalar, decode) and the profile labels.
 #include <cmath>
 #include <sstream>
 
@@ -196,5 +197,34 @@ TEST_CASE("ops: attention rejects an attention precision other than f32, bf16, f
         Tensor q = zeros(dev, 16), o = zeros(dev, 16), l = zeros(dev, 2);
         CHECK_THROWS_WITH(dev.attention_fwd(o, l, q, q, q, a, 1.0f),
                           doctest::Contains("attention precision i32 is not f32, bf16 or f16"));
+    });
+}
+
+// A decode step (one query over a longer KV cache) runs cuda's split-K decode forward: the
+// device names it, and ProfilingDevice books the op under that name. Training shapes (Tq = S)
+// and several queries over a cache keep the flash kernels' names.
+TEST_CASE("ops: attention_kernel names cuda's split-K decode forward") {
+    for_each_test_device([&](Device& dev) {
+        const AttnDims decode{2, 1, 30, 64, 4, 2, 64}, prefill{2, 30, 30, 64, 4, 2, 64},
+            one_token{1, 1, 1, 1, 4, 2, 64};
+        // A device with several attention kernels names them all (cuda, and cudasim, which
+        // runs cuda's kernels); the others name none.
+        const bool named = !dev.attention_kernel(prefill).empty();
+        if (named) {
+            CHECK(dev.attention_kernel(decode) == "decode");
+            CHECK(dev.attention_kernel(prefill) == "scalar");
+            CHECK(dev.attention_kernel(one_token) == "scalar");
+        } else {
+            CHECK(dev.attention_kernel(decode).empty());
+        }
+        ProfilingDevice prof(dev);
+        const int64_t nq = decode.B * decode.H * decode.hd,
+                      nk = decode.B * decode.S * decode.K * decode.hd;
+        Tensor tq = zeros(dev, nq), tk = zeros(dev, nk), tv = zeros(dev, nk), to = zeros(dev, nq),
+               tl = zeros(dev, decode.B * decode.H);
+        prof.attention_fwd(to, tl, tq, tk, tv, decode, 0.125f);
+        const auto table = prof.table();
+        REQUIRE(table.size() == 1);
+        CHECK(table[0].op == (named ? "attention_fwd[decode]" : "attention_fwd"));
     });
 }

@@ -151,6 +151,10 @@ part "gradcheck on $DEV (tiny: dense + MoE)" 60 "$MT" gradcheck --preset tiny --
 say ""
 say "## Training tokens/s against the PyTorch peers (median of $BENCH_STEPS steps, same run)"
 say ""
+say "moetrain's bf16 rows run with \`--attention16\` (attention products on 16-bit operands with"
+say "fp32 accumulation: the tensor-core kernels, as the peers' bf16 SDPA); its fp32 row keeps fp32"
+say "attention."
+say ""
 say "| config, B x T | moetrain | MFU (peak source) | PyTorch eager | PyTorch compiled | moetrain / best peer |"
 say "|---|---|---|---|---|---|"
 "$MT" config --preset gpt2-124m >"$WORK/gpt2.json" 2>>"$LOG"
@@ -164,8 +168,10 @@ for spec in "gpt2-124m gpt2 bf16 16 1024 yes" "gpt2-124m gpt2 fp32 16 1024 no" \
     read -r name conf prec batch seq compiled <<<"$spec"
     read -r batch seq <<<"$(shape "$batch" "$seq")"
     within 60 "bench $name $prec ${batch}x$seq" || continue
+    attn16=()  # 16-bit attention with 16-bit products, as the peers' autocast SDPA
+    if [ "$prec" = bf16 ]; then attn16=(--attention16); fi
     ours=$(capture 180 "$MT" bench --config "$WORK/$conf.json" --device "$DEV" --precision "$prec" \
-        --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3)
+        "${attn16[@]}" --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3)
     peer=("$PYTHON" "$PEERS/pytorch_peer_cuda.py" --config "$WORK/$conf.json" --precision "$prec"
         --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3 --device "$DEV"
         "${PEER_EXTRA[@]}")
@@ -204,8 +210,8 @@ done
 say ""
 say "## Decode and attention"
 if within 60 "decode"; then
-    dec=$(capture 120 "$MT" bench --preset gpt2-124m --device "$DEV" --precision bf16 --batch 1 \
-        --seq 64 --generate "$([ "$DEV" = cuda ] && echo 128 || echo 8)" --warmup 1)
+    dec=$(capture 120 "$MT" bench --preset gpt2-124m --device "$DEV" --precision bf16 \
+        --attention16 --batch 1 --seq 64 --generate "$([ "$DEV" = cuda ] && echo 128 || echo 8)" --warmup 1)
     if [ -n "$(json_get "$dec" ms_per_step)" ]; then
         say "- decode gpt2-124m bf16, batch 1: $(json_get "$dec" ms_per_step) ms/token;" \
             "bandwidth bound $(json_get "$dec" bandwidth_bound_tokens_per_s) tokens/s" \
@@ -217,19 +223,23 @@ if within 60 "decode"; then
 fi
 read -r pb pt <<<"$(shape 16 1024)"
 if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gpt2-124m \
-    --device "$DEV" --precision bf16 --batch "$pb" --seq "$pt" --steps 3 --warmup 2 --profile; then
-    # The profile's table from the log: attention_fwd + attention_bwd ms/step over 12 layers.
+    --device "$DEV" --precision bf16 --attention16 --batch "$pb" --seq "$pt" --steps 3 --warmup 2 \
+    --profile; then
+    # The profile's table from the log: attention_fwd + attention_bwd ms/step over 12 layers,
+    # booked with the kernel variant (attention_fwd[wmma], attention_bwd[scalar], ...).
     awk '/^==== profile/ {p = 1} p' "$LOG" | sed -n '/^op /,/^(ops timed/p' >"$WORK/profile.txt"
     say ""
     say '```'
     tee -a "$REPORT" <"$WORK/profile.txt" >/dev/null
     say '```'
-    ours_attn=$(awk '$1 == "attention_fwd" || $1 == "attention_bwd" {s += $4} END {printf "%.3f", s / 12}' \
-        "$WORK/profile.txt")
+    attn_rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
+    ours_attn=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 12}' "$WORK/profile.txt")
+    attn_kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile.txt" | tr '\n' ' ')
     sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch 16 --heads 12 --kv-heads 12 \
         --seq 1024 --head-dim 64)
     say "- attention fwd + bwd per layer, B16 H12 T1024 hd64 bf16: moetrain ${ours_attn} ms" \
-        "(profile, synchronised per op), SDPA $(json_get "$sdpa" ms_fwd_bwd) ms"
+        "(profile, synchronised per op: ${attn_kernels:-no attention row}), SDPA" \
+        "$(json_get "$sdpa" ms_fwd_bwd) ms"
 fi
 
 say ""

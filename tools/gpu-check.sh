@@ -85,8 +85,9 @@ run "gradcheck tiny (dense + MoE)" "$MT" gradcheck --preset tiny --device cuda
 
 say ""
 say "## Benchmarks on cuda (training steps; unmeasured until this report exists)"
-# fp32 and bf16, each with CUDA Graphs on (the default) and off.
-variants=("" "--cuda-graphs off" "--precision bf16" "--precision bf16 --cuda-graphs off")
+# fp32 and bf16, each with CUDA Graphs on (the default) and off, and bf16 with 16-bit attention.
+variants=("" "--cuda-graphs off" "--precision bf16" "--precision bf16 --cuda-graphs off"
+    "--precision bf16 --attention16")
 say ""
 say "| preset | variant | batch x seq | result (JSON) |"
 say "|---|---|---|---|"

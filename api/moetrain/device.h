@@ -141,9 +141,9 @@ class Device {
     // ---- identity ----
     virtual std::string backend_name() const = 0;  // "cpu", "opencl", "cuda"
     virtual std::string name() const = 0;          // human description of the device
-    // Which attention kernels attention_fwd / attention_bwd run for d, when the device has
-    // more than one ("" otherwise): cuda says "wmma" (tensor cores) or "scalar" (fp32), and
-    // `bench --profile` books the ops as attention_fwd[wmma] / attention_fwd[scalar].
+    // Which attention kernels attention_fwd / attention_bwd run for d ("" if just one): cuda
+    // says "wmma" (tensor cores), "scalar" (fp32) or "decode" (a decode step's split-K forward),
+    // and `bench --profile` books the ops as attention_fwd[wmma], attention_fwd[decode], ....
     virtual std::string attention_kernel(const AttnDims& d) const {
         (void)d;
         return "";
