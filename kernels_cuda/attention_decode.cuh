@@ -29,9 +29,9 @@ namespace mtk {
 // lane cover hd (lane l owns columns l, l + 32, ...).
 template <int NC, int ROWS>
 __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float* __restrict__ q,
-                                           const float* __restrict__ k,
-                                           const float* __restrict__ v, AttnShape d, float scale,
-                                           int64_t keys, int64_t chunks, int64_t row_groups) {
+                                           const float* __restrict__ k, const float* __restrict__ v,
+                                           AttnShape d, float scale, int64_t keys, int64_t chunks,
+                                           int64_t row_groups) {
     if (!with_device_length(d)) return;
     const int hd = static_cast<int>(d.hd);
     const int lane = static_cast<int>(lane_id());
@@ -63,7 +63,8 @@ __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float
         for (int i = 0; i < NC; ++i) acc[r][i] = 0.0f;
     }
     for (int64_t u0 = u_begin; u0 < u_end; u0 += kAttnDecodeTile) {
-        const int jn = static_cast<int>(u_end - u0 < kAttnDecodeTile ? u_end - u0 : kAttnDecodeTile);
+        const int jn =
+            static_cast<int>(u_end - u0 < kAttnDecodeTile ? u_end - u0 : kAttnDecodeTile);
         __syncwarp();  // the previous tile is consumed (and the queries are written)
         for (int i = lane; i < jn * hd; i += static_cast<int>(kWarp)) {
             const int j = i / hd, c = i - j * hd;

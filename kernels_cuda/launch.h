@@ -344,8 +344,11 @@ inline Geom attn_wmma_rows(int64_t rows, int64_t warps, int64_t heads, int64_t b
             static_cast<unsigned>(batch), static_cast<unsigned>(warps * kWarp), shmem};
 }
 
-// ---- sampling: one block per row sorts (prob, id) keys of the row padded to a power of 2 ----
+// ---- sampling: one block per row sorts (prob, id) keys: in shared memory, the kSampleFast most
+// probable when the kept set (top-k / top-p) lies among them; else the whole row, padded to a
+// power of 2, in the row's scratch ----
 constexpr unsigned kSampleBlock = 256;
+constexpr int64_t kSampleFast = 2048;  // 16 KiB of shared keys
 inline int64_t sample_padded(int64_t V) {
     int64_t p = 1;
     while (p < V) p *= 2;

@@ -1,9 +1,17 @@
 // Token sampling (MODEL.md 7), one block per row. Greedy: a block argmax, ties to the lower id.
 // Otherwise: p = softmax(logits / temperature); the row's (p, id) pairs are packed into 64-bit
-// keys that sort ascending as (p descending, id ascending), bitonic-sorted in the row's scratch;
-// top-k cuts the prefix, top-p keeps the shortest prefix whose cumulative p reaches top_p; the
-// Philox uniform u of (seed, step + uint32(step_dev[0]), row) then picks the first kept id whose
-// cumulative renormalised probability exceeds u. Prefix sums are block scans in double.
+// keys (unique: the id is in the low half) that sort ascending as (p descending, id ascending);
+// top-k cuts the sorted prefix, top-p keeps the shortest prefix whose cumulative p reaches
+// top_p; the Philox uniform u of (seed, step + uint32(step_dev[0]), row) then picks the first
+// kept id whose cumulative renormalised probability exceeds u. Prefix sums are block scans in
+// double.
+// Which keys get sorted: when top-k asks for at most kSampleFast tokens, or top-p is on, a radix
+// select finds the kSampleFast-th smallest key (or the top_k-th), the keys up to it are gathered
+// into shared memory and bitonic-sorted there; that sorted prefix decides whenever the kept set
+// lies inside it (top-k <= kSampleFast, or the nucleus reached within it). Otherwise (plain
+// temperature sampling of a larger vocabulary, or a nucleus wider than kSampleFast tokens) the
+// whole row is bitonic-sorted in its scratch. Both orders are the same sort of the same unique
+// keys, so the kept prefix, hence the draw, is the same.
 #pragma once
 
 #include "common.cuh"
@@ -75,6 +83,80 @@ __device__ int64_t block_prefix_find(const uint64_t* keys, int64_t count, double
     return block_reduce(found, MinI64{}, static_cast<long long>(count));
 }
 
+// The rank-th smallest (1-based, rank <= n) of n unique keys, by radix select on 8-bit digits
+// from the top: each pass counts the next digit of the keys that share the digits chosen so far
+// (shared-memory integer counts: exact whatever the order), then thread 0 takes the digit where
+// the running count reaches the rank still wanted. Once the taken bucket lies wholly inside the
+// rank its lower bits cannot matter: the answer is the bucket's largest possible key (every key
+// of it is kept). Every thread gets the answer.
+__device__ uint64_t block_select_key(const uint64_t* keys, int64_t n, int64_t rank) {
+    __shared__ int hist[256];
+    __shared__ unsigned long long chosen;
+    __shared__ long long wanted;
+    __shared__ int done;
+    if (threadIdx.x == 0) {
+        chosen = 0;
+        wanted = rank;
+        done = 0;
+    }
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        __syncthreads();  // the previous pass's choice is visible, hist is free
+        if (done) break;  // block-uniform
+        for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        const uint64_t prefix = chosen;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            const uint64_t key = keys[i];
+            if (shift == 56 || (key >> (shift + 8)) == (prefix >> (shift + 8)))
+                atomicAdd(&hist[(key >> shift) & 0xff], 1);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            long long r = wanted;
+            int d = 0;
+            while (d < 255 && hist[d] < r) r -= hist[d++];
+            chosen = prefix | (static_cast<uint64_t>(d) << shift);
+            wanted = r;
+            if (r >= hist[d]) {  // the whole bucket is kept
+                chosen |= (uint64_t{1} << shift) - 1;
+                done = 1;
+            }
+        }
+    }
+    __syncthreads();
+    return chosen;
+}
+
+// Sorts n keys ascending in place (n a power of 2; global or shared memory), every thread of
+// the block taking part.
+__device__ void block_bitonic_sort(uint64_t* keys, int64_t n) {
+    for (int64_t k = 2; k <= n; k <<= 1) {
+        for (int64_t j = k >> 1; j > 0; j >>= 1) {
+            for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+                const int64_t ixj = i ^ j;
+                if (ixj <= i) continue;
+                const uint64_t a = keys[i], b = keys[ixj];
+                if ((a > b) == ((i & k) == 0)) {
+                    keys[i] = b;
+                    keys[ixj] = a;
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// The drawn id among the first `keep` sorted keys (every thread gets it).
+__device__ int32_t draw_kept(const uint64_t* sorted, int64_t keep, const SampleParams& sp) {
+    double total = 0.0;
+    block_prefix_find(sorted, keep, 1.0, 2.0, false, &total);  // total of the kept probabilities
+    const uint64_t step = sp.step + (sp.step_dev ? static_cast<uint32_t>(*sp.step_dev) : 0u);
+    const double u = mt_philox_uniform(sp.seed, step, blockIdx.x);
+    int64_t pick = block_prefix_find(sorted, keep, total, u, true, &total);
+    if (pick >= keep) pick = keep - 1;
+    return static_cast<int32_t>(sorted[pick] & 0xffffffffull);
+}
+
 __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __restrict__ logits,
                               int64_t V, SampleParams sp, uint64_t* __restrict__ scratch,
                               int64_t padded) {
@@ -99,36 +181,54 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += expf(l[c] * inv_t - m);
     const float inv_s = 1.0f / block_sum(s);
     uint64_t* keys = scratch + blockIdx.x * padded;
-    for (int64_t i = threadIdx.x; i < padded; i += blockDim.x)
-        keys[i] = i < V ? prob_key(expf(l[i] * inv_t - m) * inv_s, i) : ~0ull;
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+        keys[i] = prob_key(expf(l[i] * inv_t - m) * inv_s, i);
     __syncthreads();
-    for (int64_t k = 2; k <= padded; k <<= 1) {  // bitonic sort, ascending
-        for (int64_t j = k >> 1; j > 0; j >>= 1) {
-            for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) {
-                int64_t ixj = i ^ j;
-                if (ixj <= i) continue;
-                uint64_t a = keys[i], b = keys[ixj];
-                if ((a > b) == ((i & k) == 0)) {
-                    keys[i] = b;
-                    keys[ixj] = a;
-                }
-            }
-            __syncthreads();
+    const int64_t need = sp.top_k > 0 && sp.top_k < V ? sp.top_k : V;
+    if (need <= kSampleFast || sp.top_p < 1.0f) {  // the sorted prefix in shared memory
+        __shared__ uint64_t fast[kSampleFast];
+        __shared__ int filled;
+        const int64_t cand = need < kSampleFast ? need : kSampleFast;
+        const uint64_t last = block_select_key(keys, V, cand);
+        if (threadIdx.x == 0) filled = 0;
+        __syncthreads();
+        // Exactly cand keys are <= last; their slots depend on the schedule, the sort does not.
+        for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+            if (keys[i] <= last) fast[atomicAdd(&filled, 1)] = keys[i];
+        int64_t n = 1;
+        while (n < cand) n <<= 1;
+        for (int64_t i = cand + threadIdx.x; i < n; i += blockDim.x) fast[i] = ~0ull;
+        __syncthreads();
+        block_bitonic_sort(fast, n);
+        int64_t keep = cand;
+        bool decided = true;
+        if (sp.top_p < 1.0f) {
+            double total = 0.0;
+            const int64_t cut =
+                block_prefix_find(fast, cand, 1.0, static_cast<double>(sp.top_p), false, &total);
+            if (cut < cand)
+                keep = cut + 1;
+            else
+                decided = cand == need;  // the nucleus may extend past the sorted prefix
+        }
+        if (decided) {  // block-uniform
+            const int32_t id = draw_kept(fast, keep, sp);
+            if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
+            return;
         }
     }
-    int64_t keep = sp.top_k > 0 && sp.top_k < V ? sp.top_k : V;
-    double total = 0.0;
+    for (int64_t i = V + threadIdx.x; i < padded; i += blockDim.x) keys[i] = ~0ull;
+    __syncthreads();
+    block_bitonic_sort(keys, padded);
+    int64_t keep = need;
     if (sp.top_p < 1.0f) {
-        int64_t cut =
+        double total = 0.0;
+        const int64_t cut =
             block_prefix_find(keys, keep, 1.0, static_cast<double>(sp.top_p), false, &total);
         if (cut < keep) keep = cut + 1;
     }
-    block_prefix_find(keys, keep, 1.0, 2.0, false, &total);  // total of the kept probabilities
-    const uint64_t step = sp.step + (sp.step_dev ? static_cast<uint32_t>(*sp.step_dev) : 0u);
-    const double u = mt_philox_uniform(sp.seed, step, blockIdx.x);
-    int64_t pick = block_prefix_find(keys, keep, total, u, true, &total);
-    if (pick >= keep) pick = keep - 1;
-    if (threadIdx.x == 0) out_ids[blockIdx.x] = static_cast<int32_t>(keys[pick] & 0xffffffffull);
+    const int32_t id = draw_kept(keys, keep, sp);
+    if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
 }
 
 // scratch: sample_scratch_bytes(B, V).

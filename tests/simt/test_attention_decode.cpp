@@ -19,13 +19,13 @@ namespace ref = moetrain::ref;
 namespace {
 // {B, Tq, Tk, S, H, K, hd}: Tq is 1 (a decode step).
 const AttnCase kDecodeCases[] = {
-    {1, 1, 1, 2, 1, 1, 1},         // one cached key, the smallest head
-    {2, 1, 37, 40, 4, 2, 7},       // GQA, odd hd, keys straddle a tile
-    {1, 1, 50, 64, 12, 1, 64},     // MQA: 12 query heads per kv head (two row groups of 8)
-    {1, 1, 300, 1024, 2, 2, 64},   // many chunks, most of the capacity unused
-    {3, 1, 129, 160, 3, 3, 100},   // several sequences, 4 values per lane
-    {1, 1, 70, 70, 6, 1, 130},     // 8 values per lane (4 query heads per warp), full cache
-    {1, 1, 33, 40, 2, 1, 256},     // the largest head_dim (one warp per block)
+    {1, 1, 1, 2, 1, 1, 1},        // one cached key, the smallest head
+    {2, 1, 37, 40, 4, 2, 7},      // GQA, odd hd, keys straddle a tile
+    {1, 1, 50, 64, 12, 1, 64},    // MQA: 12 query heads per kv head (two row groups of 8)
+    {1, 1, 300, 1024, 2, 2, 64},  // many chunks, most of the capacity unused
+    {3, 1, 129, 160, 3, 3, 100},  // several sequences, 4 values per lane
+    {1, 1, 70, 70, 6, 1, 130},    // 8 values per lane (4 query heads per warp), full cache
+    {1, 1, 33, 40, 2, 1, 256},    // the largest head_dim (one warp per block)
 };
 constexpr uint64_t kMoreSeeds[] = {0, 3, 4};
 

@@ -1,7 +1,13 @@
 // Harness tests of kernels_cuda/sample.cuh: greedy with exact ties (lowest id wins), and
 // temperature / top-k / top-p draws, which must pick exactly the reference's token (the same
 // Philox counter), on vocabularies of 1, odd sizes and more than one block's threads; the
-// Philox step partly or wholly on the device (step_dev, read as uint32) draws the same.
+// Philox step partly or wholly on the device (step_dev, read as uint32) draws the same; on a
+// vocabulary larger than the shared-memory sort, both the sorted-prefix and the whole-row paths.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
 #include "harness_util.h"
 #include "sample.cuh"
 
@@ -68,4 +74,70 @@ TEST_CASE("simt: sample greedy and stochastic") {
             }
         }
     }
+}
+
+// A vocabulary larger than kSampleFast: top-k up to it and a nucleus inside it are decided by the
+// shared-memory sort of the most probable kSampleFast tokens (after a radix select); a larger
+// top-k, plain temperature sampling and a nucleus wider than kSampleFast sort the whole row.
+// Every draw must be the reference's token.
+TEST_CASE("simt: sample over a vocabulary larger than the shared-memory sort") {
+    const int64_t B = 2, V = 3000;
+    static_assert(V > mtk::kSampleFast);
+    Rng rng(77);
+    const Vec logits = rng.grid(B * V, -8, 8, 0.25);  // ties within and across the paths' cut
+    // How many tokens top-p keeps in row 0 at this temperature (the reference's rule).
+    auto nucleus = [&](float temperature, float top_p) {
+        std::vector<double> p(logits.begin(), logits.begin() + V);
+        const double mx = *std::max_element(p.begin(), p.end());
+        double sum = 0;
+        for (double& x : p) sum += (x = std::exp((x - mx) / temperature));
+        std::sort(p.begin(), p.end(), std::greater<>());
+        double cum = 0;
+        for (int64_t i = 0; i < V; ++i) {
+            cum += p[static_cast<size_t>(i)] / sum;
+            if (cum >= top_p) return i + 1;
+        }
+        return V;
+    };
+    struct Case {
+        float temperature;
+        int64_t top_k;
+        float top_p;
+    };
+    const Case cases[] = {
+        {1, 5, 1},                 // top-k: shared-memory sort
+        {1, mtk::kSampleFast, 1},  // top-k at the limit
+        {1, 2500, 1},              // top-k past it: the whole row
+        {1, 0, 1},                 // plain temperature: the whole row
+        {1, 0, 0.9f},              // a nucleus inside the sorted prefix
+        {200, 0, 0.95f},           // a nucleus wider than it: the whole row
+        {200, 1500, 0.95f},        // top-k first: the nucleus search stops at 1500
+    };
+    CHECK(nucleus(1, 0.9f) < mtk::kSampleFast);
+    CHECK(nucleus(200, 0.95f) > mtk::kSampleFast);
+    for (const Case& c : cases)
+        for (uint64_t step : {uint64_t(3), uint64_t(999)}) {
+            CAPTURE(c.temperature);
+            CAPTURE(c.top_k);
+            CAPTURE(c.top_p);
+            CAPTURE(step);
+            const mtk::SampleParams sp{c.temperature, c.top_k, c.top_p, 7, step};
+            const IVec got = two_schedules("sample", [&] {
+                FVec l = to_f32(logits);
+                IVec ids(B, -1);
+                std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t),
+                                              7);
+                mtk::sample(nullptr, ids.data(), l.data(), B, V, sp, scratch.data());
+                return ids;
+            });
+            moetrain::SampleArgs sa;
+            sa.temperature = c.temperature;
+            sa.top_k = c.top_k;
+            sa.top_p = c.top_p;
+            sa.seed = 7;
+            sa.step = step;
+            IVec want(B);
+            ref::sample(want, logits, B, V, sa);
+            moetrain::test::check_equal(got, want, "sampled ids");
+        }
 }
