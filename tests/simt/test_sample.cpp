@@ -14,29 +14,47 @@
 using namespace simt_test;
 namespace ref = moetrain::ref;
 
+namespace {
+struct Case {
+    float temperature;
+    int64_t top_k;
+    float top_p;
+};
+
+// The kernel's ids for B rows of V logits, the same under two schedules.
+IVec draw(const Vec& logits, int64_t B, int64_t V, const mtk::SampleParams& sp, const char* what) {
+    return two_schedules(what, [&] {
+        FVec l = to_f32(logits);
+        IVec ids(B, -1);
+        std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t), 7);
+        mtk::sample(nullptr, ids.data(), l.data(), B, V, sp, scratch.data());
+        return ids;
+    });
+}
+
+// The reference's ids for case c with Philox (seed, step).
+IVec reference(const Vec& logits, int64_t B, int64_t V, const Case& c, uint64_t seed,
+               uint64_t step) {
+    moetrain::SampleArgs sa;
+    sa.temperature = c.temperature;
+    sa.top_k = c.top_k;
+    sa.top_p = c.top_p;
+    sa.seed = seed;
+    sa.step = step;
+    IVec want(B);
+    ref::sample(want, logits, B, V, sa);
+    return want;
+}
+}  // namespace
+
 TEST_CASE("simt: sample greedy and stochastic") {
-    struct Case {
-        float temperature;
-        int64_t top_k;
-        float top_p;
-    };
     const Case cases[] = {{0, 0, 1},       {1, 0, 1},    {0.7f, 5, 1},
                           {1.3f, 0, 0.9f}, {1, 3, 0.5f}, {2, 1, 1}};
     for (auto [B, V] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 300}, {2, 1100}}) {
         CAPTURE(B);
         CAPTURE(V);
         Rng rng(static_cast<uint64_t>(B * 10 + V));
-        Vec logits = rng.grid(B * V, -8, 8, 0.25);  // ties for greedy and for the sort
-        auto draw = [&](const mtk::SampleParams& sp, const char* what) {
-            return two_schedules(what, [&] {
-                FVec l = to_f32(logits);
-                IVec ids(B, -1);
-                std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t),
-                                              7);
-                mtk::sample(nullptr, ids.data(), l.data(), B, V, sp, scratch.data());
-                return ids;
-            });
-        };
+        const Vec logits = rng.grid(B * V, -8, 8, 0.25);  // ties for greedy and for the sort
         for (const Case& c : cases) {
             if (V > 1000 && c.top_k != 0) continue;  // the large vocabulary: fewer cases (time)
             for (uint64_t step : {uint64_t(0), uint64_t(12345)}) {
@@ -45,16 +63,8 @@ TEST_CASE("simt: sample greedy and stochastic") {
                 CAPTURE(c.top_p);
                 CAPTURE(step);
                 mtk::SampleParams sp{c.temperature, c.top_k, c.top_p, 42, step};
-                const IVec got = draw(sp, "sample");
-                moetrain::SampleArgs sa;
-                sa.temperature = c.temperature;
-                sa.top_k = c.top_k;
-                sa.top_p = c.top_p;
-                sa.seed = 42;
-                sa.step = step;
-                IVec want(B);
-                ref::sample(want, logits, B, V, sa);
-                moetrain::test::check_equal(got, want, "sampled ids");
+                moetrain::test::check_equal(draw(logits, B, V, sp, "sample"),
+                                            reference(logits, B, V, c, 42, step), "sampled ids");
                 // The step from the device: all of it (12345 fits), or the host step with the
                 // device value -1, read as uint32 0xffffffff: step + 2^32 - 1.
                 for (int32_t dev : {static_cast<int32_t>(step), int32_t{-1}}) {
@@ -64,12 +74,10 @@ TEST_CASE("simt: sample greedy and stochastic") {
                     mtk::SampleParams dp = sp;
                     dp.step = dev == -1 ? step : 0;
                     dp.step_dev = step_dev;
-                    const IVec dgot = draw(dp, "sample (device step)");
-                    moetrain::SampleArgs da = sa;
-                    da.step = step + (dev == -1 ? 0xffffffffull : 0);
-                    IVec dwant(B);
-                    ref::sample(dwant, logits, B, V, da);
-                    moetrain::test::check_equal(dgot, dwant, "sampled ids (device step)");
+                    moetrain::test::check_equal(
+                        draw(logits, B, V, dp, "sample (device step)"),
+                        reference(logits, B, V, c, 42, step + (dev == -1 ? 0xffffffffull : 0)),
+                        "sampled ids (device step)");
                 }
             }
         }
@@ -99,11 +107,6 @@ TEST_CASE("simt: sample over a vocabulary larger than the shared-memory sort") {
         }
         return V;
     };
-    struct Case {
-        float temperature;
-        int64_t top_k;
-        float top_p;
-    };
     const Case cases[] = {
         {1, 5, 1},                 // top-k: shared-memory sort
         {1, mtk::kSampleFast, 1},  // top-k at the limit
@@ -122,22 +125,7 @@ TEST_CASE("simt: sample over a vocabulary larger than the shared-memory sort") {
             CAPTURE(c.top_p);
             CAPTURE(step);
             const mtk::SampleParams sp{c.temperature, c.top_k, c.top_p, 7, step};
-            const IVec got = two_schedules("sample", [&] {
-                FVec l = to_f32(logits);
-                IVec ids(B, -1);
-                std::vector<uint64_t> scratch(mtk::sample_scratch_bytes(B, V) / sizeof(uint64_t),
-                                              7);
-                mtk::sample(nullptr, ids.data(), l.data(), B, V, sp, scratch.data());
-                return ids;
-            });
-            moetrain::SampleArgs sa;
-            sa.temperature = c.temperature;
-            sa.top_k = c.top_k;
-            sa.top_p = c.top_p;
-            sa.seed = 7;
-            sa.step = step;
-            IVec want(B);
-            ref::sample(want, logits, B, V, sa);
-            moetrain::test::check_equal(got, want, "sampled ids");
+            moetrain::test::check_equal(draw(logits, B, V, sp, "sample"),
+                                        reference(logits, B, V, c, 7, step), "sampled ids");
         }
 }
