@@ -130,9 +130,28 @@ inline Geom reduce_partial(int64_t n) {
 inline Geom reduce_finish() {
     return {1, 1, 1, kReduceBlock, 0};
 }
-// A whole (small) problem reduced by one block (router aux / z loss).
+// A whole (small) problem reduced by one block (the expert-bias update; the router aux / z loss's
+// last pass).
 inline Geom one_block() {
     return {1, 1, 1, kReduceBlock, 0};
+}
+// The router aux / z loss (router.cuh): blocks of kAuxRows router rows (a power of two times
+// more when that would make over 1024 blocks) each write two partial sums, then one block adds
+// them in block order. The chunking depends on N only.
+constexpr int64_t kAuxRows = 256;
+inline int64_t aux_rows_per_block(int64_t N) {
+    int64_t r = kAuxRows;
+    while (ceil_div(N, r) > 1024) r *= 2;
+    return r;
+}
+inline int64_t aux_blocks(int64_t N) {
+    return ceil_div(N, aux_rows_per_block(N));
+}
+inline size_t aux_scratch_bytes(int64_t N) {
+    return static_cast<size_t>(2 * aux_blocks(N)) * sizeof(float);
+}
+inline Geom aux_partial(int64_t N) {
+    return {clamp_blocks(aux_blocks(N), 1024), 1, 1, kReduceBlock, 0};
 }
 
 // ---- embedding backward (embedding.cuh): the token indices stably sorted by id (a device-wide

@@ -52,8 +52,9 @@ void CudaDevice::router_aux_loss_impl(const Tensor& out, const Tensor& probs, co
                                       const RouterArgs& r, float aux_alpha, float z_alpha) {
     const char* op = "router_aux_loss";
     check_router(op, E, k);
+    auto* tmp = static_cast<float*>(scratch(mtk::aux_scratch_bytes(N)));
     mtk::router_aux_loss(stream(op), f32(out), f32(probs), f32(lse), i32(counts), N, E, k,
-                         r.sigmoid, aux_alpha, z_alpha);
+                         r.sigmoid, aux_alpha, z_alpha, tmp);
     launched(op);
 }
 

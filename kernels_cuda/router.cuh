@@ -150,41 +150,70 @@ __global__ void router_bwd_kernel(float* __restrict__ dlogits, const float* __re
     }
 }
 
-// out[0] += aux_alpha * E * sum_{n,e} f_e P[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N; one
-// block. P = p (softmax) or s_e / sum_j s_j (sigmoid: one row per thread for the row sums).
-// Softmax sums each expert's column first and weighs it by f_e once: with E <= blockDim.x the
-// block reads whole rows side by side (thread t keeps column t % E of every blockDim.x / E-th
-// row: coalesced, no index division in the loop), otherwise a thread walks whole columns.
-__global__ void router_aux_loss_kernel(float* out, const float* __restrict__ probs,
-                                       const float* __restrict__ lse,
-                                       const int32_t* __restrict__ counts, int64_t N, int64_t E,
-                                       int64_t k, bool sigmoid, float aux_alpha, float z_alpha) {
+// out[0] += aux_alpha * E * sum_{n,e} f_e P[n,e] / N, out[1] += z_alpha * sum_n lse^2 / N, in
+// two passes (launch.h aux_partial): block b sums rows [b R, (b + 1) R) into partial[2b] (aux)
+// and partial[2b + 1] (z), then router_aux_finish_kernel adds the partials in block order. The
+// chunks and every sum's order depend on N only: deterministic. P = p (softmax) or s_e / sum_j
+// s_j (sigmoid). Softmax sums each expert's column of the block's rows first and weighs it by
+// f_e once: with E <= blockDim.x the block reads whole rows side by side (thread t keeps column
+// t % E of every blockDim.x / E-th row: coalesced, no index division in the loop), otherwise a
+// thread walks whole columns. Sigmoid gives each warp whole rows (lanes over the experts) for
+// the row sums.
+__global__ void router_aux_partial_kernel(float* __restrict__ partial,
+                                          const float* __restrict__ probs,
+                                          const float* __restrict__ lse,
+                                          const int32_t* __restrict__ counts, int64_t N, int64_t E,
+                                          bool sigmoid, int64_t rows_per_block) {
+    const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rows_per_block;
+    const int64_t r1 = r0 + rows_per_block < N ? r0 + rows_per_block : N;
     float aux = 0.0f, z = 0.0f;
     if (sigmoid) {
-        for (int64_t n = threadIdx.x; n < N; n += blockDim.x) {
+        const int64_t warps = blockDim.x / kWarp;
+        for (int64_t n = r0 + warp_id(); n < r1; n += warps) {  // whole warps
             const float* p = probs + n * E;
             float T = 0.0f, fs = 0.0f;
-            for (int64_t e = 0; e < E; ++e) {
+            for (int64_t e = lane_id(); e < E; e += kWarp) {
                 T += p[e];
                 fs += static_cast<float>(counts[e]) * p[e];
             }
-            aux += fs / T;
+            T = warp_sum(T);
+            fs = warp_sum(fs);
+            if (lane_id() == 0) aux += fs / T;
         }
     } else if (E <= blockDim.x) {
         const int64_t rows_per_pass = blockDim.x / E, e = threadIdx.x % E;
         if (threadIdx.x < rows_per_pass * E) {
             float column = 0.0f;
-            for (int64_t n = threadIdx.x / E; n < N; n += rows_per_pass) column += probs[n * E + e];
+            for (int64_t n = r0 + threadIdx.x / E; n < r1; n += rows_per_pass)
+                column += probs[n * E + e];
             aux = static_cast<float>(counts[e]) * column;
         }
     } else {
         for (int64_t e = threadIdx.x; e < E; e += blockDim.x) {
             float column = 0.0f;
-            for (int64_t n = 0; n < N; ++n) column += probs[n * E + e];
+            for (int64_t n = r0; n < r1; ++n) column += probs[n * E + e];
             aux += static_cast<float>(counts[e]) * column;
         }
     }
-    for (int64_t n = threadIdx.x; n < N; n += blockDim.x) z += lse[n] * lse[n];
+    for (int64_t n = r0 + threadIdx.x; n < r1; n += blockDim.x) z += lse[n] * lse[n];
+    aux = block_sum(aux);
+    z = block_sum(z);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = aux;
+        partial[2 * blockIdx.x + 1] = z;
+    }
+}
+
+// One block: the blocks' partial sums in block order (thread t adds blocks t, t + blockDim.x,
+// ...; then the fixed-order block sum), scaled into out.
+__global__ void router_aux_finish_kernel(float* out, const float* __restrict__ partial,
+                                         int64_t blocks, int64_t N, int64_t E, int64_t k,
+                                         float aux_alpha, float z_alpha) {
+    float aux = 0.0f, z = 0.0f;
+    for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+        aux += partial[2 * b];
+        z += partial[2 * b + 1];
+    }
     aux = block_sum(aux);
     z = block_sum(z);
     if (threadIdx.x == 0) {
@@ -219,12 +248,15 @@ void router_bwd(Stream s, float* dlogits, const float* dtopk_w, const float* pro
                   aux_alpha, z_alpha, scale, err);
 }
 
+// scratch: aux_scratch_bytes(N).
 void router_aux_loss(Stream s, float* out, const float* probs, const float* lse,
                      const int32_t* counts, int64_t N, int64_t E, int64_t k, bool sigmoid,
-                     float aux_alpha, float z_alpha) {
-    if (N > 0)
-        MT_LAUNCH(router_aux_loss_kernel, one_block(), s, out, probs, lse, counts, N, E, k, sigmoid,
-                  aux_alpha, z_alpha);
+                     float aux_alpha, float z_alpha, float* scratch) {
+    if (N <= 0) return;
+    MT_LAUNCH(router_aux_partial_kernel, aux_partial(N), s, scratch, probs, lse, counts, N, E,
+              sigmoid, aux_rows_per_block(N));
+    MT_LAUNCH(router_aux_finish_kernel, one_block(), s, out, scratch, aux_blocks(N), N, E, k,
+              aux_alpha, z_alpha);
 }
 
 void hash_route(Stream s, int32_t* topk_idx, const int32_t* ids, int64_t N, int64_t layer,

@@ -58,8 +58,9 @@ void check_router(const RouterCase& c, const moetrain::RouterArgs& r, bool bias_
                         idx.data(), w.data(), counts.data(), c.N, c.E, c.k, o, aux_alpha, z_alpha,
                         scale, err.data());
         CHECK(err[0] == 0);
+        FVec scratch(mtk::aux_scratch_bytes(c.N) / sizeof(float), NAN);
         mtk::router_aux_loss(nullptr, out.data(), probs.data(), lse.data(), counts.data(), c.N, c.E,
-                             c.k, r.sigmoid, aux_alpha, z_alpha);
+                             c.k, r.sigmoid, aux_alpha, z_alpha, scratch.data());
         return std::make_pair(dl, out);
     });
     Vec wdl(c.N * c.E), wout = {0.5, 0.25};
@@ -88,29 +89,39 @@ TEST_CASE("simt: router forward and backward, aux and z loss") {
 }
 
 // The softmax aux loss sums each expert's column: side by side in the block while E fits its
-// threads (E dividing the block or not), one column per thread beyond it.
-TEST_CASE("simt: router aux and z loss on wide and narrow expert counts") {
-    for (int64_t E : {int64_t(1), int64_t(5), int64_t(64), int64_t(256), int64_t(300)}) {
-        for (int64_t N : {int64_t(1), int64_t(7), int64_t(1000)}) {
-            CAPTURE(E);
-            CAPTURE(N);
-            const int64_t k = E < 2 ? 1 : 2;
-            Rng rng(static_cast<uint64_t>(N * 1000 + E));
-            const Vec probs = rng.uniform(N * E, 0.0, 1.0), lse = rng.normal(N);
-            const IVec counts = rng.ints(E, 0, static_cast<int32_t>(N * k));
-            const FVec fprobs = to_f32(probs), flse = to_f32(lse);
-            auto got = two_schedules("router_aux_loss", [&] {
-                FVec out = {0.5f, 0.25f};
-                mtk::router_aux_loss(nullptr, out.data(), fprobs.data(), flse.data(), counts.data(),
-                                     N, E, k, false, 0.01f, 0.001f);
-                return out;
-            });
-            Vec want = {0.5, 0.25};
-            ref::router_aux_loss(want, probs, lse, counts, N, E, k, moetrain::RouterArgs{}, 0.01,
-                                 0.001);
-            check_close(got, want, Tol{1e-5, 1e-7}, "aux, z");
+// threads (E dividing the block or not), one column per thread beyond it; the sigmoid one sums
+// rows with a warp each. Rows in one block of the first pass, and in twelve.
+TEST_CASE("simt: router aux and z loss on wide and narrow expert counts, over several blocks") {
+    for (bool sigmoid : {false, true})
+        for (int64_t E : {int64_t(1), int64_t(5), int64_t(64), int64_t(256), int64_t(300)}) {
+            for (int64_t N : {int64_t(1), int64_t(7), int64_t(1000), int64_t(3000)}) {
+                if (N > 1000 && E > 5) continue;  // time
+                CAPTURE(sigmoid);
+                CAPTURE(E);
+                CAPTURE(N);
+                const int64_t k = E < 2 ? 1 : 2;
+                Rng rng(static_cast<uint64_t>(N * 1000 + E));
+                const Vec probs = rng.uniform(N * E, 0.01, 1.0), lse = rng.normal(N);
+                const IVec counts = rng.ints(E, 0, static_cast<int32_t>(N * k));
+                const FVec fprobs = to_f32(probs), flse = to_f32(lse);
+                auto got = two_schedules("router_aux_loss", [&] {
+                    FVec out = {0.5f, 0.25f};
+                    FVec scratch(mtk::aux_scratch_bytes(N) / sizeof(float), NAN);
+                    mtk::router_aux_loss(nullptr, out.data(), fprobs.data(), flse.data(),
+                                         counts.data(), N, E, k, sigmoid, 0.01f, 0.001f,
+                                         scratch.data());
+                    return out;
+                });
+                Vec want = {0.5, 0.25};
+                moetrain::RouterArgs r;
+                r.sigmoid = sigmoid;
+                ref::router_aux_loss(want, probs, lse, counts, N, E, k, r, 0.01, 0.001);
+                check_close(got, want, Tol{1e-5, 1e-7}, "aux, z");
+            }
         }
-    }
+    CHECK(mtk::aux_blocks(1000) == 4);
+    CHECK(mtk::aux_blocks(3000) == 12);
+    CHECK(mtk::aux_blocks(int64_t{1} << 20) == 1024);  // 1024-row chunks
 }
 
 TEST_CASE("simt: router hash routing") {
