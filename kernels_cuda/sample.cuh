@@ -5,13 +5,14 @@
 // top_p; the Philox uniform u of (seed, step + uint32(step_dev[0]), row) then picks the first
 // kept id whose cumulative renormalised probability exceeds u. Prefix sums are block scans in
 // double.
-// Which keys get sorted: when top-k asks for at most kSampleFast tokens, or top-p is on, a radix
-// select finds the kSampleFast-th smallest key (or the top_k-th), the keys up to it are gathered
-// into shared memory and bitonic-sorted there; that sorted prefix decides whenever the kept set
-// lies inside it (top-k <= kSampleFast, or the nucleus reached within it). Otherwise (plain
-// temperature sampling of a larger vocabulary, or a nucleus wider than kSampleFast tokens) the
-// whole row is bitonic-sorted in its scratch. Both orders are the same sort of the same unique
-// keys, so the kept prefix, hence the draw, is the same.
+// Which keys get sorted: a radix select finds the kSampleFast-th smallest key (or the top_k-th
+// when smaller), the keys up to it are gathered into shared memory and bitonic-sorted there.
+// That sorted prefix decides the draw when the kept set lies inside it (top-k <= kSampleFast, or
+// the nucleus reached within it), or, without top-p, when u falls inside the prefix's share of
+// the kept probability (the kept total summed over the row in index order). Otherwise (a nucleus
+// wider than kSampleFast tokens, a draw in the tail) the whole row is bitonic-sorted in its
+// scratch. Both sort the same unique keys, so the kept prefix, hence the draw, is the same up
+// to the rounding of the sums.
 #pragma once
 
 #include "common.cuh"
@@ -124,7 +125,9 @@ __device__ uint64_t block_select_key(const uint64_t* keys, int64_t n, int64_t ra
         }
     }
     __syncthreads();
-    return chosen;
+    const uint64_t answer = chosen;
+    __syncthreads();  // every thread has read it before a next call resets it
+    return answer;
 }
 
 // Sorts n keys ascending in place (n a power of 2; global or shared memory), every thread of
@@ -146,13 +149,17 @@ __device__ void block_bitonic_sort(uint64_t* keys, int64_t n) {
     }
 }
 
+// The row's Philox uniform u of (seed, step + uint32(step_dev[0]), row).
+__device__ double draw_uniform(const SampleParams& sp) {
+    const uint64_t step = sp.step + (sp.step_dev ? static_cast<uint32_t>(*sp.step_dev) : 0u);
+    return mt_philox_uniform(sp.seed, step, blockIdx.x);
+}
+
 // The drawn id among the first `keep` sorted keys (every thread gets it).
 __device__ int32_t draw_kept(const uint64_t* sorted, int64_t keep, const SampleParams& sp) {
     double total = 0.0;
     block_prefix_find(sorted, keep, 1.0, 2.0, false, &total);  // total of the kept probabilities
-    const uint64_t step = sp.step + (sp.step_dev ? static_cast<uint32_t>(*sp.step_dev) : 0u);
-    const double u = mt_philox_uniform(sp.seed, step, blockIdx.x);
-    int64_t pick = block_prefix_find(sorted, keep, total, u, true, &total);
+    int64_t pick = block_prefix_find(sorted, keep, total, draw_uniform(sp), true, &total);
     if (pick >= keep) pick = keep - 1;
     return static_cast<int32_t>(sorted[pick] & 0xffffffffull);
 }
@@ -185,7 +192,7 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
         keys[i] = prob_key(expf(l[i] * inv_t - m) * inv_s, i);
     __syncthreads();
     const int64_t need = sp.top_k > 0 && sp.top_k < V ? sp.top_k : V;
-    if (need <= kSampleFast || sp.top_p < 1.0f) {  // the sorted prefix in shared memory
+    {  // the sorted prefix in shared memory
         __shared__ uint64_t fast[kSampleFast];
         __shared__ int filled;
         const int64_t cand = need < kSampleFast ? need : kSampleFast;
@@ -200,21 +207,35 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
         for (int64_t i = cand + threadIdx.x; i < n; i += blockDim.x) fast[i] = ~0ull;
         __syncthreads();
         block_bitonic_sort(fast, n);
-        int64_t keep = cand;
-        bool decided = true;
+        int64_t keep = need;  // the kept tokens: this long a prefix of the sorted keys
         if (sp.top_p < 1.0f) {
             double total = 0.0;
             const int64_t cut =
                 block_prefix_find(fast, cand, 1.0, static_cast<double>(sp.top_p), false, &total);
-            if (cut < cand)
-                keep = cut + 1;
-            else
-                decided = cand == need;  // the nucleus may extend past the sorted prefix
+            if (cut < cand) keep = cut + 1;
         }
-        if (decided) {  // block-uniform
+        if (keep <= cand) {  // the kept set lies in the sorted prefix (block-uniform)
             const int32_t id = draw_kept(fast, keep, sp);
             if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
             return;
+        }
+        // keep == need > cand: no top-p cut (a nucleus not reached within the prefix is left to
+        // the whole-row sort). The draw lies in the prefix when u falls inside its share of the
+        // kept probability, summed over the kept keys in index order.
+        if (sp.top_p >= 1.0f) {
+            const uint64_t kept_last = need == V ? ~0ull : block_select_key(keys, V, need);
+            double mass = 0.0;
+            for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+                if (keys[i] <= kept_last) mass += static_cast<double>(key_prob(keys[i]));
+            const double total = block_sum(mass);
+            double unused = 0.0;
+            const int64_t pick =
+                block_prefix_find(fast, cand, total, draw_uniform(sp), true, &unused);
+            if (pick < cand) {
+                if (threadIdx.x == 0)
+                    out_ids[blockIdx.x] = static_cast<int32_t>(fast[pick] & 0xffffffffull);
+                return;
+            }
         }
     }
     for (int64_t i = V + threadIdx.x; i < padded; i += blockDim.x) keys[i] = ~0ull;

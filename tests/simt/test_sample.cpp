@@ -84,10 +84,11 @@ TEST_CASE("simt: sample greedy and stochastic") {
     }
 }
 
-// A vocabulary larger than kSampleFast: top-k up to it and a nucleus inside it are decided by the
-// shared-memory sort of the most probable kSampleFast tokens (after a radix select); a larger
-// top-k, plain temperature sampling and a nucleus wider than kSampleFast sort the whole row.
-// Every draw must be the reference's token.
+// A vocabulary larger than kSampleFast: top-k up to it, a nucleus inside it, and a draw without
+// top-p that lands among the kSampleFast most probable tokens are decided by their shared-memory
+// sort (after a radix select); a nucleus wider than kSampleFast and a draw in the tail sort the
+// whole row. Every draw must be the reference's token, and the flat rows must draw on both
+// sides of the sorted prefix.
 TEST_CASE("simt: sample over a vocabulary larger than the shared-memory sort") {
     const int64_t B = 2, V = 3000;
     static_assert(V > mtk::kSampleFast);
@@ -107,25 +108,41 @@ TEST_CASE("simt: sample over a vocabulary larger than the shared-memory sort") {
         }
         return V;
     };
+    // Where a token of row b stands in the sorted order (p descending, id ascending).
+    auto rank = [&](int64_t b, int32_t id) {
+        const double* l = logits.data() + b * V;
+        int64_t r = 0;
+        for (int64_t j = 0; j < V; ++j) r += l[j] > l[id] || (l[j] == l[id] && j < id);
+        return r;
+    };
     const Case cases[] = {
         {1, 5, 1},                 // top-k: shared-memory sort
         {1, mtk::kSampleFast, 1},  // top-k at the limit
-        {1, 2500, 1},              // top-k past it: the whole row
-        {1, 0, 1},                 // plain temperature: the whole row
+        {1, 2500, 1},              // top-k past it: the draw within the prefix
+        {1, 0, 1},                 // plain temperature: the draw within the prefix
         {1, 0, 0.9f},              // a nucleus inside the sorted prefix
         {200, 0, 0.95f},           // a nucleus wider than it: the whole row
         {200, 1500, 0.95f},        // top-k first: the nucleus search stops at 1500
+        {200, 0, 1},               // flat, plain: draws inside and past the prefix
+        {200, 2600, 1},            // flat, top-k past the prefix: the same
     };
     CHECK(nucleus(1, 0.9f) < mtk::kSampleFast);
     CHECK(nucleus(200, 0.95f) > mtk::kSampleFast);
+    int64_t in_prefix = 0, in_tail = 0;  // the flat rows' draws
     for (const Case& c : cases)
-        for (uint64_t step : {uint64_t(3), uint64_t(999)}) {
+        for (uint64_t step = 1; step <= (c.temperature > 100 ? 8u : 2u); ++step) {
             CAPTURE(c.temperature);
             CAPTURE(c.top_k);
             CAPTURE(c.top_p);
             CAPTURE(step);
             const mtk::SampleParams sp{c.temperature, c.top_k, c.top_p, 7, step};
-            moetrain::test::check_equal(draw(logits, B, V, sp, "sample"),
-                                        reference(logits, B, V, c, 7, step), "sampled ids");
+            const IVec got = draw(logits, B, V, sp, "sample");
+            moetrain::test::check_equal(got, reference(logits, B, V, c, 7, step), "sampled ids");
+            if (c.temperature > 100 && c.top_p >= 1)
+                for (int64_t b = 0; b < B; ++b)
+                    (rank(b, got[static_cast<size_t>(b)]) < mtk::kSampleFast ? in_prefix
+                                                                             : in_tail)++;
         }
+    CHECK(in_prefix > 0);
+    CHECK(in_tail > 0);
 }
