@@ -54,9 +54,6 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
     s.err = error_word();
     if (mtk::attn_decode(d.Tq, d.S)) {
         const mtk::AttnDecodePlan p = mtk::attn_decode_plan(d.B, d.S, d.H, d.K, d.hd);
-        MT_CHECK(p.partial.gy <= 65535 && d.K * p.row_groups <= 65535, op, ": ", d.K,
-                 " kv heads x ", p.row_groups,
-                 " query-head groups exceed the CUDA grid limit 65535");
         mtk::attention_decode_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale,
                                   static_cast<float*>(scratch(p.scratch)));
     } else if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {

@@ -45,8 +45,9 @@ __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float
     const int64_t h_end = (g + 1) * per_kv;
     const int rows = static_cast<int>(h_end - h0 < ROWS ? h_end - h0 : ROWS);
 
-    // This warp's shared memory: the key tile [32][hd + 1] (padded: lane j reads row j, column c
-    // at bank (j + c) mod 32) and its query rows [rows][hd], pre-scaled.
+    // This warp's shared memory: the key tile [32][hd + 1] (rows padded by one: with hd a
+    // multiple of 32, lane j reads row j, column c at bank (j + c) mod 32, no conflict) and its
+    // query rows [rows][hd], pre-scaled.
     float* ks = mt_dynamic_shared<float>() +
                 static_cast<int64_t>(warp_id()) * (kAttnDecodeTile * (hd + 1) + ROWS * hd);
     float* qs = ks + kAttnDecodeTile * (hd + 1);

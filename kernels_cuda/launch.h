@@ -285,7 +285,7 @@ inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t 
     AttnDecodePlan p;
     p.rows = attn_decode_rows(attn_lane_chunks(hd));
     p.row_groups = ceil_div(H / K, p.rows);
-    const int64_t items = B * K * p.row_groups;
+    const int64_t items = B * K * p.row_groups > 0 ? B * K * p.row_groups : 1;  // B = 0: no work
     const int64_t wanted =
         items >= kAttnDecodeWarpsWanted ? 1 : ceil_div(kAttnDecodeWarpsWanted, items);
     p.keys = ceil_div(ceil_div(S, wanted), kAttnDecodeTile) * kAttnDecodeTile;
@@ -364,8 +364,8 @@ inline Geom attn_wmma_rows(int64_t rows, int64_t warps, int64_t heads, int64_t b
 }
 
 // ---- sampling: one block per row sorts (prob, id) keys: in shared memory, the kSampleFast most
-// probable when the kept set (top-k / top-p) lies among them; else the whole row, padded to a
-// power of 2, in the row's scratch ----
+// probable, which decide when the kept set (top-k / top-p) or the draw lies among them; else the
+// whole row, padded to a power of 2, in the row's scratch ----
 constexpr unsigned kSampleBlock = 256;
 constexpr int64_t kSampleFast = 2048;  // 16 KiB of shared keys
 inline int64_t sample_padded(int64_t V) {

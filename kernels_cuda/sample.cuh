@@ -106,10 +106,23 @@ __device__ uint64_t block_select_key(const uint64_t* keys, int64_t n, int64_t ra
         for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         const uint64_t prefix = chosen;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            const uint64_t key = keys[i];
-            if (shift == 56 || (key >> (shift + 8)) == (prefix >> (shift + 8)))
-                atomicAdd(&hist[(key >> shift) & 0xff], 1);
+        // Whole warps every round: most keys share their leading digits (probabilities of one
+        // binade), so the lanes with the first counted lane's digit add as one atomic.
+        for (int64_t base = 0; base < n; base += blockDim.x) {
+            const int64_t i = base + threadIdx.x;
+            int digit = -1;
+            if (i < n) {
+                const uint64_t key = keys[i];
+                if (shift == 56 || (key >> (shift + 8)) == (prefix >> (shift + 8)))
+                    digit = static_cast<int>((key >> shift) & 0xff);
+            }
+            const unsigned counted = __ballot_sync(kFullMask, digit >= 0);
+            if (counted == 0) continue;  // warp-uniform
+            const int lead = __shfl_sync(kFullMask, digit, __ffs(static_cast<int>(counted)) - 1);
+            const unsigned same = __ballot_sync(kFullMask, digit == lead);
+            if (digit >= 0 && digit != lead) atomicAdd(&hist[digit], 1);
+            if (lane_id() == static_cast<unsigned>(__ffs(static_cast<int>(same)) - 1))
+                atomicAdd(&hist[lead], __popc(same));
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -200,8 +213,19 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
         if (threadIdx.x == 0) filled = 0;
         __syncthreads();
         // Exactly cand keys are <= last; their slots depend on the schedule, the sort does not.
-        for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
-            if (keys[i] <= last) fast[atomicAdd(&filled, 1)] = keys[i];
+        // One atomic per warp and round: the first taking lane reserves the warp's slots.
+        for (int64_t base = 0; base < V; base += blockDim.x) {
+            const int64_t i = base + threadIdx.x;
+            const uint64_t key = i < V ? keys[i] : ~0ull;
+            const bool take = i < V && key <= last;
+            const unsigned takers = __ballot_sync(kFullMask, take);
+            if (takers == 0) continue;  // warp-uniform
+            const int first = __ffs(static_cast<int>(takers)) - 1;
+            int slot = 0;
+            if (static_cast<int>(lane_id()) == first) slot = atomicAdd(&filled, __popc(takers));
+            slot = __shfl_sync(kFullMask, slot, first) + __popc(takers & ((1u << lane_id()) - 1u));
+            if (take) fast[slot] = key;
+        }
         int64_t n = 1;
         while (n < cand) n <<= 1;
         for (int64_t i = cand + threadIdx.x; i < n; i += blockDim.x) fast[i] = ~0ull;

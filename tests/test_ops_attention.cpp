@@ -226,5 +226,10 @@ TEST_CASE("ops: attention_kernel names cuda's split-K decode forward") {
         const auto table = prof.table();
         REQUIRE(table.size() == 1);
         CHECK(table[0].op == (named ? "attention_fwd[decode]" : "attention_fwd"));
+        // No sequences: nothing to do, on every device.
+        AttnDims none = decode;
+        none.B = 0;
+        dev.attention_fwd(to, tl, tq, tk, tv, none, 0.125f);
+        dev.synchronize();
     });
 }

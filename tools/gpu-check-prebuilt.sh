@@ -234,7 +234,7 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
     say '```'
     attn_rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
     ours_attn=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 12}' "$WORK/profile.txt")
-    attn_kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile.txt" | tr '\n' ' ')
+    attn_kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile.txt" | paste -sd' ' -)
     sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch 16 --heads 12 --kv-heads 12 \
         --seq 1024 --head-dim 64)
     say "- attention fwd + bwd per layer, B16 H12 T1024 hd64 bf16: moetrain ${ours_attn} ms" \

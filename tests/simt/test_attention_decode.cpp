@@ -1,10 +1,11 @@
 // Harness tests of kernels_cuda/attention_decode.cuh (split-K decode attention: one query per
 // (batch, head) over a KV cache) against the naive float64 reference: every per-lane width (hd up
 // to 32, 64, 128, 256), MHA / GQA / MQA with more query heads per kv head than one warp serves,
-// Tk of one key, of a partial tile and of several chunks, spare cache capacity, several
-// sequences; bit-identical under five scheduling seeds and with part of Tk as a device length;
-// a device length outside [1, S] reported with nothing written. Also the plan of launch.h: the
-// chunks cover the capacity, the shared memory fits the launch budget, the geometry ignores Tk.
+// Tk of one key, of a partial tile and of several chunks, chunks of several tiles, spare cache
+// capacity, several sequences; bit-identical under five scheduling seeds and with part of Tk as a
+// device length; a device length outside [1, S] reported with nothing written. Also the plan of
+// launch.h: the chunks cover the capacity, the shared memory fits the launch budget, the geometry
+// ignores Tk.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -26,6 +27,7 @@ const AttnCase kDecodeCases[] = {
     {3, 1, 129, 160, 3, 3, 100},  // several sequences, 4 values per lane
     {1, 1, 70, 70, 6, 1, 130},    // 8 values per lane (4 query heads per warp), full cache
     {1, 1, 33, 40, 2, 1, 256},    // the largest head_dim (one warp per block)
+    {16, 1, 290, 300, 8, 8, 16},  // chunks of 64 keys (two tiles per warp), Tk inside a tile
 };
 constexpr uint64_t kMoreSeeds[] = {0, 3, 4};
 
@@ -116,6 +118,12 @@ TEST_CASE("simt: the decode attention plan covers the cache and fits the launch 
                 CHECK(p.scratch == static_cast<size_t>(2 * H * p.chunks * (hd + 2)) * 4);
             }
         }
+    // Many (batch, kv head) items: longer chunks, several tiles per warp (a case above).
+    const mtk::AttnDecodePlan wide = mtk::attn_decode_plan(16, 300, 8, 8, 16);
+    CHECK(wide.keys == 64);
+    CHECK(wide.chunks == 5);
+    // No sequences: no work and no scratch (the op returns before any launch).
+    CHECK(mtk::attn_decode_plan(0, 64, 4, 2, 64).scratch == 0);
     // Enough warps to fill a GPU when the cache is long: gpt2 decode at batch 1, S = 1024.
     const mtk::AttnDecodePlan gpt2 = mtk::attn_decode_plan(1, 1024, 12, 12, 64);
     CHECK(gpt2.keys == 32);
