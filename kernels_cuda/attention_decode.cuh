@@ -31,7 +31,7 @@ template <int NC, int ROWS>
 __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float* __restrict__ q,
                                            const float* __restrict__ k, const float* __restrict__ v,
                                            AttnShape d, float scale, int64_t keys, int64_t chunks,
-                                           int64_t row_groups) {
+                                           int64_t row_groups, int64_t tile_floats) {
     if (!with_device_length(d)) return;
     const int hd = static_cast<int>(d.hd);
     const int lane = static_cast<int>(lane_id());
@@ -46,11 +46,12 @@ __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float
     const int rows = static_cast<int>(h_end - h0 < ROWS ? h_end - h0 : ROWS);
 
     // This warp's shared memory: the key tile [32][hd + 1] (rows padded by one: with hd a
-    // multiple of 32, lane j reads row j, column c at bank (j + c) mod 32, no conflict) and its
-    // query rows [rows][hd], pre-scaled.
-    float* ks = mt_dynamic_shared<float>() +
-                static_cast<int64_t>(warp_id()) * (kAttnDecodeTile * (hd + 1) + ROWS * hd);
-    float* qs = ks + kAttnDecodeTile * (hd + 1);
+    // multiple of 32, lane j reads row j, column c at bank (j + c) mod 32, no conflict), which
+    // then holds the tile's probabilities [ROWS][32] for the value products, and its query rows
+    // [rows][hd], pre-scaled (tile_floats: launch.h attn_decode_tile_floats).
+    float* ks =
+        mt_dynamic_shared<float>() + static_cast<int64_t>(warp_id()) * (tile_floats + ROWS * hd);
+    float* qs = ks + tile_floats;
     for (int i = lane; i < rows * hd; i += static_cast<int>(kWarp)) {
         const int r = i / hd, c = i - r * hd;
         qs[i] = q[qrow(d, b, 0, h0 + r) + c] * scale;
@@ -87,6 +88,11 @@ __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float
             for (int i = 0; i < NC; ++i) acc[r][i] *= corr;
             m[r] = m_new;
         }
+        __syncwarp();  // every lane is done with the keys: the tile's probabilities replace them
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+            if (r < rows) ks[r * kWarp + lane] = p[r];
+        __syncwarp();
         for (int j = 0; j < jn; ++j) {
             float vj[NC];
 #pragma unroll
@@ -96,7 +102,8 @@ __global__ void attn_decode_partial_kernel(float* __restrict__ part, const float
             }
 #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
-                const float pj = __shfl_sync(kFullMask, p[r], j);
+                if (r >= rows) continue;             // warp-uniform
+                const float pj = ks[r * kWarp + j];  // a broadcast read
 #pragma unroll
                 for (int i = 0; i < NC; ++i) acc[r][i] += pj * vj[i];
             }
@@ -156,31 +163,33 @@ __global__ void attn_decode_combine_kernel(float* __restrict__ o, float* __restr
 
 template <int NC>
 void attention_decode_nc(Stream s, float* o, float* lse, const float* q, const float* k,
-                         const float* v, const AttnShape& d, float scale, float* scratch) {
-    const AttnDecodePlan p = attn_decode_plan(d.B, d.S, d.H, d.K, d.hd);
+                         const float* v, const AttnShape& d, float scale, float* scratch,
+                         int64_t warps_wanted) {
+    const AttnDecodePlan p = attn_decode_plan(d.B, d.S, d.H, d.K, d.hd, warps_wanted);
     constexpr int kRows = attn_decode_rows(NC);  // == p.rows
     MT_LAUNCH((attn_decode_partial_kernel<NC, kRows>), p.partial, s, scratch, q, k, v, d, scale,
-              p.keys, p.chunks, p.row_groups);
+              p.keys, p.chunks, p.row_groups, p.tile_floats);
     MT_LAUNCH(attn_decode_combine_kernel<NC>, p.combine, s, o, lse, scratch, d, p.keys, p.chunks);
 }
 
 // Sizes as moetrain::AttnDims with Tq == 1 < S (attn_decode); hd <= kMaxHeadDim; scratch:
-// attn_decode_plan(B, S, H, K, hd).scratch bytes.
+// attn_decode_plan(B, S, H, K, hd, warps_wanted).scratch bytes.
 void attention_decode_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
-                          const float* v, const AttnShape& d, float scale, float* scratch) {
+                          const float* v, const AttnShape& d, float scale, float* scratch,
+                          int64_t warps_wanted = kAttnDecodeWarpsWanted) {
     if (d.B <= 0 || d.H <= 0 || d.hd <= 0) return;
     switch (attn_lane_chunks(d.hd)) {
         case 1:
-            attention_decode_nc<1>(s, o, lse, q, k, v, d, scale, scratch);
+            attention_decode_nc<1>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
             break;
         case 2:
-            attention_decode_nc<2>(s, o, lse, q, k, v, d, scale, scratch);
+            attention_decode_nc<2>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
             break;
         case 4:
-            attention_decode_nc<4>(s, o, lse, q, k, v, d, scale, scratch);
+            attention_decode_nc<4>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
             break;
         default:
-            attention_decode_nc<8>(s, o, lse, q, k, v, d, scale, scratch);
+            attention_decode_nc<8>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
             break;
     }
 }

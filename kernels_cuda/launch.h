@@ -271,27 +271,35 @@ constexpr int64_t kAttnDecodeWarpsWanted = 1024;  // ~8 warps per SM of an H100,
 constexpr int attn_decode_rows(int nc) {
     return nc == 8 ? 4 : 8;
 }
+// A warp's key-tile region: the 32 keys [32][hd + 1], later the tile's probabilities [rows][32].
+constexpr int64_t attn_decode_tile_floats(int64_t hd, int64_t rows) {
+    return kAttnDecodeTile * (hd + 1) > rows * kAttnDecodeTile ? kAttnDecodeTile * (hd + 1)
+                                                               : rows * kAttnDecodeTile;
+}
 struct AttnDecodePlan {
-    int64_t rows = 0;        // query heads per warp: attn_decode_rows
-    int64_t row_groups = 0;  // per kv head: ceil((H / K) / rows)
-    int64_t keys = 0;        // keys per chunk (a multiple of kAttnDecodeTile)
-    int64_t chunks = 0;      // ceil(S / keys)
-    int64_t warps = 0;       // per block: as many as fit the shared-memory budget, <= 4
-    size_t shmem = 0;        // per block: each warp's key tile [32][hd + 1] and queries [rows][hd]
-    size_t scratch = 0;      // partials: B * H * chunks * (hd + 2) floats
+    int64_t rows = 0;         // query heads per warp: attn_decode_rows
+    int64_t row_groups = 0;   // per kv head: ceil((H / K) / rows)
+    int64_t keys = 0;         // keys per chunk (a multiple of kAttnDecodeTile)
+    int64_t chunks = 0;       // ceil(S / keys)
+    int64_t warps = 0;        // per block: as many as fit the shared-memory budget, <= 4
+    int64_t tile_floats = 0;  // per warp: attn_decode_tile_floats(hd, rows)
+    size_t shmem = 0;         // per block: each warp's tile_floats and queries [rows][hd]
+    size_t scratch = 0;       // partials: B * H * chunks * (hd + 2) floats
     Geom partial, combine;
 };
-inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t K, int64_t hd) {
+// warps_wanted: the grid's target (kAttnDecodeWarpsWanted; the harness tests ask for fewer to
+// get chunks of several tiles on small problems).
+inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t K, int64_t hd,
+                                       int64_t warps_wanted = kAttnDecodeWarpsWanted) {
     AttnDecodePlan p;
     p.rows = attn_decode_rows(attn_lane_chunks(hd));
     p.row_groups = ceil_div(H / K, p.rows);
     const int64_t items = B * K * p.row_groups > 0 ? B * K * p.row_groups : 1;  // B = 0: no work
-    const int64_t wanted =
-        items >= kAttnDecodeWarpsWanted ? 1 : ceil_div(kAttnDecodeWarpsWanted, items);
+    const int64_t wanted = items >= warps_wanted ? 1 : ceil_div(warps_wanted, items);
     p.keys = ceil_div(ceil_div(S, wanted), kAttnDecodeTile) * kAttnDecodeTile;
     p.chunks = ceil_div(S, p.keys);
-    const size_t per_warp =
-        static_cast<size_t>(kAttnDecodeTile * (hd + 1) + p.rows * hd) * sizeof(float);
+    p.tile_floats = attn_decode_tile_floats(hd, p.rows);
+    const size_t per_warp = static_cast<size_t>(p.tile_floats + p.rows * hd) * sizeof(float);
     p.warps = static_cast<int64_t>(kMaxDynamicShmem / per_warp);
     const auto most = static_cast<int64_t>(kWarpsPerBlock);
     p.warps = p.warps < 1 ? 1 : (p.warps > most ? most : p.warps);

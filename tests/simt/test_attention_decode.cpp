@@ -8,6 +8,7 @@
 // ignores Tk.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "attention_cases.h"  // first: the harness (simt.h)
@@ -27,55 +28,58 @@ const AttnCase kDecodeCases[] = {
     {3, 1, 129, 160, 3, 3, 100},  // several sequences, 4 values per lane
     {1, 1, 70, 70, 6, 1, 130},    // 8 values per lane (4 query heads per warp), full cache
     {1, 1, 33, 40, 2, 1, 256},    // the largest head_dim (one warp per block)
-    {16, 1, 290, 300, 8, 8, 16},  // chunks of 64 keys (two tiles per warp), Tk inside a tile
 };
+// Chunks of several tiles (keys 160, Tk inside the last chunk's last tile): a small grid target
+// gives them on a small problem (the default target needs ~1024 warps' worth of work, too slow
+// for the harness under the sanitizers).
+const AttnCase kLongChunks{2, 1, 290, 300, 4, 2, 16};
+constexpr int64_t kLongChunksWarps = 8;
 constexpr uint64_t kMoreSeeds[] = {0, 3, 4};
 
 using Outputs = std::pair<FVec, FVec>;  // o, lse
 
 Outputs run_decode(const AttnCase& c, const mtk::AttnShape& shape, const FVec& q, const FVec& k,
-                   const FVec& v) {
-    const mtk::AttnDecodePlan p = mtk::attn_decode_plan(c.B, c.S, c.H, c.K, c.hd);
+                   const FVec& v, int64_t warps = mtk::kAttnDecodeWarpsWanted) {
+    const mtk::AttnDecodePlan p = mtk::attn_decode_plan(c.B, c.S, c.H, c.K, c.hd, warps);
     FVec o(c.nq(), NAN), lse(c.rows(), NAN), scratch(p.scratch / sizeof(float), NAN);
     mtk::attention_decode_fwd(nullptr, o.data(), lse.data(), q.data(), k.data(), v.data(), shape,
-                              c.scale(), scratch.data());
+                              c.scale(), scratch.data(), warps);
     return {o, lse};
 }
 
-// The standard two schedules and kMoreSeeds: the same bits every time.
-Outputs every_schedule(const std::string& what, const AttnCase& c, const mtk::AttnShape& shape,
-                       const FVec& q, const FVec& k, const FVec& v) {
-    const Outputs first = two_schedules(what, [&] { return run_decode(c, shape, q, k, v); });
+// Case c against the reference: the same bits under the standard two schedules and kMoreSeeds,
+// and with Tk = 1 on the host + the rest on the device (a replayed decode step).
+void check_case(const AttnCase& c, int64_t warps) {
+    INFO(c);
+    CAPTURE(warps);
+    REQUIRE(mtk::attn_decode(c.Tq, c.S));
+    Rng rng(static_cast<uint64_t>(c.Tk * 1000 + c.hd));
+    const Vec q = rng.normal(c.nq()), k = rng.normal(c.nk()), v = rng.normal(c.nk());
+    const FVec fq = to_f32(q), fk = to_f32(k), fv = to_f32(v);
+    const Outputs got = two_schedules("attention_decode_fwd",
+                                      [&] { return run_decode(c, c.shape(), fq, fk, fv, warps); });
     for (uint64_t seed : kMoreSeeds) {
         CAPTURE(seed);
         simt::set_seed(seed);
-        INFO(what << ": result differs under another scheduling seed");
-        CHECK((run_decode(c, shape, q, k, v) == first));
+        INFO("result differs under another scheduling seed");
+        CHECK((run_decode(c, c.shape(), fq, fk, fv, warps) == got));
     }
     simt::set_seed(0);
-    return first;
+    Vec wo(c.nq()), wl(c.rows());
+    ref::attention_fwd(wo, wl, q, k, v, c.dims(), c.scale());
+    check_close(got.first, wo, Tol{1e-4, 1e-5}, "o");
+    check_close(got.second, wl, Tol{1e-5, 1e-5}, "lse");
+
+    const DeviceLength dl(c);
+    CHECK(same_bits(run_decode(c, dl.shape, fq, fk, fv, warps).first, got.first));
+    CHECK(same_bits(run_decode(c, dl.shape, fq, fk, fv, warps).second, got.second));
+    CHECK(dl.err[0] == 0);
 }
 }  // namespace
 
 TEST_CASE("simt: decode attention matches the float64 reference, the same bits every run") {
-    for (AttnCase c : kDecodeCases) {
-        INFO(c);
-        REQUIRE(mtk::attn_decode(c.Tq, c.S));
-        Rng rng(static_cast<uint64_t>(c.Tk * 1000 + c.hd));
-        const Vec q = rng.normal(c.nq()), k = rng.normal(c.nk()), v = rng.normal(c.nk());
-        const FVec fq = to_f32(q), fk = to_f32(k), fv = to_f32(v);
-        const Outputs got = every_schedule("attention_decode_fwd", c, c.shape(), fq, fk, fv);
-        Vec wo(c.nq()), wl(c.rows());
-        ref::attention_fwd(wo, wl, q, k, v, c.dims(), c.scale());
-        check_close(got.first, wo, Tol{1e-4, 1e-5}, "o");
-        check_close(got.second, wl, Tol{1e-5, 1e-5}, "lse");
-
-        // Tk = 1 on the host + the rest on the device (a replayed decode step): the same bits.
-        const DeviceLength dl(c);
-        CHECK(same_bits(run_decode(c, dl.shape, fq, fk, fv).first, got.first));
-        CHECK(same_bits(run_decode(c, dl.shape, fq, fk, fv).second, got.second));
-        CHECK(dl.err[0] == 0);
-    }
+    for (const AttnCase& c : kDecodeCases) check_case(c, mtk::kAttnDecodeWarpsWanted);
+    check_case(kLongChunks, kLongChunksWarps);
 }
 
 TEST_CASE("simt: decode attention reports a device length outside [1, S] and writes nothing") {
@@ -118,10 +122,14 @@ TEST_CASE("simt: the decode attention plan covers the cache and fits the launch 
                 CHECK(p.scratch == static_cast<size_t>(2 * H * p.chunks * (hd + 2)) * 4);
             }
         }
-    // Many (batch, kv head) items: longer chunks, several tiles per warp (a case above).
-    const mtk::AttnDecodePlan wide = mtk::attn_decode_plan(16, 300, 8, 8, 16);
-    CHECK(wide.keys == 64);
-    CHECK(wide.chunks == 5);
+    // Longer chunks: several tiles per warp, on a small problem with a small grid target (the
+    // kLongChunks case above), on a long cache with the default target.
+    const AttnCase& lc = kLongChunks;
+    const mtk::AttnDecodePlan longer =
+        mtk::attn_decode_plan(lc.B, lc.S, lc.H, lc.K, lc.hd, kLongChunksWarps);
+    CHECK(longer.keys == 160);
+    CHECK(longer.chunks == 2);
+    CHECK(mtk::attn_decode_plan(1, 40000, 12, 12, 64).keys == 480);
     // No sequences: no work and no scratch (the op returns before any launch).
     CHECK(mtk::attn_decode_plan(0, 64, 4, 2, 64).scratch == 0);
     // Enough warps to fill a GPU when the cache is long: gpt2 decode at batch 1, S = 1024.
