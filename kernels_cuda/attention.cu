@@ -3,9 +3,11 @@
 // attention_decode.cuh for the forward of a decode step (one query over a longer KV cache,
 // mtk::attn_decode); else the tensor-core kernels of attention_wmma.cuh when the attention
 // precision is bf16 / f16, head_dim 64 or 128 and the device has bf16 fragments
-// (mtk::attn_kernel, launch.h); else the scalar fp32 kernels of attention.cuh.
+// (mtk::attn_kernel, launch.h); else the register-tiled fp32 kernels of attention_tiled.cuh for
+// head_dim 32 and 64; else the scalar fp32 kernels of attention.cuh.
 #include "attention.cuh"
 #include "attention_decode.cuh"
+#include "attention_tiled.cuh"
 #include "attention_wmma.cuh"
 
 #include "cuda/cuda_device.h"
@@ -26,23 +28,35 @@ mtk::AttnKernel kernel_for(const AttnDims& d, int cc) {
 }  // namespace
 
 std::string attention_summary(int cc) {
-    const char* decode = ", split-K fp32 decode for one query over a KV cache";
+    const char* fp32 =
+        "register-tiled fp32 (head_dim 32/64), scalar fp32 otherwise, split-K fp32 decode for one "
+        "query over a KV cache";
     if (cc >= mtk::kAttnWmmaMinCc)
         return std::string(
-                   "attention: wmma flash (bf16/fp16 attention precision, head_dim "
-                   "64/128), scalar fp32 otherwise") +
-               decode;
-    return std::string(
-               "attention: scalar fp32 (the wmma flash kernels need compute capability "
-               "8.0)") +
-           decode;
+                   "attention: wmma flash (bf16/fp16 attention precision, head_dim 64/128), ") +
+               fp32;
+    return std::string("attention: ") + fp32 +
+           " (the wmma flash kernels need compute capability 8.0)";
 }
+
+namespace {
+const char* kernel_name(mtk::AttnKernel k) {
+    switch (k) {
+        case mtk::AttnKernel::wmma:
+            return "wmma";
+        case mtk::AttnKernel::tiled:
+            return "tiled";
+        default:
+            return "scalar";
+    }
+}
+}  // namespace
 
 // "decode" names the forward's kernels for a decode shape; a backward of that shape (the model
 // never runs one: decoding is inference) runs the wmma or scalar kernels by attn_kernel.
 std::string CudaDevice::attention_kernel(const AttnDims& d) const {
     if (mtk::attn_decode(d.Tq, d.S)) return "decode";
-    return kernel_for(d, cc_) == mtk::AttnKernel::wmma ? "wmma" : "scalar";
+    return kernel_name(kernel_for(d, cc_));
 }
 
 void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Tensor& q,
@@ -59,6 +73,8 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
     } else if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {
         mtk::attention_wmma_fwd(stream(op), d.compute == DType::bf16, f32(o), f32(lse), f32(q),
                                 f32(k), f32(v), s, scale);
+    } else if (kernel_for(d, cc_) == mtk::AttnKernel::tiled) {
+        mtk::attention_tiled_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
     } else {
         mtk::attention_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
     }
@@ -75,10 +91,14 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
     s.err = error_word();
     const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     auto* tmp = static_cast<float*>(scratch(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq)));
-    if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {
+    const mtk::AttnKernel kernel = kernel_for(d, cc_);
+    if (kernel == mtk::AttnKernel::wmma) {
         mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
         mtk::attention_wmma_bwd(stream(op), d.compute == DType::bf16, pdq, pdk, pdv, pdo, pq, pk,
                                 pv, pl, tmp, s, scale);
+    } else if (kernel == mtk::AttnKernel::tiled) {
+        mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
+        mtk::attention_tiled_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, pl, tmp, s, scale);
     } else {
         mtk::attention_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, po, pl, s, scale, tmp);
     }

@@ -265,51 +265,30 @@ void attention_bwd_nc(Stream s, float* dq, float* dk, float* dv, const float* do
 }
 
 // Sizes as moetrain::AttnDims; hd <= kMaxHeadDim.
-void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k, const float* v,
-                   const AttnShape& d, float scale) {
+inline void attention_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
+                          const float* v, const AttnShape& d, float scale) {
     if (d.B <= 0 || d.Tq <= 0 || d.H <= 0 || d.hd <= 0) return;
-    switch (attn_lane_chunks(d.hd)) {
-        case 1:
-            attention_fwd_nc<1>(s, o, lse, q, k, v, d, scale);
-            break;
-        case 2:
-            attention_fwd_nc<2>(s, o, lse, q, k, v, d, scale);
-            break;
-        case 4:
-            attention_fwd_nc<4>(s, o, lse, q, k, v, d, scale);
-            break;
-        default:
-            attention_fwd_nc<8>(s, o, lse, q, k, v, d, scale);
-            break;
-    }
+    dispatch_lane_chunks(d.hd, [&](auto nc) {
+        attention_fwd_nc<decltype(nc)::value>(s, o, lse, q, k, v, d, scale);
+    });
 }
 
 // D[b,h,t] = dout . o for every query row (the scalar and the WMMA backward passes read it).
-void attention_bwd_dot(Stream s, float* D, const float* dout, const float* o, const AttnShape& d) {
+inline void attention_bwd_dot(Stream s, float* D, const float* dout, const float* o,
+                              const AttnShape& d) {
     if (d.B > 0 && d.Tq > 0 && d.H > 0)
         MT_LAUNCH(attn_bwd_dot_kernel, warp_per_item(d.B * d.Tq * d.H), s, D, dout, o, d);
 }
 
 // scratch: attn_bwd_scratch_bytes(B, H, Tq).
-void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout, const float* q,
-                   const float* k, const float* v, const float* o, const float* lse,
-                   const AttnShape& d, float scale, float* scratch) {
+inline void attention_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
+                          const float* q, const float* k, const float* v, const float* o,
+                          const float* lse, const AttnShape& d, float scale, float* scratch) {
     if (d.B <= 0 || d.H <= 0 || d.hd <= 0 || d.S <= 0) return;
     attention_bwd_dot(s, scratch, dout, o, d);
-    switch (attn_lane_chunks(d.hd)) {
-        case 1:
-            attention_bwd_nc<1>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
-            break;
-        case 2:
-            attention_bwd_nc<2>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
-            break;
-        case 4:
-            attention_bwd_nc<4>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
-            break;
-        default:
-            attention_bwd_nc<8>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
-            break;
-    }
+    dispatch_lane_chunks(d.hd, [&](auto nc) {
+        attention_bwd_nc<decltype(nc)::value>(s, dq, dk, dv, dout, q, k, v, lse, scratch, d, scale);
+    });
 }
 
 }  // namespace mtk

@@ -178,20 +178,10 @@ void attention_decode_fwd(Stream s, float* o, float* lse, const float* q, const 
                           const float* v, const AttnShape& d, float scale, float* scratch,
                           int64_t warps_wanted = kAttnDecodeWarpsWanted) {
     if (d.B <= 0 || d.H <= 0 || d.hd <= 0) return;
-    switch (attn_lane_chunks(d.hd)) {
-        case 1:
-            attention_decode_nc<1>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
-            break;
-        case 2:
-            attention_decode_nc<2>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
-            break;
-        case 4:
-            attention_decode_nc<4>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
-            break;
-        default:
-            attention_decode_nc<8>(s, o, lse, q, k, v, d, scale, scratch, warps_wanted);
-            break;
-    }
+    dispatch_lane_chunks(d.hd, [&](auto nc) {
+        attention_decode_nc<decltype(nc)::value>(s, o, lse, q, k, v, d, scale, scratch,
+                                                 warps_wanted);
+    });
 }
 
 }  // namespace mtk

@@ -4,6 +4,8 @@
 // (included by every family).
 #pragma once
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace mtk {
@@ -40,6 +42,26 @@ __device__ __forceinline__ float row_dot(const float* a, const float* b, int hd)
     float acc = 0.0f;
     for (int c = 0; c < hd; ++c) acc += a[c] * b[c];
     return acc;
+}
+
+// Calls f(std::integral_constant<int, NC>{}) with NC = attn_lane_chunks(hd) (1, 2, 4 or 8): the
+// per-lane width the scalar and decode kernels are instantiated for (host code).
+template <typename F>
+void dispatch_lane_chunks(int64_t hd, F&& f) {
+    switch (attn_lane_chunks(hd)) {
+        case 1:
+            f(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            f(std::integral_constant<int, 2>{});
+            break;
+        case 4:
+            f(std::integral_constant<int, 4>{});
+            break;
+        default:
+            f(std::integral_constant<int, 8>{});
+            break;
+    }
 }
 
 }  // namespace mtk

@@ -315,16 +315,56 @@ inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t 
 // ---- tensor-core attention (attention_wmma.cuh): 16 query rows (forward, dq) or 16 key rows
 // (dk/dv) per warp, m16n16k16 WMMA products on 16-bit operands staged in shared memory ----
 // Which kernel an attention op runs: the WMMA pair needs a 16-bit attention precision, head_dim
-// 64 or 128 and a device of compute capability >= 8.0 (bf16 fragments); everything else takes
-// the scalar fp32 kernels.
-enum class AttnKernel : uint8_t { scalar, wmma };
+// 64 or 128 and a device of compute capability >= 8.0 (bf16 fragments); otherwise head_dim 32
+// and 64 take the register-tiled fp32 kernels (attention_tiled.cuh), every other head_dim the
+// scalar fp32 kernels.
+enum class AttnKernel : uint8_t { scalar, tiled, wmma };
 constexpr bool attn_wmma_head_dim(int64_t hd) {
     return hd == 64 || hd == 128;
 }
+constexpr bool attn_tiled_head_dim(int64_t hd) {
+    return hd == 32 || hd == 64;
+}
 constexpr int kAttnWmmaMinCc = 80;
 inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
-    return compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc ? AttnKernel::wmma
-                                                                       : AttnKernel::scalar;
+    if (compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc) return AttnKernel::wmma;
+    return attn_tiled_head_dim(hd) ? AttnKernel::tiled : AttnKernel::scalar;
+}
+// ---- register-tiled fp32 attention (attention_tiled.cuh): row groups of 8 threads own 4 rows
+// each; tile products of 32 columns (keys, or queries in dk/dv); shared rows of hd + 4 floats ----
+constexpr int64_t kAttnTiledRows = 4;          // rows per row group
+constexpr int64_t kAttnTiledGroupThreads = 8;  // threads per row group
+constexpr int64_t kAttnTiledTile = 32;         // columns per tile product
+constexpr int64_t kAttnTiledFwdGroups = 16;    // forward: 64 queries per block
+constexpr int64_t kAttnTiledBwdGroups = 8;     // dq: 32 queries, dk/dv: 32 keys per block
+constexpr int64_t attn_tiled_lp() {            // row stride of the P / dS buffer
+    return kAttnTiledTile + 4;
+}
+// Forward: the block's queries, a key tile and a value tile, the block's probabilities.
+constexpr size_t attn_tiled_fwd_shmem(int64_t hd) {
+    const int64_t rows = kAttnTiledFwdGroups * kAttnTiledRows;
+    return static_cast<size_t>((rows + 2 * kAttnTiledTile) * (hd + 4) + rows * attn_tiled_lp()) *
+           sizeof(float);
+}
+// dq / dk-dv: the block's two operands (q and dout, or k and v), the tile's two, the P / dS
+// buffer, and (dk/dv) the tile's log-sum-exp and D values.
+constexpr size_t attn_tiled_bwd_shmem(int64_t hd) {
+    const int64_t rows = kAttnTiledBwdGroups * kAttnTiledRows;
+    return static_cast<size_t>(2 * (rows + kAttnTiledTile) * (hd + 4) + rows * attn_tiled_lp() +
+                               2 * kAttnTiledTile) *
+           sizeof(float);
+}
+inline Geom attn_tiled_geom(int64_t rows, int64_t groups, int64_t heads, int64_t batch,
+                            size_t shmem) {
+    return {clamp_blocks(ceil_div(rows, groups * kAttnTiledRows), 2147483647),
+            static_cast<unsigned>(heads), static_cast<unsigned>(batch),
+            static_cast<unsigned>(groups * kAttnTiledGroupThreads), shmem};
+}
+inline Geom attn_tiled_fwd_geom(int64_t Tq, int64_t H, int64_t B, int64_t hd) {
+    return attn_tiled_geom(Tq, kAttnTiledFwdGroups, H, B, attn_tiled_fwd_shmem(hd));
+}
+inline Geom attn_tiled_bwd_geom(int64_t rows, int64_t heads, int64_t B, int64_t hd) {
+    return attn_tiled_geom(rows, kAttnTiledBwdGroups, heads, B, attn_tiled_bwd_shmem(hd));
 }
 // The forward of a decode step (one query per sequence and head over a KV cache with room for
 // more than one key: Tq == 1 < S) runs the split-K decode kernels (attention_decode.cuh), in

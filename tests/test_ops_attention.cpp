@@ -5,7 +5,7 @@
 // device-side length (AttnDims::tk_dev) the results are the same bits; a device length outside
 // [Tq, S] is reported. A 16-bit attention precision (AttnDims::compute): the reference of the
 // rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere. The
-// kernel names a device gives (cuda: wmma, scalar, decode) and the profile labels.
+// kernel names a device gives (cuda: wmma, tiled, scalar, decode) and the profile labels.
 #include <cmath>
 #include <sstream>
 
@@ -202,18 +202,20 @@ TEST_CASE("ops: attention rejects an attention precision other than f32, bf16, f
 
 // A decode step (one query over a longer KV cache) runs cuda's split-K decode forward: the
 // device names it, and ProfilingDevice books the op under that name. Training shapes (Tq = S)
-// and several queries over a cache keep the flash kernels' names.
+// and several queries over a cache keep the flash kernels' names (register-tiled fp32 at
+// head_dim 64, scalar at 48).
 TEST_CASE("ops: attention_kernel names cuda's split-K decode forward") {
     for_each_test_device([&](Device& dev) {
         const AttnDims decode{2, 1, 30, 64, 4, 2, 64}, prefill{2, 30, 30, 64, 4, 2, 64},
-            one_token{1, 1, 1, 1, 4, 2, 64};
+            one_token{1, 1, 1, 1, 4, 2, 64}, odd_head{2, 30, 30, 64, 4, 2, 48};
         // A device with several attention kernels names them all (cuda, and cudasim, which
         // runs cuda's kernels); the others name none.
         const bool named = !dev.attention_kernel(prefill).empty();
         if (named) {
             CHECK(dev.attention_kernel(decode) == "decode");
-            CHECK(dev.attention_kernel(prefill) == "scalar");
-            CHECK(dev.attention_kernel(one_token) == "scalar");
+            CHECK(dev.attention_kernel(prefill) == "tiled");  // fp32, head_dim 64
+            CHECK(dev.attention_kernel(one_token) == "tiled");
+            CHECK(dev.attention_kernel(odd_head) == "scalar");
         } else {
             CHECK(dev.attention_kernel(decode).empty());
         }

@@ -30,6 +30,23 @@ inline std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
               << " K=" << c.K << " hd=" << c.hd;
 }
 
+// D = rowsum(dout * o) per query row in [B,H,Tq] order, as attention_bwd_dot writes it (the
+// backward kernels' input), from the reference's o.
+inline FVec rowsum_dout_o(const AttnCase& c, const Vec& dout, const Vec& o) {
+    FVec D(c.rows());
+    for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t t = 0; t < c.Tq; ++t)
+            for (int64_t h = 0; h < c.H; ++h) {
+                double acc = 0;
+                for (int64_t e = 0; e < c.hd; ++e) {
+                    const int64_t i = ((b * c.Tq + t) * c.H + h) * c.hd + e;
+                    acc += dout[i] * o[i];
+                }
+                D[(b * c.H + h) * c.Tq + t] = static_cast<float>(acc);
+            }
+    return D;
+}
+
 // The case's shape with Tk = Tq on the host and Tk - Tq in device memory (AttnShape::tk_dev),
 // errors reported into err. It points into itself: not copied.
 struct DeviceLength {

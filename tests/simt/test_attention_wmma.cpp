@@ -104,17 +104,7 @@ TEST_CASE("simt: wmma attention backward matches the float64 reference of the ro
             // in [B,H,Tq] order, as attention_bwd_dot writes it.
             Vec wo(nq), wl(rows);
             ref::attention_fwd(wo, wl, rq, rk, rv, d, scale);
-            FVec D(rows);
-            for (int64_t b = 0; b < c.B; ++b)
-                for (int64_t t = 0; t < c.Tq; ++t)
-                    for (int64_t h = 0; h < c.H; ++h) {
-                        double acc = 0;
-                        for (int64_t e = 0; e < c.hd; ++e) {
-                            const int64_t i = ((b * c.Tq + t) * c.H + h) * c.hd + e;
-                            acc += dout[i] * wo[i];
-                        }
-                        D[(b * c.H + h) * c.Tq + t] = static_cast<float>(acc);
-                    }
+            const FVec D = rowsum_dout_o(c, dout, wo);
             const FVec lse = to_f32(wl);
             auto run = [&](const mtk::AttnShape& shape, const char* what) {
                 return every_schedule(what, [&] {
@@ -165,9 +155,9 @@ TEST_CASE("simt: wmma attention shape logic (launch.h)") {
     using mtk::AttnKernel;
     CHECK(mtk::attn_kernel(true, 64, 90) == AttnKernel::wmma);
     CHECK(mtk::attn_kernel(true, 128, 80) == AttnKernel::wmma);
-    CHECK(mtk::attn_kernel(false, 64, 90) == AttnKernel::scalar);  // fp32 attention precision
-    CHECK(mtk::attn_kernel(true, 96, 90) == AttnKernel::scalar);   // head_dim without a kernel
-    CHECK(mtk::attn_kernel(true, 64, 75) == AttnKernel::scalar);   // no bf16 fragments on sm_75
+    CHECK(mtk::attn_kernel(false, 64, 90) == AttnKernel::tiled);  // fp32 attention precision
+    CHECK(mtk::attn_kernel(true, 96, 90) == AttnKernel::scalar);  // head_dim without a kernel
+    CHECK(mtk::attn_kernel(true, 64, 75) == AttnKernel::tiled);   // no bf16 fragments on sm_75
     for (int64_t hd : {int64_t{64}, int64_t{128}}) {
         CAPTURE(hd);
         CHECK(mtk::attn_wmma_fwd_shmem(hd) <= mtk::kMaxDynamicShmem);
