@@ -177,6 +177,82 @@ __device__ int32_t draw_kept(const uint64_t* sorted, int64_t keep, const SampleP
     return static_cast<int32_t>(sorted[pick] & 0xffffffffull);
 }
 
+// How many sorted keys are kept: the shortest prefix of the first `count` whose cumulative
+// probability reaches top_p, or `keep` when there is no top-p or it is not reached within them.
+// Every thread of the block must call it (block scans); every thread gets the answer.
+__device__ int64_t top_p_keep(const uint64_t* sorted, int64_t count, int64_t keep,
+                              const SampleParams& sp) {
+    if (sp.top_p < 1.0f) {
+        double total = 0.0;
+        const int64_t cut =
+            block_prefix_find(sorted, count, 1.0, static_cast<double>(sp.top_p), false, &total);
+        if (cut < count) keep = cut + 1;
+    }
+    return keep;
+}
+
+// The fast path: the draw from a sorted prefix in shared memory. The min(need, kSampleFast) most
+// probable of the row's V keys (need: top-k, else V) are radix-selected, gathered and sorted
+// there; they decide the draw when the kept set lies among them, or, without top-p, when u falls
+// inside their share of the kept probability. Then thread 0 writes the drawn id to
+// out_ids[blockIdx.x] and every thread gets true; false (block-uniform) leaves the draw to the
+// whole-row sort. Every thread of the block must call it (block scans and barriers).
+__device__ bool draw_in_sorted_prefix(int32_t* out_ids, const uint64_t* keys, int64_t V,
+                                      int64_t need, const SampleParams& sp) {
+    __shared__ uint64_t fast[kSampleFast];
+    __shared__ int filled;
+    const int64_t cand = need < kSampleFast ? need : kSampleFast;
+    const uint64_t last = block_select_key(keys, V, cand);
+    if (threadIdx.x == 0) filled = 0;
+    __syncthreads();
+    // Exactly cand keys are <= last; their slots depend on the schedule, the sort does not.
+    // One atomic per warp and round: the first taking lane reserves the warp's slots.
+    for (int64_t base = 0; base < V; base += blockDim.x) {
+        const int64_t i = base + threadIdx.x;
+        const uint64_t key = i < V ? keys[i] : ~0ull;
+        const bool take = i < V && key <= last;
+        const unsigned takers = __ballot_sync(kFullMask, take);
+        if (takers == 0) continue;  // warp-uniform
+        const int first = __ffs(static_cast<int>(takers)) - 1;
+        int slot = 0;
+        if (static_cast<int>(lane_id()) == first) slot = atomicAdd(&filled, __popc(takers));
+        slot = __shfl_sync(kFullMask, slot, first) + __popc(takers & ((1u << lane_id()) - 1u));
+        if (take) fast[slot] = key;
+    }
+    int64_t n = 1;
+    while (n < cand) n <<= 1;
+    for (int64_t i = cand + threadIdx.x; i < n; i += blockDim.x) fast[i] = ~0ull;
+    __syncthreads();
+    block_bitonic_sort(fast, n);
+    // The kept tokens: this long a prefix of the sorted keys.
+    const int64_t keep = top_p_keep(fast, cand, need, sp);
+    if (keep <= cand) {  // the kept set lies in the sorted prefix (block-uniform)
+        const int32_t id = draw_kept(fast, keep, sp);
+        if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
+        return true;
+    }
+    // keep == need > cand: no top-p cut (a nucleus not reached within the prefix is left to the
+    // whole-row sort). The draw lies in the prefix when u falls inside its share of the kept
+    // probability, summed over the kept keys in index order.
+    if (sp.top_p >= 1.0f) {
+        const uint64_t kept_last = need == V ? ~0ull : block_select_key(keys, V, need);
+        double mass = 0.0;
+        for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+            if (keys[i] <= kept_last) mass += static_cast<double>(key_prob(keys[i]));
+        const double total = block_sum(mass);
+        double unused = 0.0;
+        const int64_t pick = block_prefix_find(fast, cand, total, draw_uniform(sp), true, &unused);
+        if (pick < cand) {
+            if (threadIdx.x == 0)
+                out_ids[blockIdx.x] = static_cast<int32_t>(fast[pick] & 0xffffffffull);
+            return true;
+        }
+    }
+    return false;
+}
+
+// One block per row: greedy; else the row's keys, the draw from the sorted prefix when it
+// decides, else from the whole sorted row.
 __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __restrict__ logits,
                               int64_t V, SampleParams sp, uint64_t* __restrict__ scratch,
                               int64_t padded) {
@@ -205,74 +281,12 @@ __global__ void sample_kernel(int32_t* __restrict__ out_ids, const float* __rest
         keys[i] = prob_key(expf(l[i] * inv_t - m) * inv_s, i);
     __syncthreads();
     const int64_t need = sp.top_k > 0 && sp.top_k < V ? sp.top_k : V;
-    {  // the sorted prefix in shared memory
-        __shared__ uint64_t fast[kSampleFast];
-        __shared__ int filled;
-        const int64_t cand = need < kSampleFast ? need : kSampleFast;
-        const uint64_t last = block_select_key(keys, V, cand);
-        if (threadIdx.x == 0) filled = 0;
-        __syncthreads();
-        // Exactly cand keys are <= last; their slots depend on the schedule, the sort does not.
-        // One atomic per warp and round: the first taking lane reserves the warp's slots.
-        for (int64_t base = 0; base < V; base += blockDim.x) {
-            const int64_t i = base + threadIdx.x;
-            const uint64_t key = i < V ? keys[i] : ~0ull;
-            const bool take = i < V && key <= last;
-            const unsigned takers = __ballot_sync(kFullMask, take);
-            if (takers == 0) continue;  // warp-uniform
-            const int first = __ffs(static_cast<int>(takers)) - 1;
-            int slot = 0;
-            if (static_cast<int>(lane_id()) == first) slot = atomicAdd(&filled, __popc(takers));
-            slot = __shfl_sync(kFullMask, slot, first) + __popc(takers & ((1u << lane_id()) - 1u));
-            if (take) fast[slot] = key;
-        }
-        int64_t n = 1;
-        while (n < cand) n <<= 1;
-        for (int64_t i = cand + threadIdx.x; i < n; i += blockDim.x) fast[i] = ~0ull;
-        __syncthreads();
-        block_bitonic_sort(fast, n);
-        int64_t keep = need;  // the kept tokens: this long a prefix of the sorted keys
-        if (sp.top_p < 1.0f) {
-            double total = 0.0;
-            const int64_t cut =
-                block_prefix_find(fast, cand, 1.0, static_cast<double>(sp.top_p), false, &total);
-            if (cut < cand) keep = cut + 1;
-        }
-        if (keep <= cand) {  // the kept set lies in the sorted prefix (block-uniform)
-            const int32_t id = draw_kept(fast, keep, sp);
-            if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
-            return;
-        }
-        // keep == need > cand: no top-p cut (a nucleus not reached within the prefix is left to
-        // the whole-row sort). The draw lies in the prefix when u falls inside its share of the
-        // kept probability, summed over the kept keys in index order.
-        if (sp.top_p >= 1.0f) {
-            const uint64_t kept_last = need == V ? ~0ull : block_select_key(keys, V, need);
-            double mass = 0.0;
-            for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
-                if (keys[i] <= kept_last) mass += static_cast<double>(key_prob(keys[i]));
-            const double total = block_sum(mass);
-            double unused = 0.0;
-            const int64_t pick =
-                block_prefix_find(fast, cand, total, draw_uniform(sp), true, &unused);
-            if (pick < cand) {
-                if (threadIdx.x == 0)
-                    out_ids[blockIdx.x] = static_cast<int32_t>(fast[pick] & 0xffffffffull);
-                return;
-            }
-        }
-    }
+    if (draw_in_sorted_prefix(out_ids, keys, V, need, sp)) return;  // block-uniform
+    // The whole row, padded to a power of 2, sorted in its scratch.
     for (int64_t i = V + threadIdx.x; i < padded; i += blockDim.x) keys[i] = ~0ull;
     __syncthreads();
     block_bitonic_sort(keys, padded);
-    int64_t keep = need;
-    if (sp.top_p < 1.0f) {
-        double total = 0.0;
-        const int64_t cut =
-            block_prefix_find(keys, keep, 1.0, static_cast<double>(sp.top_p), false, &total);
-        if (cut < keep) keep = cut + 1;
-    }
-    const int32_t id = draw_kept(keys, keep, sp);
+    const int32_t id = draw_kept(keys, top_p_keep(keys, need, need, sp), sp);
     if (threadIdx.x == 0) out_ids[blockIdx.x] = id;
 }
 
