@@ -1,4 +1,4 @@
-// Register-tiled fp32 attention (head_dim 32 or 64): the fp32 path's fast kernels, beside the
+// Register-tiled fp32 attention (head_dim 32, 64, 128): the fp32 path's fast kernels, beside the
 // scalar ones of attention.cuh (every other head_dim) and the tensor-core ones of
 // attention_wmma.cuh (16-bit attention precision). Same function, layouts, causal offset, GQA /
 // MQA and device length as attention.cuh; every sum runs in a fixed order (no atomics).
@@ -353,24 +353,33 @@ void attention_tiled_bwd_hd(Stream s, float* dq, float* dk, float* dv, const flo
               q, k, v, lse, D, d, scale);
 }
 
-// Sizes as moetrain::AttnDims; attn_tiled_head_dim(hd).
+// Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64 or 128 (host code).
+template <typename F>
+void dispatch_tiled_head_dim(int64_t hd, F&& f) {
+    if (hd == 32)
+        f(std::integral_constant<int, 32>{});
+    else if (hd == 64)
+        f(std::integral_constant<int, 64>{});
+    else
+        f(std::integral_constant<int, 128>{});
+}
+
+// Sizes as moetrain::AttnDims; attn_tiled_head_dim(hd, cc) of the device.
 inline void attention_tiled_fwd(Stream s, float* o, float* lse, const float* q, const float* k,
                                 const float* v, const AttnShape& d, float scale) {
     if (d.B <= 0 || d.Tq <= 0 || d.H <= 0) return;
-    if (d.hd == 32)
-        attention_tiled_fwd_hd<32>(s, o, lse, q, k, v, d, scale);
-    else
-        attention_tiled_fwd_hd<64>(s, o, lse, q, k, v, d, scale);
+    dispatch_tiled_head_dim(d.hd, [&](auto hd) {
+        attention_tiled_fwd_hd<decltype(hd)::value>(s, o, lse, q, k, v, d, scale);
+    });
 }
 // D: the scratch attention_bwd_dot filled (attn_bwd_scratch_bytes(B, H, Tq)).
 inline void attention_tiled_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
                                 const float* q, const float* k, const float* v, const float* lse,
                                 const float* D, const AttnShape& d, float scale) {
     if (d.B <= 0 || d.H <= 0 || d.S <= 0) return;
-    if (d.hd == 32)
-        attention_tiled_bwd_hd<32>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
-    else
-        attention_tiled_bwd_hd<64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
+    dispatch_tiled_head_dim(d.hd, [&](auto hd) {
+        attention_tiled_bwd_hd<decltype(hd)::value>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
+    });
 }
 
 }  // namespace mtk

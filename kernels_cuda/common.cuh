@@ -64,10 +64,17 @@ __device__ __forceinline__ void store_vec(T* p, const V& v) {
 
 // Queues `kernel` with geometry g on stream s. `name` is the kernel's name as written (used by
 // the harness to record which kernels ran). Arguments convert to the kernel's parameter types.
+// g.shmem above kMaxDynamicShmem opts the kernel in to that much (up to kMaxOptInShmem, for
+// devices of compute capability >= kOptInShmemMinCc: the caller checks).
 template <typename... KArgs, typename... Args>
 void launch(const char* name, void (*kernel)(KArgs...), const Geom& g, Stream s, Args&&... args) {
 #if defined(__CUDACC__)
     (void)name;
+    // Above the budget the kernel must be opted in to the larger size (any failure, e.g. a size
+    // the device lacks, surfaces as the launch's error).
+    if (g.shmem > kMaxDynamicShmem)
+        (void)cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(g.shmem));
     kernel<<<dim3(g.gx, g.gy, g.gz), dim3(g.block), g.shmem, s>>>(std::forward<Args>(args)...);
 #else
     (void)s;

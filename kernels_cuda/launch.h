@@ -21,6 +21,11 @@ constexpr unsigned kWarp = 32;
 // Dynamic shared memory any launch may request: 48 KiB (the limit without opt-in on every
 // target, sm_75..sm_90) minus a reserve for the kernels' static __shared__ arrays.
 constexpr size_t kMaxDynamicShmem = 44 * 1024;
+// More needs an opt-in (mtk::launch does it for any launch above kMaxDynamicShmem): up to 99 KiB
+// on every device of compute capability >= 8.0 (sm_86 / sm_89's maximum; sm_80 has 163 KiB, sm_90
+// 227 KiB), 64 KiB on sm_75. Launches above the budget are for devices of kOptInShmemMinCc.
+constexpr size_t kMaxOptInShmem = 99 * 1024;
+constexpr int kOptInShmemMinCc = 80;
 // Largest head_dim the attention kernels support (8 values per lane).
 constexpr int64_t kMaxHeadDim = 256;
 // Largest router top_k (the selected experts live in registers).
@@ -316,19 +321,20 @@ inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t 
 // (dk/dv) per warp, m16n16k16 WMMA products on 16-bit operands staged in shared memory ----
 // Which kernel an attention op runs: the WMMA pair needs a 16-bit attention precision, head_dim
 // 64 or 128 and a device of compute capability >= 8.0 (bf16 fragments); otherwise head_dim 32
-// and 64 take the register-tiled fp32 kernels (attention_tiled.cuh), every other head_dim the
-// scalar fp32 kernels.
+// and 64, and 128 on a device of compute capability >= 8.0 (its tiles need more than 48 KiB of
+// shared memory: an opt-in), take the register-tiled fp32 kernels (attention_tiled.cuh), every
+// other head_dim the scalar fp32 kernels.
 enum class AttnKernel : uint8_t { scalar, tiled, wmma };
 constexpr bool attn_wmma_head_dim(int64_t hd) {
     return hd == 64 || hd == 128;
 }
-constexpr bool attn_tiled_head_dim(int64_t hd) {
-    return hd == 32 || hd == 64;
+constexpr bool attn_tiled_head_dim(int64_t hd, int cc) {
+    return hd == 32 || hd == 64 || (hd == 128 && cc >= kOptInShmemMinCc);
 }
 constexpr int kAttnWmmaMinCc = 80;
 inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
     if (compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc) return AttnKernel::wmma;
-    return attn_tiled_head_dim(hd) ? AttnKernel::tiled : AttnKernel::scalar;
+    return attn_tiled_head_dim(hd, cc) ? AttnKernel::tiled : AttnKernel::scalar;
 }
 // ---- register-tiled fp32 attention (attention_tiled.cuh): row groups of 8 threads own 4 rows
 // each; tile products of 32 columns (keys, or queries in dk/dv); shared rows of hd + 4 floats ----

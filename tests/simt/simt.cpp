@@ -395,7 +395,7 @@ void run_grid(const char* name, dim3 grid, dim3 block, size_t shmem,
     if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
         bad("grid dimension over the CUDA limit");
     if (shmem > kSimtMaxSharedBytes)
-        bad("dynamic shared memory " + std::to_string(shmem) + " bytes > 48 KiB");
+        bad("dynamic shared memory " + std::to_string(shmem) + " bytes > 99 KiB");
     if (g_run) bad("nested launch");
     if (g_launched.insert(kname).second) log_first_launch(kname);
     g_launches++;

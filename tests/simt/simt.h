@@ -86,7 +86,11 @@ inline thread_local uint3 blockIdx;
 inline thread_local dim3 blockDim;
 inline thread_local dim3 gridDim;
 constexpr int warpSize = 32;
-constexpr size_t kSimtMaxSharedBytes = 48 * 1024;
+// Dynamic shared memory a launch may ask for: 48 KiB by default on every GPU; mtk::launch opts a
+// kernel in to more (cudaFuncSetAttribute) when its launch asks for more than launch.h's budget,
+// up to the smallest opt-in maximum of a compute capability >= 8.0 device (sm_86 / sm_89: 99
+// KiB; launch.h kMaxOptInShmem), which the callers of such launches check.
+constexpr size_t kSimtMaxSharedBytes = 99 * 1024;
 
 namespace simt {
 

@@ -1,5 +1,5 @@
 // Harness tests of kernels_cuda/attention_tiled.cuh (the register-tiled fp32 attention, head_dim
-// 32 and 64) against the naive float64 reference: MHA / GQA / MQA, query counts that are not a
+// 32, 64 and 128) against the naive float64 reference: MHA / GQA / MQA, query counts that are not a
 // multiple of a block (64 forward, 32 backward) or of the 32-column tile, several query and key
 // blocks, a KV cache (Tq < Tk <= S with spare capacity, Tq = 1 included), batches; bit-identical
 // results under two scheduling seeds and with part of Tk as a device length, and a device
@@ -17,12 +17,14 @@ namespace ref = moetrain::ref;
 
 namespace {
 const AttnCase kTiledCases[] = {
-    {1, 1, 1, 1, 1, 1, 32},     // the smallest
-    {1, 37, 37, 37, 2, 2, 64},  // MHA, T not a multiple of a block or of the tile
-    {2, 20, 20, 24, 4, 2, 32},  // GQA, batches, spare cache capacity
-    {1, 70, 70, 72, 2, 1, 64},  // MQA, two forward blocks, three backward blocks
-    {1, 5, 45, 48, 2, 2, 64},   // KV cache: 5 queries after 40 cached keys
-    {1, 1, 50, 64, 3, 1, 32},   // one query over 50 keys (the backward of a decode shape)
+    {1, 1, 1, 1, 1, 1, 32},      // the smallest
+    {1, 37, 37, 37, 2, 2, 64},   // MHA, T not a multiple of a block or of the tile
+    {2, 20, 20, 24, 4, 2, 32},   // GQA, batches, spare cache capacity
+    {1, 70, 70, 72, 2, 1, 64},   // MQA, two forward blocks, three backward blocks
+    {1, 5, 45, 48, 2, 2, 64},    // KV cache: 5 queries after 40 cached keys
+    {1, 1, 50, 64, 3, 1, 32},    // one query over 50 keys (the backward of a decode shape)
+    {1, 40, 40, 44, 4, 2, 128},  // hd 128 (opt-in shared memory), GQA, spare capacity
+    {1, 3, 35, 36, 2, 1, 128},   // hd 128, KV cache
 };
 }  // namespace
 
@@ -99,14 +101,20 @@ TEST_CASE("simt: tiled attention shape logic (launch.h)") {
     CHECK(mtk::attn_kernel(false, 64, 90) == AttnKernel::tiled);
     CHECK(mtk::attn_kernel(false, 32, 75) == AttnKernel::tiled);
     CHECK(mtk::attn_kernel(true, 32, 90) == AttnKernel::tiled);  // no wmma kernel for 32
-    CHECK(mtk::attn_kernel(false, 128, 90) == AttnKernel::scalar);
+    CHECK(mtk::attn_kernel(false, 128, 90) == AttnKernel::tiled);
+    CHECK(mtk::attn_kernel(false, 128, 80) == AttnKernel::tiled);
+    CHECK(mtk::attn_kernel(false, 128, 75) == AttnKernel::scalar);  // no 77 KiB opt-in on sm_75
     CHECK(mtk::attn_kernel(false, 48, 90) == AttnKernel::scalar);
-    for (int64_t hd : {int64_t{32}, int64_t{64}}) {
+    CHECK(mtk::attn_kernel(false, 96, 90) == AttnKernel::scalar);
+    for (int64_t hd : {int64_t{32}, int64_t{64}, int64_t{128}}) {
         CAPTURE(hd);
-        CHECK(mtk::attn_tiled_fwd_shmem(hd) <= mtk::kMaxDynamicShmem);
-        CHECK(mtk::attn_tiled_bwd_shmem(hd) <= mtk::kMaxDynamicShmem);
+        // Within the budget at 32 / 64; hd 128 opts in (cc >= 8.0 only).
+        const size_t limit = hd == 128 ? mtk::kMaxOptInShmem : mtk::kMaxDynamicShmem;
+        CHECK(mtk::attn_tiled_fwd_shmem(hd) <= limit);
+        CHECK(mtk::attn_tiled_bwd_shmem(hd) <= limit);
         CHECK(hd % (mtk::kAttnTiledGroupThreads * 4) == 0);  // float4 columns per thread
     }
+    CHECK(mtk::attn_tiled_fwd_shmem(128) > mtk::kMaxDynamicShmem);
     const mtk::Geom f = mtk::attn_tiled_fwd_geom(70, 12, 3, 64);
     CHECK(f.gx == 2);  // 64 queries per block
     CHECK(f.gy == 12);
