@@ -55,7 +55,7 @@ const char* kernel_name(mtk::AttnKernel k) {
 }  // namespace
 
 // "decode" names the forward's kernels for a decode shape; a backward of that shape (the model
-// never runs one: decoding is inference) runs the wmma or scalar kernels by attn_kernel.
+// never runs one: decoding is inference) runs the wmma, tiled or scalar kernels by attn_kernel.
 std::string CudaDevice::attention_kernel(const AttnDims& d) const {
     if (mtk::attn_decode(d.Tq, d.S)) return "decode";
     return kernel_name(kernel_for(d, cc_));
@@ -92,15 +92,22 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
     const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
-    auto* tmp = static_cast<float*>(scratch(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq)));
     const mtk::AttnKernel kernel = kernel_for(d, cc_);
+    // D (its own 256-byte span), then for the tiled kernels the partial dk / dv sums of a GQA /
+    // MQA split (none for MHA).
+    const size_t d_bytes = mtk::ceil_div(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq), 256) * 256;
+    const size_t part_bytes =
+        kernel == mtk::AttnKernel::tiled ? mtk::attn_tiled_part_bytes(d.B, d.S, d.H, d.K, d.hd) : 0;
+    auto* buf = static_cast<unsigned char*>(scratch(d_bytes + part_bytes));
+    auto* tmp = reinterpret_cast<float*>(buf);
     if (kernel == mtk::AttnKernel::wmma) {
         mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
         mtk::attention_wmma_bwd(stream(op), d.compute == DType::bf16, pdq, pdk, pdv, pdo, pq, pk,
                                 pv, pl, tmp, s, scale);
     } else if (kernel == mtk::AttnKernel::tiled) {
         mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
-        mtk::attention_tiled_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, pl, tmp, s, scale);
+        mtk::attention_tiled_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, pl, tmp, s, scale,
+                                 reinterpret_cast<float*>(buf + d_bytes));
     } else {
         mtk::attention_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, po, pl, s, scale, tmp);
     }

@@ -12,8 +12,9 @@
 // only the group that wrote them reads them).
 //
 // Forward: 16 groups (64 queries) per block, key tiles of 32. dq: 8 groups (32 queries), key
-// tiles of 32. dk/dv: 8 groups (32 keys of one kv head), query tiles of 32 of every head that
-// shares it. D = rowsum(dout * o) comes from attention.cuh's attn_bwd_dot_kernel.
+// tiles of 32. dk/dv: 8 groups (32 keys of one kv head), query tiles of 32 of the heads that
+// share it (split over several blocks for GQA / MQA, then summed in order). D = rowsum(dout * o)
+// comes from attention.cuh's attn_bwd_dot_kernel.
 #pragma once
 
 #include "attention_shape.cuh"
@@ -118,7 +119,7 @@ __device__ __forceinline__ void stage_key_rows(float* dst, const float* src, con
 
 // The query rows a block of `groups` row groups serves (forward and dq): the thread's rows
 // t0 + r0 + i, their positions (a padding row past Tq takes the block's last position, so its
-// sums stay finite; it is never written), the last key its warp and its block need.
+// sums stay finite; it is never written), the last key its warp (-1: none) and its block need.
 struct TiledQueries {
     int64_t b, h, g, t0, pos[kTiledRows], warp_last_key, block_last_key;
     int r0, cg;
@@ -135,7 +136,9 @@ __device__ __forceinline__ TiledQueries tiled_queries(const AttnShape& d, int gr
     const auto last = [&](int64_t t) { return (t < d.Tq - 1 ? t : d.Tq - 1) + off; };
     for (int i = 0; i < kTiledRows; ++i) w.pos[i] = last(w.t0 + w.r0 + i);
     const int warp_rows = static_cast<int>(kWarp) / kTiledCols * kTiledRows;
-    w.warp_last_key = last(w.t0 + (w.r0 / warp_rows + 1) * warp_rows - 1);
+    const int64_t warp_t0 = w.t0 + w.r0 / warp_rows * warp_rows;
+    // A warp of padding rows only (past Tq) skips every tile (it still reaches every barrier).
+    w.warp_last_key = warp_t0 < d.Tq ? last(warp_t0 + warp_rows - 1) : -1;
     w.block_last_key = last(w.t0 + groups * kTiledRows - 1);
     return w;
 }
@@ -257,40 +260,47 @@ __global__ void attn_tiled_dq_kernel(float* __restrict__ dq, const float* __rest
     }
 }
 
-// dk[u], dv[u] for the 32 keys of a block: sums over the heads sharing kv head g and the
-// queries that see key u, streamed 32 at a time. Rows u in [Tk, S) are written as zeros.
+// dk[u], dv[u] for the 32 keys of a block: sums over the queries that see key u, streamed 32 at a
+// time, of the heads hh in [split * heads_per, ...) of those sharing kv head g (blockIdx.y = g *
+// splits + split; launch.h attn_tiled_kv_plan). One split writes dk / dv; several write their
+// partial sums to part ([2][splits][B,S,K,hd]: dk's, then dv's), which attn_tiled_dkdv_sum_kernel
+// adds in split order. Rows u in [Tk, S) are written as zeros.
 template <int HD>
 __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict__ dv,
                                        const float* __restrict__ dout, const float* __restrict__ q,
                                        const float* __restrict__ k, const float* __restrict__ v,
                                        const float* __restrict__ lse, const float* __restrict__ D,
-                                       AttnShape d, float scale) {
+                                       AttnShape d, float scale, int64_t splits, int64_t heads_per,
+                                       float* __restrict__ part) {
     if (!with_device_length(d)) return;
     constexpr int groups = static_cast<int>(kAttnTiledBwdGroups), ld = HD + 4;
     constexpr int rows = groups * kTiledRows;
-    float* ks = mt_dynamic_shared<float>();  // [32][ld], scaled
+    float* ks = mt_dynamic_shared<float>();  // [32][ld]
     float* vs = ks + rows * ld;
-    float* qs = vs + rows * ld;
+    float* qs = vs + rows * ld;  // scaled, as the forward's
     float* dos = qs + kTiledTile * ld;
     float* buf = dos + kTiledTile * ld;  // [32][kTiledLp]: P, then dS
     float* ls = buf + rows * kTiledLp;   // [32]
     float* Ds = ls + kTiledTile;         // [32]
     const int cg = static_cast<int>(threadIdx.x) % kTiledCols;
     const int r0 = static_cast<int>(threadIdx.x) / kTiledCols * kTiledRows;
-    const int64_t b = blockIdx.z, g = blockIdx.y, group = d.H / d.K, off = d.Tk - d.Tq;
+    const int64_t b = blockIdx.z, g = blockIdx.y / splits, split = blockIdx.y % splits;
+    const int64_t group = d.H / d.K, off = d.Tk - d.Tq;
     const int64_t u_first = static_cast<int64_t>(blockIdx.x) * rows;
-    stage_key_rows<HD>(ks, k, d, b, g, u_first, rows, scale);
+    stage_key_rows<HD>(ks, k, d, b, g, u_first, rows, 1.0f);
     stage_key_rows<HD>(vs, v, d, b, g, u_first, rows, 1.0f);
     float adk[kTiledRows][HD / 8], adv[kTiledRows][HD / 8];
     for (int i = 0; i < kTiledRows; ++i)
         for (int c = 0; c < HD / 8; ++c) adk[i][c] = adv[i][c] = 0.0f;
+    // Block-uniform; a block past Tk has no query to stream (t_start >= Tq) and only writes zeros.
     const int64_t t_start = u_first - off > 0 ? u_first - off : 0;  // first query seeing u_first
-    const int64_t heads = u_first < d.Tk ? group : 0;  // block-uniform: blocks past Tk only zero
-    for (int64_t hh = 0; hh < heads; ++hh) {
+    const int64_t h_begin = split * heads_per;
+    const int64_t h_end = h_begin + heads_per < group ? h_begin + heads_per : group;
+    for (int64_t hh = h_begin; hh < h_end; ++hh) {
         const int64_t h = g * group + hh;
         for (int64_t t0 = t_start; t0 < d.Tq; t0 += kTiledTile) {
             __syncthreads();  // the previous tile is consumed (and the keys are staged)
-            stage_query_rows<HD>(qs, q, d, b, h, t0, kTiledTile, 1.0f);
+            stage_query_rows<HD>(qs, q, d, b, h, t0, kTiledTile, scale);
             stage_query_rows<HD>(dos, dout, d, b, h, t0, kTiledTile, 1.0f);
             for (int j = static_cast<int>(threadIdx.x); j < kTiledTile;
                  j += static_cast<int>(blockDim.x)) {
@@ -310,7 +320,8 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
                     const bool seen = t < d.Tq && t + off >= u && u < d.Tk;
                     const float p = seen ? expf(s[i][j] - ls[c]) : 0.0f;
                     buf[(r0 + i) * kTiledLp + c] = p;
-                    dp[i][j] = seen ? p * (dp[i][j] - Ds[c]) * scale : 0.0f;  // now dS
+                    // dS / scale: the scale is in the staged q that dk sums.
+                    dp[i][j] = seen ? p * (dp[i][j] - Ds[c]) : 0.0f;
                 }
             }
             __syncwarp();
@@ -323,6 +334,9 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
             tile_accumulate<HD>(adk, buf, qs, r0, cg, kTiledTile);
         }
     }
+    const int64_t n = d.B * d.S * d.K * d.hd;
+    float* out_k = splits > 1 ? part + split * n : dk;
+    float* out_v = splits > 1 ? part + (splits + split) * n : dv;
     for (int i = 0; i < kTiledRows; ++i) {
         const int64_t u = u_first + r0 + i;
         if (u >= d.S) continue;
@@ -330,9 +344,25 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
         for (int s = 0; s < HD / 32; ++s)
             for (int e = 0; e < 4; ++e) {
                 const int c = cg * 4 + 32 * s + e;
-                dk[kvrow(d, b, u, g) + c] = in ? adk[i][4 * s + e] : 0.0f;
-                dv[kvrow(d, b, u, g) + c] = in ? adv[i][4 * s + e] : 0.0f;
+                out_k[kvrow(d, b, u, g) + c] = in ? adk[i][4 * s + e] : 0.0f;
+                out_v[kvrow(d, b, u, g) + c] = in ? adv[i][4 * s + e] : 0.0f;
             }
+    }
+}
+
+// dk[i] = sum over s < splits, in order, of part[s * n + i]; dv likewise from part[(splits + s) *
+// n + i] (n = B * S * K * hd).
+__global__ void attn_tiled_dkdv_sum_kernel(float* __restrict__ dk, float* __restrict__ dv,
+                                           const float* __restrict__ part, int64_t n,
+                                           int64_t splits) {
+    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+        float sk = 0.0f, sv = 0.0f;
+        for (int64_t s = 0; s < splits; ++s) {
+            sk += part[s * n + i];
+            sv += part[(splits + s) * n + i];
+        }
+        dk[i] = sk;
+        dv[i] = sv;
     }
 }
 
@@ -345,22 +375,29 @@ void attention_tiled_fwd_hd(Stream s, float* o, float* lse, const float* q, cons
 template <int HD>
 void attention_tiled_bwd_hd(Stream s, float* dq, float* dk, float* dv, const float* dout,
                             const float* q, const float* k, const float* v, const float* lse,
-                            const float* D, const AttnShape& d, float scale) {
+                            const float* D, const AttnShape& d, float scale, float* part,
+                            int64_t blocks_wanted) {
     if (d.Tq > 0)
         MT_LAUNCH(attn_tiled_dq_kernel<HD>, attn_tiled_bwd_geom(d.Tq, d.H, d.B, HD), s, dq, dout, q,
                   k, v, lse, D, d, scale);
-    MT_LAUNCH(attn_tiled_dkdv_kernel<HD>, attn_tiled_bwd_geom(d.S, d.K, d.B, HD), s, dk, dv, dout,
-              q, k, v, lse, D, d, scale);
+    const AttnTiledKvPlan p = attn_tiled_kv_plan(d.B, d.S, d.H, d.K, blocks_wanted);
+    MT_LAUNCH(attn_tiled_dkdv_kernel<HD>, attn_tiled_bwd_geom(d.S, d.K * p.splits, d.B, HD), s, dk,
+              dv, dout, q, k, v, lse, D, d, scale, p.splits, p.heads_per, part);
+    if (p.splits > 1) {
+        const int64_t n = d.B * d.S * d.K * d.hd;
+        MT_LAUNCH(attn_tiled_dkdv_sum_kernel, elementwise(n), s, dk, dv, part, n, p.splits);
+    }
 }
 
-// Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64 or 128 (host code).
+// Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64 or 128 (host code; the callers run
+// these kernels for attn_tiled_head_dim only, and any other hd launches nothing).
 template <typename F>
 void dispatch_tiled_head_dim(int64_t hd, F&& f) {
     if (hd == 32)
         f(std::integral_constant<int, 32>{});
     else if (hd == 64)
         f(std::integral_constant<int, 64>{});
-    else
+    else if (hd == 128)
         f(std::integral_constant<int, 128>{});
 }
 
@@ -372,13 +409,16 @@ inline void attention_tiled_fwd(Stream s, float* o, float* lse, const float* q, 
         attention_tiled_fwd_hd<decltype(hd)::value>(s, o, lse, q, k, v, d, scale);
     });
 }
-// D: the scratch attention_bwd_dot filled (attn_bwd_scratch_bytes(B, H, Tq)).
+// D: what attention_bwd_dot wrote; part: attn_tiled_part_bytes(B, S, H, K, hd, blocks_wanted)
+// of scratch for the split dk / dv sums (unread when attn_tiled_kv_plan has one split).
 inline void attention_tiled_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
                                 const float* q, const float* k, const float* v, const float* lse,
-                                const float* D, const AttnShape& d, float scale) {
+                                const float* D, const AttnShape& d, float scale, float* part,
+                                int64_t blocks_wanted = kAttnTiledKvBlocksWanted) {
     if (d.B <= 0 || d.H <= 0 || d.S <= 0) return;
     dispatch_tiled_head_dim(d.hd, [&](auto hd) {
-        attention_tiled_bwd_hd<decltype(hd)::value>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
+        attention_tiled_bwd_hd<decltype(hd)::value>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale,
+                                                    part, blocks_wanted);
     });
 }
 

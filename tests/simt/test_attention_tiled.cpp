@@ -16,26 +16,46 @@ using namespace simt_test;
 namespace ref = moetrain::ref;
 
 namespace {
-const AttnCase kTiledCases[] = {
-    {1, 1, 1, 1, 1, 1, 32},      // the smallest
-    {1, 37, 37, 37, 2, 2, 64},   // MHA, T not a multiple of a block or of the tile
-    {2, 20, 20, 24, 4, 2, 32},   // GQA, batches, spare cache capacity
-    {1, 70, 70, 72, 2, 1, 64},   // MQA, two forward blocks, three backward blocks
-    {1, 5, 45, 48, 2, 2, 64},    // KV cache: 5 queries after 40 cached keys
-    {1, 1, 50, 64, 3, 1, 32},    // one query over 50 keys (the backward of a decode shape)
-    {1, 40, 40, 44, 4, 2, 128},  // hd 128 (opt-in shared memory), GQA, spare capacity
-    {1, 3, 35, 36, 2, 1, 128},   // hd 128, KV cache
+struct TiledCase {
+    AttnCase c;
+    int64_t kv_blocks_wanted;  // attn_tiled_kv_plan's target: GQA / MQA head splits
 };
+const TiledCase kTiledCases[] = {
+    {{1, 1, 1, 1, 1, 1, 32}, mtk::kAttnTiledKvBlocksWanted},     // the smallest
+    {{1, 37, 37, 37, 2, 2, 64}, mtk::kAttnTiledKvBlocksWanted},  // MHA, T off every block size
+    {{2, 20, 20, 24, 4, 2, 32}, mtk::kAttnTiledKvBlocksWanted},  // GQA, batches, spare capacity
+    {{1, 70, 70, 72, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},  // MQA, 2 forward / 3 dq blocks
+    {{1, 5, 45, 48, 2, 2, 64}, mtk::kAttnTiledKvBlocksWanted},   // KV cache: 5 queries after 40
+    {{1, 1, 50, 64, 3, 1, 32}, mtk::kAttnTiledKvBlocksWanted},   // one query over 50 keys
+    {{1, 40, 50, 56, 8, 2, 32}, 8},  // KV offset 10: dk/dv query tiles off a multiple of 32;
+                                     // GQA 4 heads per kv head, 2 per split
+    {{1, 40, 50, 56, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},  // the same, MQA at hd 64
+    {{2, 70, 70, 72, 4, 2, 32}, mtk::kAttnTiledKvBlocksWanted},  // hd 32: blocks, skipped tiles
+    {{1, 65, 97, 100, 4, 1, 64}, 8},  // a 1-row last block, 2 heads per split of 4
+    {{1, 0, 0, 40, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},     // no query: dk, dv zeros
+    {{1, 40, 40, 44, 4, 2, 128}, mtk::kAttnTiledKvBlocksWanted},  // hd 128 (opt-in), GQA
+    {{1, 3, 35, 36, 2, 1, 128}, mtk::kAttnTiledKvBlocksWanted},   // hd 128, KV cache
+};
+
+// Rows [Tk, S) of a [B,S,K,hd] cache set to NaN: the kernels must never read them into a sum.
+FVec with_junk(FVec x, const AttnCase& c) {
+    for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t u = c.Tk; u < c.S; ++u)
+            for (int64_t e = 0; e < c.K * c.hd; ++e) x[(b * c.S + u) * c.K * c.hd + e] = NAN;
+    return x;
+}
 }  // namespace
 
 TEST_CASE("simt: tiled fp32 attention forward and backward match the float64 reference") {
-    for (AttnCase c : kTiledCases) {
-        INFO(c);
+    for (const TiledCase& tc : kTiledCases) {
+        const AttnCase& c = tc.c;
+        INFO(c << " kv blocks wanted " << tc.kv_blocks_wanted);
         const int64_t nq = c.nq(), nk = c.nk();
         const float scale = c.scale();
         Rng rng(static_cast<uint64_t>(c.Tq * 1000 + c.hd + c.Tk));
         const Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
-        const FVec fq = to_f32(q), fk = to_f32(k), fv = to_f32(v), fd = to_f32(dout);
+        const FVec fq = to_f32(q), fk = with_junk(to_f32(k), c), fv = with_junk(to_f32(v), c),
+                   fd = to_f32(dout);
         auto run_fwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
                 FVec o(nq, NAN), lse(c.rows(), NAN);
@@ -53,12 +73,15 @@ TEST_CASE("simt: tiled fp32 attention forward and backward match the float64 ref
         // D = rowsum(dout * o) over the kernel's own o, as attention_bwd_dot gives it on the
         // device (test_attention.cpp tests that kernel).
         const FVec D = rowsum_dout_o(c, dout, to_f64(fwd.first));
+        const size_t part_floats =
+            mtk::attn_tiled_part_bytes(c.B, c.S, c.H, c.K, c.hd, tc.kv_blocks_wanted) /
+            sizeof(float);
         auto run_bwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
-                FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN);
+                FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN), part(part_floats, NAN);
                 mtk::attention_tiled_bwd(nullptr, dq.data(), dk.data(), dv.data(), fd.data(),
                                          fq.data(), fk.data(), fv.data(), fwd.second.data(),
-                                         D.data(), shape, scale);
+                                         D.data(), shape, scale, part.data(), tc.kv_blocks_wanted);
                 return std::make_tuple(dq, dk, dv);
             });
         };
@@ -70,6 +93,7 @@ TEST_CASE("simt: tiled fp32 attention forward and backward match the float64 ref
         check_close(std::get<2>(bwd), wdv, Tol{1e-3, 1e-4}, "dv");
 
         // Tk = Tq on the host + the rest on the device: bit-identical results.
+        if (c.Tq == 0) continue;  // no device length below a query
         const DeviceLength dl(c);
         check_same_bits(run_fwd(dl.shape, "attention_tiled_fwd (device length)"), fwd);
         check_same_bits(run_bwd(dl.shape, "attention_tiled_bwd (device length)"), bwd);
@@ -91,8 +115,10 @@ TEST_CASE("simt: tiled attention reports a device length outside [Tq, S] and wri
                                      0.125f);
         },
         [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
+            FVec part(mtk::attn_tiled_part_bytes(c.B, c.S, c.H, c.K, hd) / sizeof(float), NAN);
             mtk::attention_tiled_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
-                                     k.data(), v.data(), l0.data(), D.data(), d, 0.125f);
+                                     k.data(), v.data(), l0.data(), D.data(), d, 0.125f,
+                                     part.data());
         });
 }
 
@@ -115,6 +141,24 @@ TEST_CASE("simt: tiled attention shape logic (launch.h)") {
         CHECK(hd % (mtk::kAttnTiledGroupThreads * 4) == 0);  // float4 columns per thread
     }
     CHECK(mtk::attn_tiled_fwd_shmem(128) > mtk::kMaxDynamicShmem);
+    // dk/dv head splits: seed-moe at B 8, T 1024 (MQA, 12 heads): 256 blocks -> 4 splits of 3.
+    auto plan = [](int64_t B, int64_t S, int64_t H, int64_t K, int64_t wanted) {
+        const mtk::AttnTiledKvPlan p = mtk::attn_tiled_kv_plan(B, S, H, K, wanted);
+        return std::make_pair(p.splits, p.heads_per);
+    };
+    CHECK(plan(8, 1024, 12, 1, mtk::kAttnTiledKvBlocksWanted) ==
+          std::make_pair(int64_t{4}, int64_t{3}));
+    CHECK(plan(16, 1024, 12, 12, mtk::kAttnTiledKvBlocksWanted) ==
+          std::make_pair(int64_t{1}, int64_t{1}));  // MHA
+    CHECK(plan(1, 50, 6, 2, mtk::kAttnTiledKvBlocksWanted) ==
+          std::make_pair(int64_t{3}, int64_t{1}));
+    CHECK(plan(64, 256, 8, 1, mtk::kAttnTiledKvBlocksWanted) ==
+          std::make_pair(int64_t{2}, int64_t{4}));  // moe-mini
+    CHECK(plan(1, 100, 4, 1, 8) == std::make_pair(int64_t{2}, int64_t{2}));
+    CHECK(plan(1, 100, 5, 1, 8) == std::make_pair(int64_t{2}, int64_t{3}));  // 3 + 2 heads
+    CHECK(plan(0, 100, 4, 1, 8) == std::make_pair(int64_t{1}, int64_t{4}));  // no block
+    CHECK(mtk::attn_tiled_part_bytes(16, 1024, 12, 12, 64) == 0);
+    CHECK(mtk::attn_tiled_part_bytes(8, 1024, 12, 1, 64) == size_t{2} * 4 * 8 * 1024 * 64 * 4);
     const mtk::Geom f = mtk::attn_tiled_fwd_geom(70, 12, 3, 64);
     CHECK(f.gx == 2);  // 64 queries per block
     CHECK(f.gy == 12);
