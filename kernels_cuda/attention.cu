@@ -93,17 +93,17 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
     s.err = error_word();
     const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);
     const mtk::AttnKernel kernel = kernel_for(d, cc_);
-    // D (its own 256-byte span), then for the tiled kernels the partial dk / dv sums of a GQA /
-    // MQA split (none for MHA).
+    // D (its own 256-byte span), then for the tiled and WMMA kernels the partial dk / dv sums of
+    // a GQA / MQA head split (none for MHA).
     const size_t d_bytes = mtk::ceil_div(mtk::attn_bwd_scratch_bytes(d.B, d.H, d.Tq), 256) * 256;
     const size_t part_bytes =
-        kernel == mtk::AttnKernel::tiled ? mtk::attn_tiled_part_bytes(d.B, d.S, d.H, d.K, d.hd) : 0;
+        kernel == mtk::AttnKernel::scalar ? 0 : mtk::attn_kv_part_bytes(d.B, d.S, d.H, d.K, d.hd);
     auto* buf = static_cast<unsigned char*>(scratch(d_bytes + part_bytes));
     auto* tmp = reinterpret_cast<float*>(buf);
     if (kernel == mtk::AttnKernel::wmma) {
         mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
         mtk::attention_wmma_bwd(stream(op), d.compute == DType::bf16, pdq, pdk, pdv, pdo, pq, pk,
-                                pv, pl, tmp, s, scale);
+                                pv, pl, tmp, s, scale, reinterpret_cast<float*>(buf + d_bytes));
     } else if (kernel == mtk::AttnKernel::tiled) {
         mtk::attention_bwd_dot(stream(op), tmp, pdo, po, s);
         mtk::attention_tiled_bwd(stream(op), pdq, pdk, pdv, pdo, pq, pk, pv, pl, tmp, s, scale,

@@ -44,6 +44,30 @@ __device__ __forceinline__ float row_dot(const float* a, const float* b, int hd)
     return acc;
 }
 
+// The split dk / dv sums of the tiled and WMMA backward (launch.h attn_kv_plan): dk[i] = sum
+// over s < splits, in order, of part[s * n + i]; dv likewise from part[(splits + s) * n + i]
+// (n = B * S * K * hd). A template so that every family may include it.
+template <typename F = float>
+__global__ void attn_dkdv_sum_kernel(F* __restrict__ dk, F* __restrict__ dv,
+                                     const F* __restrict__ part, int64_t n, int64_t splits) {
+    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+        F sk = 0, sv = 0;
+        for (int64_t s = 0; s < splits; ++s) {
+            sk += part[s * n + i];
+            sv += part[(splits + s) * n + i];
+        }
+        dk[i] = sk;
+        dv[i] = sv;
+    }
+}
+// Queues the sums when there is more than one split (else the dk/dv kernel wrote dk, dv).
+inline void attention_dkdv_sum(Stream s, float* dk, float* dv, const float* part,
+                               const AttnShape& d, int64_t splits) {
+    if (splits <= 1) return;
+    const int64_t n = d.B * d.S * d.K * d.hd;
+    MT_LAUNCH(attn_dkdv_sum_kernel<float>, elementwise(n), s, dk, dv, part, n, splits);
+}
+
 // Calls f(std::integral_constant<int, NC>{}) with NC = attn_lane_chunks(hd) (1, 2, 4 or 8): the
 // per-lane width the scalar and decode kernels are instantiated for (host code).
 template <typename F>

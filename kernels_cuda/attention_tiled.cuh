@@ -262,8 +262,8 @@ __global__ void attn_tiled_dq_kernel(float* __restrict__ dq, const float* __rest
 
 // dk[u], dv[u] for the 32 keys of a block: sums over the queries that see key u, streamed 32 at a
 // time, of the heads hh in [split * heads_per, ...) of those sharing kv head g (blockIdx.y = g *
-// splits + split; launch.h attn_tiled_kv_plan). One split writes dk / dv; several write their
-// partial sums to part ([2][splits][B,S,K,hd]: dk's, then dv's), which attn_tiled_dkdv_sum_kernel
+// splits + split; launch.h attn_kv_plan). One split writes dk / dv; several write their
+// partial sums to part ([2][splits][B,S,K,hd]: dk's, then dv's), which attention_dkdv_sum
 // adds in split order. Rows u in [Tk, S) are written as zeros.
 template <int HD>
 __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict__ dv,
@@ -350,22 +350,6 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
     }
 }
 
-// dk[i] = sum over s < splits, in order, of part[s * n + i]; dv likewise from part[(splits + s) *
-// n + i] (n = B * S * K * hd).
-__global__ void attn_tiled_dkdv_sum_kernel(float* __restrict__ dk, float* __restrict__ dv,
-                                           const float* __restrict__ part, int64_t n,
-                                           int64_t splits) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-        float sk = 0.0f, sv = 0.0f;
-        for (int64_t s = 0; s < splits; ++s) {
-            sk += part[s * n + i];
-            sv += part[(splits + s) * n + i];
-        }
-        dk[i] = sk;
-        dv[i] = sv;
-    }
-}
-
 template <int HD>
 void attention_tiled_fwd_hd(Stream s, float* o, float* lse, const float* q, const float* k,
                             const float* v, const AttnShape& d, float scale) {
@@ -380,13 +364,10 @@ void attention_tiled_bwd_hd(Stream s, float* dq, float* dk, float* dv, const flo
     if (d.Tq > 0)
         MT_LAUNCH(attn_tiled_dq_kernel<HD>, attn_tiled_bwd_geom(d.Tq, d.H, d.B, HD), s, dq, dout, q,
                   k, v, lse, D, d, scale);
-    const AttnTiledKvPlan p = attn_tiled_kv_plan(d.B, d.S, d.H, d.K, blocks_wanted);
+    const AttnKvPlan p = attn_kv_plan(d.B, d.S, d.H, d.K, blocks_wanted);
     MT_LAUNCH(attn_tiled_dkdv_kernel<HD>, attn_tiled_bwd_geom(d.S, d.K * p.splits, d.B, HD), s, dk,
               dv, dout, q, k, v, lse, D, d, scale, p.splits, p.heads_per, part);
-    if (p.splits > 1) {
-        const int64_t n = d.B * d.S * d.K * d.hd;
-        MT_LAUNCH(attn_tiled_dkdv_sum_kernel, elementwise(n), s, dk, dv, part, n, p.splits);
-    }
+    attention_dkdv_sum(s, dk, dv, part, d, p.splits);
 }
 
 // Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64 or 128 (host code; the callers run
@@ -409,12 +390,12 @@ inline void attention_tiled_fwd(Stream s, float* o, float* lse, const float* q, 
         attention_tiled_fwd_hd<decltype(hd)::value>(s, o, lse, q, k, v, d, scale);
     });
 }
-// D: what attention_bwd_dot wrote; part: attn_tiled_part_bytes(B, S, H, K, hd, blocks_wanted)
-// of scratch for the split dk / dv sums (unread when attn_tiled_kv_plan has one split).
+// D: what attention_bwd_dot wrote; part: attn_kv_part_bytes(B, S, H, K, hd, blocks_wanted)
+// of scratch for the split dk / dv sums (unread when attn_kv_plan has one split).
 inline void attention_tiled_bwd(Stream s, float* dq, float* dk, float* dv, const float* dout,
                                 const float* q, const float* k, const float* v, const float* lse,
                                 const float* D, const AttnShape& d, float scale, float* part,
-                                int64_t blocks_wanted = kAttnTiledKvBlocksWanted) {
+                                int64_t blocks_wanted = kAttnKvBlocksWanted) {
     if (d.B <= 0 || d.H <= 0 || d.S <= 0) return;
     dispatch_tiled_head_dim(d.hd, [&](auto hd) {
         attention_tiled_bwd_hd<decltype(hd)::value>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale,

@@ -279,16 +279,19 @@ __global__ void attn_wmma_dq_kernel(float* __restrict__ dq, const float* __restr
 #endif
 }
 
-// Backward, dk / dv: 16 keys per warp; the query tiles of every head sharing the kv head
-// streamed. Per tile S^T = K Q^T and dP^T = V dO^T (WMMA, fp32) go to shared memory; lanes
-// 0..15 form P^T and dS^T in T; dv += P^T dO and dk += dS^T Q accumulate in the warp's fragments.
-// Key rows in [Tk, S) are written as zeros.
+// Backward, dk / dv: 16 keys per warp; the query tiles of the heads sharing the kv head streamed
+// (heads [split * heads_per, ...): blockIdx.y = g * splits + split, launch.h attn_kv_plan; with
+// several splits each writes its partial sums to part, added by attention_dkdv_sum). Per tile S^T =
+// K Q^T and dP^T = V dO^T (WMMA, fp32) go to shared memory; lanes 0..15 form P^T and dS^T in T; dv
+// += P^T dO and dk += dS^T Q accumulate in the warp's fragments. Key rows in [Tk, S) are written as
+// zeros.
 template <typename T, int HD>
 __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict__ dv,
                                       const float* __restrict__ dout, const float* __restrict__ q,
                                       const float* __restrict__ k, const float* __restrict__ v,
                                       const float* __restrict__ lse, const float* __restrict__ D,
-                                      AttnShape d, float scale) {
+                                      AttnShape d, float scale, int64_t splits, int64_t heads_per,
+                                      float* __restrict__ part) {
 #if MT_ATTN_WMMA_BODY
     constexpr int LD = WmmaSizes<HD>::ld;
     constexpr int QT = WmmaSizes<HD>::bwd_tile;
@@ -306,7 +309,8 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
     T* dsts = pts + W * 16 * QT;                                                // dS^T [16][QT]
     float* ls = reinterpret_cast<float*>(pts - w * 16 * QT + 2 * W * 16 * QT);  // [QT]
     float* Ds = ls + QT;                                                        // [QT]
-    const int64_t b = blockIdx.z, g = blockIdx.y, group = d.H / d.K, off = d.Tk - d.Tq;
+    const int64_t b = blockIdx.z, g = blockIdx.y / splits, split = blockIdx.y % splits;
+    const int64_t group = d.H / d.K, off = d.Tk - d.Tq;
     const int64_t u_first = static_cast<int64_t>(blockIdx.x) * W * 16, wu0 = u_first + w * 16;
     const bool active = wu0 < d.Tk;  // warp-uniform
     stage16<T, HD>(ks, LD, k, b, d.S, d.K, g, u_first, W * 16, d.Tk);
@@ -318,9 +322,11 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
         wm::fill_fragment(adk[n], 0.0f);
         wm::fill_fragment(adv[n], 0.0f);
     }
+    // Block-uniform; a block past Tk has no query to stream (t_start >= Tq) and only writes zeros.
     const int64_t t_start = u_first - off > 0 ? u_first - off : 0;  // first query seeing u_first
-    const int64_t heads = u_first < d.Tk ? group : 0;  // block-uniform: blocks past Tk only zero
-    for (int64_t hh = 0; hh < heads; ++hh) {
+    const int64_t h_begin = split * heads_per;
+    const int64_t h_end = h_begin + heads_per < group ? h_begin + heads_per : group;
+    for (int64_t hh = h_begin; hh < h_end; ++hh) {
         const int64_t h = g * group + hh;
         for (int64_t t0 = t_start; t0 < d.Tq; t0 += QT) {
             __syncthreads();  // the previous tile is consumed (and k, v are staged)
@@ -368,12 +374,13 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
         }
     }
     if (wu0 >= d.S) return;  // no barrier follows
+    const int64_t nkv = d.B * d.S * d.K * d.hd;
     for (int n = 0; n < HD / 16; ++n)
         for (int which = 0; which < 2; ++which) {
             __syncwarp();
             wm::store_matrix_sync(sts, which == 0 ? adk[n] : adv[n], 16, wm::mem_row_major);
             __syncwarp();
-            float* out = which == 0 ? dk : dv;
+            float* out = splits > 1 ? part + (which * splits + split) * nkv : which == 0 ? dk : dv;
             if (u < d.S)
                 for (int e = 0; e < 8; ++e)
                     out[kvrow(d, b, u, g) + n * 16 + cb + e] =
@@ -385,32 +392,39 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
 template <typename T, int HD>
 void attention_wmma_bwd_t(Stream s, float* dq, float* dk, float* dv, const float* dout,
                           const float* q, const float* k, const float* v, const float* lse,
-                          const float* D, const AttnShape& d, float scale) {
+                          const float* D, const AttnShape& d, float scale, float* part,
+                          int64_t blocks_wanted) {
+    static_assert(kAttnWmmaBwdWarps * 16 == kAttnKvBlockKeys, "attn_kv_plan's keys per block");
     const size_t shmem = attn_wmma_bwd_shmem(HD);
     if (d.Tq > 0)
         MT_LAUNCH((attn_wmma_dq_kernel<T, HD>),
                   attn_wmma_rows(d.Tq, kAttnWmmaBwdWarps, d.H, d.B, shmem), s, dq, dout, q, k, v,
                   lse, D, d, scale);
+    const AttnKvPlan p = attn_kv_plan(d.B, d.S, d.H, d.K, blocks_wanted);
     MT_LAUNCH((attn_wmma_dkdv_kernel<T, HD>),
-              attn_wmma_rows(d.S, kAttnWmmaBwdWarps, d.K, d.B, shmem), s, dk, dv, dout, q, k, v,
-              lse, D, d, scale);
+              attn_wmma_rows(d.S, kAttnWmmaBwdWarps, d.K * p.splits, d.B, shmem), s, dk, dv, dout,
+              q, k, v, lse, D, d, scale, p.splits, p.heads_per, part);
+    attention_dkdv_sum(s, dk, dv, part, d, p.splits);
 }
 
 // The backward pass in 16-bit precision `bf16` (else f16), given D = rowsum(dout * o) [B,H,Tq]
-// (attention.cuh's attention_bwd_dot); d.hd is 64 or 128.
+// (attention.cuh's attention_bwd_dot); d.hd is 64 or 128. part: attn_kv_part_bytes(B, S, H, K,
+// hd, blocks_wanted) of scratch for the split dk / dv sums (unread with one split).
 inline void attention_wmma_bwd(Stream s, bool bf16, float* dq, float* dk, float* dv,
                                const float* dout, const float* q, const float* k, const float* v,
-                               const float* lse, const float* D, const AttnShape& d, float scale) {
+                               const float* lse, const float* D, const AttnShape& d, float scale,
+                               float* part, int64_t blocks_wanted = kAttnKvBlocksWanted) {
     if (d.B <= 0 || d.H <= 0 || d.S <= 0) return;
     if (bf16)
         d.hd == 64 ? attention_wmma_bwd_t<__nv_bfloat16, 64>(s, dq, dk, dv, dout, q, k, v, lse, D,
-                                                             d, scale)
+                                                             d, scale, part, blocks_wanted)
                    : attention_wmma_bwd_t<__nv_bfloat16, 128>(s, dq, dk, dv, dout, q, k, v, lse, D,
-                                                              d, scale);
+                                                              d, scale, part, blocks_wanted);
     else
-        d.hd == 64
-            ? attention_wmma_bwd_t<half, 64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale)
-            : attention_wmma_bwd_t<half, 128>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale);
+        d.hd == 64 ? attention_wmma_bwd_t<half, 64>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale,
+                                                    part, blocks_wanted)
+                   : attention_wmma_bwd_t<half, 128>(s, dq, dk, dv, dout, q, k, v, lse, D, d, scale,
+                                                     part, blocks_wanted);
 }
 
 // The forward pass in 16-bit precision `bf16` (else f16); d.hd is 64 or 128.

@@ -372,31 +372,33 @@ inline Geom attn_tiled_fwd_geom(int64_t Tq, int64_t H, int64_t B, int64_t hd) {
 inline Geom attn_tiled_bwd_geom(int64_t rows, int64_t heads, int64_t B, int64_t hd) {
     return attn_tiled_geom(rows, kAttnTiledBwdGroups, heads, B, attn_tiled_bwd_shmem(hd));
 }
-// dk/dv: a block of 32 keys sums over the query heads sharing its kv head. With GQA / MQA and
-// few blocks (ceil(S / 32) K B, e.g. 256 for seed-moe at B 8, T 1024, one kv head) those heads
-// are split over `splits` blocks of `heads_per` heads each, for at least
-// kAttnTiledKvBlocksWanted blocks when the heads allow; the splits' partial sums (2 splits B S K
-// hd floats of scratch) are then added in split order. A function of the shape only.
-constexpr int64_t kAttnTiledKvBlocksWanted = 1024;  // ~1.5 waves of 2-warp blocks on an H100
-struct AttnTiledKvPlan {
+// dk/dv (the register-tiled and the WMMA kernels: 32 keys per block): a block sums over the
+// query heads sharing its kv head. With GQA / MQA and few blocks (ceil(S / 32) K B, e.g. 256 for
+// seed-moe at B 8, T 1024, one kv head) those heads are split over `splits` blocks of
+// `heads_per` heads each, for at least kAttnKvBlocksWanted blocks when the heads allow; the
+// splits' partial sums (2 splits B S K hd floats of scratch) are then added in split order. A
+// function of the shape only.
+constexpr int64_t kAttnKvBlockKeys = 32;
+constexpr int64_t kAttnKvBlocksWanted = 1024;  // ~1.5 waves of 2-warp blocks on an H100
+struct AttnKvPlan {
     int64_t splits = 1, heads_per = 1;
 };
-// blocks_wanted: kAttnTiledKvBlocksWanted (the harness tests ask for fewer, to get splits of
-// several heads on small shapes).
-inline AttnTiledKvPlan attn_tiled_kv_plan(int64_t B, int64_t S, int64_t H, int64_t K,
-                                          int64_t blocks_wanted = kAttnTiledKvBlocksWanted) {
-    AttnTiledKvPlan p;
+// blocks_wanted: kAttnKvBlocksWanted (the harness tests ask for fewer, to get splits of several
+// heads on small shapes).
+inline AttnKvPlan attn_kv_plan(int64_t B, int64_t S, int64_t H, int64_t K,
+                               int64_t blocks_wanted = kAttnKvBlocksWanted) {
+    AttnKvPlan p;
     const int64_t group = K > 0 && H >= K ? H / K : 1;
-    const int64_t blocks = ceil_div(S, kAttnTiledBwdGroups * kAttnTiledRows) * K * B;
+    const int64_t blocks = ceil_div(S, kAttnKvBlockKeys) * K * B;
     int64_t want = blocks > 0 ? ceil_div(blocks_wanted, blocks) : 1;
     want = want < group ? want : group;
     p.heads_per = ceil_div(group, want > 0 ? want : 1);
     p.splits = ceil_div(group, p.heads_per);  // every split has at least one head
     return p;
 }
-inline size_t attn_tiled_part_bytes(int64_t B, int64_t S, int64_t H, int64_t K, int64_t hd,
-                                    int64_t blocks_wanted = kAttnTiledKvBlocksWanted) {
-    const AttnTiledKvPlan p = attn_tiled_kv_plan(B, S, H, K, blocks_wanted);
+inline size_t attn_kv_part_bytes(int64_t B, int64_t S, int64_t H, int64_t K, int64_t hd,
+                                 int64_t blocks_wanted = kAttnKvBlocksWanted) {
+    const AttnKvPlan p = attn_kv_plan(B, S, H, K, blocks_wanted);
     return p.splits > 1 ? static_cast<size_t>(2 * p.splits * B * S * K * hd) * sizeof(float) : 0;
 }
 // The forward of a decode step (one query per sequence and head over a KV cache with room for

@@ -18,23 +18,23 @@ namespace ref = moetrain::ref;
 namespace {
 struct TiledCase {
     AttnCase c;
-    int64_t kv_blocks_wanted;  // attn_tiled_kv_plan's target: GQA / MQA head splits
+    int64_t kv_blocks_wanted;  // attn_kv_plan's target: GQA / MQA head splits
 };
 const TiledCase kTiledCases[] = {
-    {{1, 1, 1, 1, 1, 1, 32}, mtk::kAttnTiledKvBlocksWanted},     // the smallest
-    {{1, 37, 37, 37, 2, 2, 64}, mtk::kAttnTiledKvBlocksWanted},  // MHA, T off every block size
-    {{2, 20, 20, 24, 4, 2, 32}, mtk::kAttnTiledKvBlocksWanted},  // GQA, batches, spare capacity
-    {{1, 70, 70, 72, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},  // MQA, 2 forward / 3 dq blocks
-    {{1, 5, 45, 48, 2, 2, 64}, mtk::kAttnTiledKvBlocksWanted},   // KV cache: 5 queries after 40
-    {{1, 1, 50, 64, 3, 1, 32}, mtk::kAttnTiledKvBlocksWanted},   // one query over 50 keys
+    {{1, 1, 1, 1, 1, 1, 32}, mtk::kAttnKvBlocksWanted},     // the smallest
+    {{1, 37, 37, 37, 2, 2, 64}, mtk::kAttnKvBlocksWanted},  // MHA, T off every block size
+    {{2, 20, 20, 24, 4, 2, 32}, mtk::kAttnKvBlocksWanted},  // GQA, batches, spare capacity
+    {{1, 70, 70, 72, 2, 1, 64}, mtk::kAttnKvBlocksWanted},  // MQA, 2 forward / 3 dq blocks
+    {{1, 5, 45, 48, 2, 2, 64}, mtk::kAttnKvBlocksWanted},   // KV cache: 5 queries after 40
+    {{1, 1, 50, 64, 3, 1, 32}, mtk::kAttnKvBlocksWanted},   // one query over 50 keys
     {{1, 40, 50, 56, 8, 2, 32}, 8},  // KV offset 10: dk/dv query tiles off a multiple of 32;
                                      // GQA 4 heads per kv head, 2 per split
-    {{1, 40, 50, 56, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},  // the same, MQA at hd 64
-    {{2, 70, 70, 72, 4, 2, 32}, mtk::kAttnTiledKvBlocksWanted},  // hd 32: blocks, skipped tiles
+    {{1, 40, 50, 56, 2, 1, 64}, mtk::kAttnKvBlocksWanted},  // the same, MQA at hd 64
+    {{2, 70, 70, 72, 4, 2, 32}, mtk::kAttnKvBlocksWanted},  // hd 32: blocks, skipped tiles
     {{1, 65, 97, 100, 4, 1, 64}, 8},  // a 1-row last block, 2 heads per split of 4
-    {{1, 0, 0, 40, 2, 1, 64}, mtk::kAttnTiledKvBlocksWanted},     // no query: dk, dv zeros
-    {{1, 40, 40, 44, 4, 2, 128}, mtk::kAttnTiledKvBlocksWanted},  // hd 128 (opt-in), GQA
-    {{1, 3, 35, 36, 2, 1, 128}, mtk::kAttnTiledKvBlocksWanted},   // hd 128, KV cache
+    {{1, 0, 0, 40, 2, 1, 64}, mtk::kAttnKvBlocksWanted},     // no query: dk, dv zeros
+    {{1, 40, 40, 44, 4, 2, 128}, mtk::kAttnKvBlocksWanted},  // hd 128 (opt-in), GQA
+    {{1, 3, 35, 36, 2, 1, 128}, mtk::kAttnKvBlocksWanted},   // hd 128, KV cache
 };
 
 // Rows [Tk, S) of a [B,S,K,hd] cache set to NaN: the kernels must never read them into a sum.
@@ -74,8 +74,7 @@ TEST_CASE("simt: tiled fp32 attention forward and backward match the float64 ref
         // device (test_attention.cpp tests that kernel).
         const FVec D = rowsum_dout_o(c, dout, to_f64(fwd.first));
         const size_t part_floats =
-            mtk::attn_tiled_part_bytes(c.B, c.S, c.H, c.K, c.hd, tc.kv_blocks_wanted) /
-            sizeof(float);
+            mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, c.hd, tc.kv_blocks_wanted) / sizeof(float);
         auto run_bwd = [&](const mtk::AttnShape& shape, const char* what) {
             return two_schedules(what, [&] {
                 FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN), part(part_floats, NAN);
@@ -115,7 +114,7 @@ TEST_CASE("simt: tiled attention reports a device length outside [Tq, S] and wri
                                      0.125f);
         },
         [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
-            FVec part(mtk::attn_tiled_part_bytes(c.B, c.S, c.H, c.K, hd) / sizeof(float), NAN);
+            FVec part(mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, hd) / sizeof(float), NAN);
             mtk::attention_tiled_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
                                      k.data(), v.data(), l0.data(), D.data(), d, 0.125f,
                                      part.data());
@@ -143,22 +142,20 @@ TEST_CASE("simt: tiled attention shape logic (launch.h)") {
     CHECK(mtk::attn_tiled_fwd_shmem(128) > mtk::kMaxDynamicShmem);
     // dk/dv head splits: seed-moe at B 8, T 1024 (MQA, 12 heads): 256 blocks -> 4 splits of 3.
     auto plan = [](int64_t B, int64_t S, int64_t H, int64_t K, int64_t wanted) {
-        const mtk::AttnTiledKvPlan p = mtk::attn_tiled_kv_plan(B, S, H, K, wanted);
+        const mtk::AttnKvPlan p = mtk::attn_kv_plan(B, S, H, K, wanted);
         return std::make_pair(p.splits, p.heads_per);
     };
-    CHECK(plan(8, 1024, 12, 1, mtk::kAttnTiledKvBlocksWanted) ==
-          std::make_pair(int64_t{4}, int64_t{3}));
-    CHECK(plan(16, 1024, 12, 12, mtk::kAttnTiledKvBlocksWanted) ==
+    CHECK(plan(8, 1024, 12, 1, mtk::kAttnKvBlocksWanted) == std::make_pair(int64_t{4}, int64_t{3}));
+    CHECK(plan(16, 1024, 12, 12, mtk::kAttnKvBlocksWanted) ==
           std::make_pair(int64_t{1}, int64_t{1}));  // MHA
-    CHECK(plan(1, 50, 6, 2, mtk::kAttnTiledKvBlocksWanted) ==
-          std::make_pair(int64_t{3}, int64_t{1}));
-    CHECK(plan(64, 256, 8, 1, mtk::kAttnTiledKvBlocksWanted) ==
+    CHECK(plan(1, 50, 6, 2, mtk::kAttnKvBlocksWanted) == std::make_pair(int64_t{3}, int64_t{1}));
+    CHECK(plan(64, 256, 8, 1, mtk::kAttnKvBlocksWanted) ==
           std::make_pair(int64_t{2}, int64_t{4}));  // moe-mini
     CHECK(plan(1, 100, 4, 1, 8) == std::make_pair(int64_t{2}, int64_t{2}));
     CHECK(plan(1, 100, 5, 1, 8) == std::make_pair(int64_t{2}, int64_t{3}));  // 3 + 2 heads
     CHECK(plan(0, 100, 4, 1, 8) == std::make_pair(int64_t{1}, int64_t{4}));  // no block
-    CHECK(mtk::attn_tiled_part_bytes(16, 1024, 12, 12, 64) == 0);
-    CHECK(mtk::attn_tiled_part_bytes(8, 1024, 12, 1, 64) == size_t{2} * 4 * 8 * 1024 * 64 * 4);
+    CHECK(mtk::attn_kv_part_bytes(16, 1024, 12, 12, 64) == 0);
+    CHECK(mtk::attn_kv_part_bytes(8, 1024, 12, 1, 64) == size_t{2} * 4 * 8 * 1024 * 64 * 4);
     const mtk::Geom f = mtk::attn_tiled_fwd_geom(70, 12, 3, 64);
     CHECK(f.gx == 2);  // 64 queries per block
     CHECK(f.gy == 12);

@@ -2,7 +2,8 @@
 // nvcuda::wmma of simt_wmma.h) against the naive float64 reference evaluated on the operands
 // rounded to the 16-bit type (bf16 and f16): MHA / GQA / MQA, head_dim 64 and 128, a KV cache
 // (Tq < Tk <= S, the decode offset, Tq = 1 included), lengths that are not a multiple of a tile;
-// bit-identical results under five scheduling seeds and with part of Tk as a device length.
+// bit-identical results under five scheduling seeds and with part of Tk as a device length;
+// dk/dv head splits (launch.h attn_kv_plan) of one head and of several.
 // Also the shape logic of launch.h (which kernel, shared memory within the launch budget).
 #include <algorithm>
 #include <cmath>
@@ -89,46 +90,55 @@ TEST_CASE("simt: wmma attention forward matches the float64 reference of the rou
 
 TEST_CASE("simt: wmma attention backward matches the float64 reference of the rounded operands") {
     for (bool bf16 : {true, false}) {
-        for (AttnCase c : kWmmaCases) {
-            CAPTURE(bf16);
-            INFO(c);
-            const moetrain::AttnDims d = c.dims();
-            const int64_t nq = c.nq(), nk = c.nk(), rows = c.rows();
-            const float scale = c.scale();
-            Rng rng(static_cast<uint64_t>(c.Tq * 7000 + c.hd + c.Tk));
-            const Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk),
-                      dout = rng.normal(nq);
-            const Vec rq = rounded(q, bf16), rk = rounded(k, bf16), rv = rounded(v, bf16),
-                      rdo = rounded(dout, bf16);
-            // o and lse of the reference (the forward is tested above); D = rowsum(dout * o)
-            // in [B,H,Tq] order, as attention_bwd_dot writes it.
-            Vec wo(nq), wl(rows);
-            ref::attention_fwd(wo, wl, rq, rk, rv, d, scale);
-            const FVec D = rowsum_dout_o(c, dout, wo);
-            const FVec lse = to_f32(wl);
-            auto run = [&](const mtk::AttnShape& shape, const char* what) {
-                return every_schedule(what, [&] {
-                    FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN), fq = to_f32(q), fk = to_f32(k),
-                                                                fv = to_f32(v), fd = to_f32(dout);
-                    mtk::attention_wmma_bwd(nullptr, bf16, dq.data(), dk.data(), dv.data(),
-                                            fd.data(), fq.data(), fk.data(), fv.data(), lse.data(),
-                                            D.data(), shape, scale);
-                    return std::make_tuple(dq, dk, dv);
-                });
-            };
-            const auto got = run(c.shape(), "attention_wmma_bwd");
-            Vec wdq(nq), wdk(nk), wdv(nk);
-            ref::attention_bwd(wdq, wdk, wdv, rdo, rq, rk, rv, d, scale);
-            // P and dS are rounded to 16 bits before the products that read them.
-            const Tol tol = bf16 ? Tol{3e-2, 2e-2} : Tol{6e-3, 4e-3};
-            check_close(std::get<0>(got), wdq, tol, "dq");
-            check_close(std::get<1>(got), wdk, tol, "dk");
-            check_close(std::get<2>(got), wdv, tol, "dv");
+        for (AttnCase c : kWmmaCases)
+            // The dk/dv head splits of launch.h's plan (one head each on these small grids), and
+            // for 3+ query heads per kv head also splits of several heads (4 blocks wanted).
+            for (int64_t wanted : {mtk::kAttnKvBlocksWanted, int64_t{4}}) {
+                if (wanted == 4 && c.H / c.K < 3) continue;
+                CAPTURE(bf16);
+                CAPTURE(wanted);
+                INFO(c);
+                const moetrain::AttnDims d = c.dims();
+                const int64_t nq = c.nq(), nk = c.nk(), rows = c.rows();
+                const float scale = c.scale();
+                Rng rng(static_cast<uint64_t>(c.Tq * 7000 + c.hd + c.Tk));
+                const Vec q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk),
+                          dout = rng.normal(nq);
+                const Vec rq = rounded(q, bf16), rk = rounded(k, bf16), rv = rounded(v, bf16),
+                          rdo = rounded(dout, bf16);
+                // o and lse of the reference (the forward is tested above); D = rowsum(dout * o)
+                // in [B,H,Tq] order, as attention_bwd_dot writes it.
+                Vec wo(nq), wl(rows);
+                ref::attention_fwd(wo, wl, rq, rk, rv, d, scale);
+                const FVec D = rowsum_dout_o(c, dout, wo);
+                const FVec lse = to_f32(wl);
+                const size_t part_floats =
+                    mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, c.hd, wanted) / sizeof(float);
+                auto run = [&](const mtk::AttnShape& shape, const char* what) {
+                    return every_schedule(what, [&] {
+                        FVec dq(nq, NAN), dk(nk, NAN), dv(nk, NAN),
+                            fq = to_f32(q), fk = to_f32(k), fv = to_f32(v), fd = to_f32(dout),
+                            part(part_floats, NAN);
+                        mtk::attention_wmma_bwd(nullptr, bf16, dq.data(), dk.data(), dv.data(),
+                                                fd.data(), fq.data(), fk.data(), fv.data(),
+                                                lse.data(), D.data(), shape, scale, part.data(),
+                                                wanted);
+                        return std::make_tuple(dq, dk, dv);
+                    });
+                };
+                const auto got = run(c.shape(), "attention_wmma_bwd");
+                Vec wdq(nq), wdk(nk), wdv(nk);
+                ref::attention_bwd(wdq, wdk, wdv, rdo, rq, rk, rv, d, scale);
+                // P and dS are rounded to 16 bits before the products that read them.
+                const Tol tol = bf16 ? Tol{3e-2, 2e-2} : Tol{6e-3, 4e-3};
+                check_close(std::get<0>(got), wdq, tol, "dq");
+                check_close(std::get<1>(got), wdk, tol, "dk");
+                check_close(std::get<2>(got), wdv, tol, "dv");
 
-            const DeviceLength dl(c);
-            check_same_bits(run(dl.shape, "attention_wmma_bwd (device length)"), got);
-            CHECK(dl.err[0] == 0);
-        }
+                const DeviceLength dl(c);
+                check_same_bits(run(dl.shape, "attention_wmma_bwd (device length)"), got);
+                CHECK(dl.err[0] == 0);
+            }
     }
 }
 
@@ -146,8 +156,10 @@ TEST_CASE("simt: wmma attention reports a device length outside [Tq, S] and writ
                                     v.data(), d, 0.125f);
         },
         [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
+            FVec part(mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, hd) / sizeof(float), NAN);
             mtk::attention_wmma_bwd(nullptr, false, dq.data(), dk.data(), dv.data(), q.data(),
-                                    q.data(), k.data(), v.data(), l0.data(), D.data(), d, 0.125f);
+                                    q.data(), k.data(), v.data(), l0.data(), D.data(), d, 0.125f,
+                                    part.data());
         });
 }
 
