@@ -4,7 +4,7 @@
 // mtk::attn_decode); else the tensor-core kernels of attention_wmma.cuh when the attention
 // precision is bf16 / f16, head_dim 64 or 128 and the device has bf16 fragments
 // (mtk::attn_kernel, launch.h); else the register-tiled fp32 kernels of attention_tiled.cuh for
-// head_dim 32 and 64 (and 128 from compute capability 8.0); else the scalar fp32 kernels of
+// head_dim 32 and 64 (and 96, 128 from compute capability 8.0); else the scalar fp32 kernels of
 // attention.cuh.
 #include "attention.cuh"
 #include "attention_decode.cuh"
@@ -31,7 +31,7 @@ mtk::AttnKernel kernel_for(const AttnDims& d, int cc) {
 std::string attention_summary(int cc) {
     const std::string fp32 =
         std::string("register-tiled fp32 (head_dim ") +
-        (mtk::attn_tiled_head_dim(128, cc) ? "32/64/128" : "32/64") +
+        (mtk::attn_tiled_head_dim(128, cc) ? "32/64/96/128" : "32/64") +
         "), scalar fp32 otherwise, split-K fp32 decode for one query over a KV cache";
     if (cc >= mtk::kAttnWmmaMinCc)
         return std::string(

@@ -1,5 +1,5 @@
-// Register-tiled fp32 attention (head_dim 32, 64, 128): the fp32 path's fast kernels, beside the
-// scalar ones of attention.cuh (every other head_dim) and the tensor-core ones of
+// Register-tiled fp32 attention (head_dim 32, 64, 96, 128): the fp32 path's fast kernels, beside
+// the scalar ones of attention.cuh (every other head_dim) and the tensor-core ones of
 // attention_wmma.cuh (16-bit attention precision). Same function, layouts, causal offset, GQA /
 // MQA and device length as attention.cuh; every sum runs in a fixed order (no atomics).
 //
@@ -370,14 +370,16 @@ void attention_tiled_bwd_hd(Stream s, float* dq, float* dk, float* dv, const flo
     attention_dkdv_sum(s, dk, dv, part, d, p.splits);
 }
 
-// Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64 or 128 (host code; the callers run
-// these kernels for attn_tiled_head_dim only, and any other hd launches nothing).
+// Calls f(std::integral_constant<int, HD>{}) for hd = 32, 64, 96 or 128 (host code; the callers
+// run these kernels for attn_tiled_head_dim only, and any other hd launches nothing).
 template <typename F>
 void dispatch_tiled_head_dim(int64_t hd, F&& f) {
     if (hd == 32)
         f(std::integral_constant<int, 32>{});
     else if (hd == 64)
         f(std::integral_constant<int, 64>{});
+    else if (hd == 96)
+        f(std::integral_constant<int, 96>{});
     else if (hd == 128)
         f(std::integral_constant<int, 128>{});
 }

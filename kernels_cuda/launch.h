@@ -321,15 +321,15 @@ inline AttnDecodePlan attn_decode_plan(int64_t B, int64_t S, int64_t H, int64_t 
 // (dk/dv) per warp, m16n16k16 WMMA products on 16-bit operands staged in shared memory ----
 // Which kernel an attention op runs: the WMMA pair needs a 16-bit attention precision, head_dim
 // 64 or 128 and a device of compute capability >= 8.0 (bf16 fragments); otherwise head_dim 32
-// and 64, and 128 on a device of compute capability >= 8.0 (its tiles need more than 48 KiB of
-// shared memory: an opt-in), take the register-tiled fp32 kernels (attention_tiled.cuh), every
-// other head_dim the scalar fp32 kernels.
+// and 64, and 96 and 128 on a device of compute capability >= 8.0 (their tiles need more than
+// 48 KiB of shared memory: an opt-in), take the register-tiled fp32 kernels
+// (attention_tiled.cuh), every other head_dim the scalar fp32 kernels.
 enum class AttnKernel : uint8_t { scalar, tiled, wmma };
 constexpr bool attn_wmma_head_dim(int64_t hd) {
     return hd == 64 || hd == 128;
 }
 constexpr bool attn_tiled_head_dim(int64_t hd, int cc) {
-    return hd == 32 || hd == 64 || (hd == 128 && cc >= kOptInShmemMinCc);
+    return hd == 32 || hd == 64 || ((hd == 96 || hd == 128) && cc >= kOptInShmemMinCc);
 }
 constexpr int kAttnWmmaMinCc = 80;
 inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {

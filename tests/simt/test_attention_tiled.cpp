@@ -1,9 +1,9 @@
 // Harness tests of kernels_cuda/attention_tiled.cuh (the register-tiled fp32 attention, head_dim
-// 32, 64 and 128) against the naive float64 reference: MHA / GQA / MQA, query counts that are not a
-// multiple of a block (64 forward, 32 backward) or of the 32-column tile, several query and key
-// blocks, a KV cache (Tq < Tk <= S with spare capacity, Tq = 1 included), batches; bit-identical
-// results under two scheduling seeds and with part of Tk as a device length, and a device
-// length outside [Tq, S] reported with nothing written. Also its shape logic in launch.h.
+// 32, 64, 96 and 128) against the naive float64 reference: MHA / GQA / MQA, query counts that are
+// not a multiple of a block (64 forward, 32 backward) or of the 32-column tile, several query and
+// key blocks, a KV cache (Tq < Tk <= S with spare capacity, Tq = 1 included), batches;
+// bit-identical results under two scheduling seeds and with part of Tk as a device length, and a
+// device length outside [Tq, S] reported with nothing written. Also its shape logic in launch.h.
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -35,6 +35,7 @@ const TiledCase kTiledCases[] = {
     {{1, 0, 0, 40, 2, 1, 64}, mtk::kAttnKvBlocksWanted},     // no query: dk, dv zeros
     {{1, 40, 40, 44, 4, 2, 128}, mtk::kAttnKvBlocksWanted},  // hd 128 (opt-in), GQA
     {{1, 3, 35, 36, 2, 1, 128}, mtk::kAttnKvBlocksWanted},   // hd 128, KV cache
+    {{1, 33, 33, 33, 3, 1, 96}, 2},                          // hd 96, 2 heads per split
 };
 
 // Rows [Tk, S) of a [B,S,K,hd] cache set to NaN: the kernels must never read them into a sum.
@@ -130,11 +131,14 @@ TEST_CASE("simt: tiled attention shape logic (launch.h)") {
     CHECK(mtk::attn_kernel(false, 128, 80) == AttnKernel::tiled);
     CHECK(mtk::attn_kernel(false, 128, 75) == AttnKernel::scalar);  // no 77 KiB opt-in on sm_75
     CHECK(mtk::attn_kernel(false, 48, 90) == AttnKernel::scalar);
-    CHECK(mtk::attn_kernel(false, 96, 90) == AttnKernel::scalar);
-    for (int64_t hd : {int64_t{32}, int64_t{64}, int64_t{128}}) {
+    CHECK(mtk::attn_kernel(false, 96, 90) == AttnKernel::tiled);
+    CHECK(mtk::attn_kernel(true, 96, 86) == AttnKernel::tiled);  // no wmma kernel for 96
+    CHECK(mtk::attn_kernel(false, 96, 75) == AttnKernel::scalar);
+    CHECK(mtk::attn_kernel(false, 80, 90) == AttnKernel::scalar);
+    for (int64_t hd : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{128}}) {
         CAPTURE(hd);
-        // Within the budget at 32 / 64; hd 128 opts in (cc >= 8.0 only).
-        const size_t limit = hd == 128 ? mtk::kMaxOptInShmem : mtk::kMaxDynamicShmem;
+        // Within the budget at 32 / 64; hd 96 and 128 opt in (cc >= 8.0 only).
+        const size_t limit = hd > 64 ? mtk::kMaxOptInShmem : mtk::kMaxDynamicShmem;
         CHECK(mtk::attn_tiled_fwd_shmem(hd) <= limit);
         CHECK(mtk::attn_tiled_bwd_shmem(hd) <= limit);
         CHECK(hd % (mtk::kAttnTiledGroupThreads * 4) == 0);  // float4 columns per thread

@@ -168,7 +168,7 @@ TEST_CASE("simt: wmma attention shape logic (launch.h)") {
     CHECK(mtk::attn_kernel(true, 64, 90) == AttnKernel::wmma);
     CHECK(mtk::attn_kernel(true, 128, 80) == AttnKernel::wmma);
     CHECK(mtk::attn_kernel(false, 64, 90) == AttnKernel::tiled);  // fp32 attention precision
-    CHECK(mtk::attn_kernel(true, 96, 90) == AttnKernel::scalar);  // head_dim without a kernel
+    CHECK(mtk::attn_kernel(true, 80, 90) == AttnKernel::scalar);  // head_dim without a kernel
     CHECK(mtk::attn_kernel(true, 64, 75) == AttnKernel::tiled);   // no bf16 fragments on sm_75
     for (int64_t hd : {int64_t{64}, int64_t{128}}) {
         CAPTURE(hd);
