@@ -18,7 +18,7 @@ struct Geom {
 };
 
 constexpr unsigned kWarp = 32;
-// Dynamic shared memory any launch may request: 48 KiB (the limit without opt-in on every
+// Dynamic shared memory a launch may request without an opt-in: 48 KiB (the limit on every
 // target, sm_75..sm_90) minus a reserve for the kernels' static __shared__ arrays.
 constexpr size_t kMaxDynamicShmem = 44 * 1024;
 // More needs an opt-in (mtk::launch does it for any launch above kMaxDynamicShmem): up to 99 KiB
