@@ -68,14 +68,15 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
     mtk::AttnShape s = checked_shape(d, op);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
+    const mtk::AttnKernel kernel = kernel_for(d, cc_);
     if (mtk::attn_decode(d.Tq, d.S)) {
         const mtk::AttnDecodePlan p = mtk::attn_decode_plan(d.B, d.S, d.H, d.K, d.hd);
         mtk::attention_decode_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale,
                                   static_cast<float*>(scratch(p.scratch)));
-    } else if (kernel_for(d, cc_) == mtk::AttnKernel::wmma) {
+    } else if (kernel == mtk::AttnKernel::wmma) {
         mtk::attention_wmma_fwd(stream(op), d.compute == DType::bf16, f32(o), f32(lse), f32(q),
                                 f32(k), f32(v), s, scale);
-    } else if (kernel_for(d, cc_) == mtk::AttnKernel::tiled) {
+    } else if (kernel == mtk::AttnKernel::tiled) {
         mtk::attention_tiled_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);
     } else {
         mtk::attention_fwd(stream(op), f32(o), f32(lse), f32(q), f32(k), f32(v), s, scale);

@@ -44,6 +44,28 @@ __device__ __forceinline__ float row_dot(const float* a, const float* b, int hd)
     return acc;
 }
 
+// The kv head g and the query heads [h_begin, h_end) of a dk/dv block of the tiled and WMMA
+// backward (blockIdx.y = g * splits + split; launch.h attn_kv_plan).
+struct KvSplit {
+    int64_t g, split, h_begin, h_end;
+};
+__device__ __forceinline__ KvSplit kv_split(const AttnShape& d, int64_t splits, int64_t heads_per) {
+    KvSplit s;
+    const int64_t group = d.H / d.K;
+    s.g = blockIdx.y / splits;
+    s.split = blockIdx.y % splits;
+    const int64_t first = s.split * heads_per;
+    s.h_begin = s.g * group + first;
+    s.h_end = s.g * group + (first + heads_per < group ? first + heads_per : group);
+    return s;
+}
+// Where such a block writes dk (which 0) or dv (which 1): dst with one split, else the split's
+// partial sums in part ([2][splits][B,S,K,hd]).
+__device__ __forceinline__ float* dkdv_out(float* dst, float* part, int which, const KvSplit& s,
+                                           int64_t splits, const AttnShape& d) {
+    return splits > 1 ? part + (which * splits + s.split) * (d.B * d.S * d.K * d.hd) : dst;
+}
+
 // The split dk / dv sums of the tiled and WMMA backward (launch.h attn_kv_plan): dk[i] = sum
 // over s < splits, in order, of part[s * n + i]; dv likewise from part[(splits + s) * n + i]
 // (n = B * S * K * hd). A template so that every family may include it.

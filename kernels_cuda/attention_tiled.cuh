@@ -93,28 +93,30 @@ __device__ __forceinline__ void tile_accumulate(float (&acc)[kTiledRows][HD / 8]
     }
 }
 
-// Rows t0 .. t0 + rows - 1 of head h of a [B,Tq,H,hd] tensor (q, dout) into shared rows of
-// HD + 4 floats, times mul; zeros past Tq.
+// Rows r0 .. r0 + rows - 1 of a tensor whose row r starts at first + r * stride into shared rows
+// of HD + 4 floats, times mul; zeros from row `end` on.
+template <int HD>
+__device__ __forceinline__ void stage_rows(float* dst, const float* first, int64_t stride,
+                                           int64_t r0, int rows, int64_t end, float mul) {
+    for (int i = static_cast<int>(threadIdx.x); i < rows * HD; i += static_cast<int>(blockDim.x)) {
+        const int j = i / HD, c = i % HD;
+        const int64_t r = r0 + j;
+        dst[j * (HD + 4) + c] = r < end ? first[r * stride + c] * mul : 0.0f;
+    }
+}
+// Rows t0 .. t0 + rows - 1 of head h of a [B,Tq,H,hd] tensor (q, dout); zeros past Tq.
 template <int HD>
 __device__ __forceinline__ void stage_query_rows(float* dst, const float* src, const AttnShape& d,
                                                  int64_t b, int64_t h, int64_t t0, int rows,
                                                  float mul) {
-    for (int i = static_cast<int>(threadIdx.x); i < rows * HD; i += static_cast<int>(blockDim.x)) {
-        const int j = i / HD, c = i % HD;
-        const int64_t t = t0 + j;
-        dst[j * (HD + 4) + c] = t < d.Tq ? src[qrow(d, b, t, h) + c] * mul : 0.0f;
-    }
+    stage_rows<HD>(dst, src + qrow(d, b, 0, h), d.H * d.hd, t0, rows, d.Tq, mul);
 }
-// Rows u0 .. u0 + rows - 1 of kv head g of a [B,S,K,hd] tensor (k, v) likewise; zeros past Tk.
+// Rows u0 .. u0 + rows - 1 of kv head g of a [B,S,K,hd] tensor (k, v); zeros past Tk.
 template <int HD>
 __device__ __forceinline__ void stage_key_rows(float* dst, const float* src, const AttnShape& d,
                                                int64_t b, int64_t g, int64_t u0, int rows,
                                                float mul) {
-    for (int i = static_cast<int>(threadIdx.x); i < rows * HD; i += static_cast<int>(blockDim.x)) {
-        const int j = i / HD, c = i % HD;
-        const int64_t u = u0 + j;
-        dst[j * (HD + 4) + c] = u < d.Tk ? src[kvrow(d, b, u, g) + c] * mul : 0.0f;
-    }
+    stage_rows<HD>(dst, src + kvrow(d, b, 0, g), d.K * d.hd, u0, rows, d.Tk, mul);
 }
 
 // The query rows a block of `groups` row groups serves (forward and dq): the thread's rows
@@ -284,8 +286,8 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
     float* Ds = ls + kTiledTile;         // [32]
     const int cg = static_cast<int>(threadIdx.x) % kTiledCols;
     const int r0 = static_cast<int>(threadIdx.x) / kTiledCols * kTiledRows;
-    const int64_t b = blockIdx.z, g = blockIdx.y / splits, split = blockIdx.y % splits;
-    const int64_t group = d.H / d.K, off = d.Tk - d.Tq;
+    const KvSplit heads = kv_split(d, splits, heads_per);
+    const int64_t b = blockIdx.z, g = heads.g, off = d.Tk - d.Tq;
     const int64_t u_first = static_cast<int64_t>(blockIdx.x) * rows;
     stage_key_rows<HD>(ks, k, d, b, g, u_first, rows, 1.0f);
     stage_key_rows<HD>(vs, v, d, b, g, u_first, rows, 1.0f);
@@ -294,10 +296,7 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
         for (int c = 0; c < HD / 8; ++c) adk[i][c] = adv[i][c] = 0.0f;
     // Block-uniform; a block past Tk has no query to stream (t_start >= Tq) and only writes zeros.
     const int64_t t_start = u_first - off > 0 ? u_first - off : 0;  // first query seeing u_first
-    const int64_t h_begin = split * heads_per;
-    const int64_t h_end = h_begin + heads_per < group ? h_begin + heads_per : group;
-    for (int64_t hh = h_begin; hh < h_end; ++hh) {
-        const int64_t h = g * group + hh;
+    for (int64_t h = heads.h_begin; h < heads.h_end; ++h) {
         for (int64_t t0 = t_start; t0 < d.Tq; t0 += kTiledTile) {
             __syncthreads();  // the previous tile is consumed (and the keys are staged)
             stage_query_rows<HD>(qs, q, d, b, h, t0, kTiledTile, scale);
@@ -334,9 +333,8 @@ __global__ void attn_tiled_dkdv_kernel(float* __restrict__ dk, float* __restrict
             tile_accumulate<HD>(adk, buf, qs, r0, cg, kTiledTile);
         }
     }
-    const int64_t n = d.B * d.S * d.K * d.hd;
-    float* out_k = splits > 1 ? part + split * n : dk;
-    float* out_v = splits > 1 ? part + (splits + split) * n : dv;
+    float* out_k = dkdv_out(dk, part, 0, heads, splits, d);
+    float* out_v = dkdv_out(dv, part, 1, heads, splits, d);
     for (int i = 0; i < kTiledRows; ++i) {
         const int64_t u = u_first + r0 + i;
         if (u >= d.S) continue;
@@ -364,6 +362,8 @@ void attention_tiled_bwd_hd(Stream s, float* dq, float* dk, float* dv, const flo
     if (d.Tq > 0)
         MT_LAUNCH(attn_tiled_dq_kernel<HD>, attn_tiled_bwd_geom(d.Tq, d.H, d.B, HD), s, dq, dout, q,
                   k, v, lse, D, d, scale);
+    static_assert(kAttnTiledBwdGroups * kAttnTiledRows == kAttnKvBlockKeys,
+                  "attn_kv_plan's keys per block");
     const AttnKvPlan p = attn_kv_plan(d.B, d.S, d.H, d.K, blocks_wanted);
     MT_LAUNCH(attn_tiled_dkdv_kernel<HD>, attn_tiled_bwd_geom(d.S, d.K * p.splits, d.B, HD), s, dk,
               dv, dout, q, k, v, lse, D, d, scale, p.splits, p.heads_per, part);

@@ -309,8 +309,8 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
     T* dsts = pts + W * 16 * QT;                                                // dS^T [16][QT]
     float* ls = reinterpret_cast<float*>(pts - w * 16 * QT + 2 * W * 16 * QT);  // [QT]
     float* Ds = ls + QT;                                                        // [QT]
-    const int64_t b = blockIdx.z, g = blockIdx.y / splits, split = blockIdx.y % splits;
-    const int64_t group = d.H / d.K, off = d.Tk - d.Tq;
+    const KvSplit heads = kv_split(d, splits, heads_per);
+    const int64_t b = blockIdx.z, g = heads.g, off = d.Tk - d.Tq;
     const int64_t u_first = static_cast<int64_t>(blockIdx.x) * W * 16, wu0 = u_first + w * 16;
     const bool active = wu0 < d.Tk;  // warp-uniform
     stage16<T, HD>(ks, LD, k, b, d.S, d.K, g, u_first, W * 16, d.Tk);
@@ -324,10 +324,7 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
     }
     // Block-uniform; a block past Tk has no query to stream (t_start >= Tq) and only writes zeros.
     const int64_t t_start = u_first - off > 0 ? u_first - off : 0;  // first query seeing u_first
-    const int64_t h_begin = split * heads_per;
-    const int64_t h_end = h_begin + heads_per < group ? h_begin + heads_per : group;
-    for (int64_t hh = h_begin; hh < h_end; ++hh) {
-        const int64_t h = g * group + hh;
+    for (int64_t h = heads.h_begin; h < heads.h_end; ++h) {
         for (int64_t t0 = t_start; t0 < d.Tq; t0 += QT) {
             __syncthreads();  // the previous tile is consumed (and k, v are staged)
             stage16<T, HD>(qs, LD, q, b, d.Tq, d.H, h, t0, QT, d.Tq);
@@ -374,13 +371,12 @@ __global__ void attn_wmma_dkdv_kernel(float* __restrict__ dk, float* __restrict_
         }
     }
     if (wu0 >= d.S) return;  // no barrier follows
-    const int64_t nkv = d.B * d.S * d.K * d.hd;
     for (int n = 0; n < HD / 16; ++n)
         for (int which = 0; which < 2; ++which) {
             __syncwarp();
             wm::store_matrix_sync(sts, which == 0 ? adk[n] : adv[n], 16, wm::mem_row_major);
             __syncwarp();
-            float* out = splits > 1 ? part + (which * splits + split) * nkv : which == 0 ? dk : dv;
+            float* out = dkdv_out(which == 0 ? dk : dv, part, which, heads, splits, d);
             if (u < d.S)
                 for (int e = 0; e < 8; ++e)
                     out[kvrow(d, b, u, g) + n * 16 + cb + e] =

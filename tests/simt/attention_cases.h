@@ -77,23 +77,33 @@ void check_same_bits(const Tuple& a, const Tuple& b) {
     check_same_bits_at(a, b, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
 }
 
-// A device length that leaves [Tq, S] (Tk < Tq, then Tk > S): `fwd(shape, o, lse)` and
-// `bwd(shape, dq, dk, dv)` must report kErrAttnLength with the length and write nothing.
+// The operands of check_device_length_refused's case: random q, k, v and a zero per query row
+// (for the backward's log-sum-exp and D, unread there).
+struct RefusalInputs {
+    AttnCase c;
+    FVec q, k, v, rows;
+};
+
+// A device length that leaves [Tq, S] (Tk < Tq, then Tk > S): `fwd(shape, in, o, lse)` and
+// `bwd(shape, in, dq, dk, dv)` must report kErrAttnLength with the length and write nothing.
 template <typename Fwd, typename Bwd>
 void check_device_length_refused(int64_t hd, Fwd fwd, Bwd bwd) {
     const int64_t B = 1, Tq = 2, S = 6, H = 2, K = 1;
     const AttnCase c{B, Tq, Tq, S, H, K, hd};
+    Rng rng(3);
+    const RefusalInputs in{c, to_f32(rng.normal(c.nq())), to_f32(rng.normal(c.nk())),
+                           to_f32(rng.normal(c.nk())), FVec(c.rows(), 0.0f)};
     for (int32_t extra : {int32_t{-1}, int32_t{3}}) {
         CAPTURE(extra);
         const int32_t tk_dev[1] = {extra};
         IVec err = {0, 0};
         const mtk::AttnShape d{B, Tq, extra < 0 ? Tq : S - 2, S, H, K, hd, tk_dev, err.data()};
         FVec o(c.nq(), NAN), lse(c.rows(), NAN), dq(c.nq(), NAN), dk(c.nk(), NAN), dv(c.nk(), NAN);
-        fwd(d, o, lse);
+        fwd(d, in, o, lse);
         CHECK(err[0] == mtk::kErrAttnLength);
         CHECK(err[1] == extra);
         err = {0, 0};
-        bwd(d, dq, dk, dv);
+        bwd(d, in, dq, dk, dv);
         CHECK(err[0] == mtk::kErrAttnLength);
         for (const FVec* out : {&o, &lse, &dq, &dk, &dv})
             CHECK(std::all_of(out->begin(), out->end(), [](float x) { return std::isnan(x); }));

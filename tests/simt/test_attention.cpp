@@ -73,22 +73,19 @@ TEST_CASE("simt: attention forward and backward") {
 }
 
 TEST_CASE("simt: attention reports a device length outside [Tq, S] and writes nothing") {
-    const int64_t hd = 8;
-    Rng rng(3);
-    const AttnCase c{1, 2, 2, 6, 2, 1, hd};
-    const FVec q = to_f32(rng.normal(c.nq())), k = to_f32(rng.normal(c.nk())),
-               v = to_f32(rng.normal(c.nk()));
-    FVec o0(c.nq(), NAN), lse0(c.rows(), NAN);  // the backward's (unread) forward outputs
-    FVec scratch(mtk::attn_bwd_scratch_bytes(c.B, c.H, c.Tq) / sizeof(float), 0.0f);
     check_device_length_refused(
-        hd,
-        [&](const mtk::AttnShape& d, FVec& o, FVec& lse) {
-            mtk::attention_fwd(nullptr, o.data(), lse.data(), q.data(), k.data(), v.data(), d,
-                               0.5f);
+        8,
+        [](const mtk::AttnShape& d, const RefusalInputs& in, FVec& o, FVec& lse) {
+            mtk::attention_fwd(nullptr, o.data(), lse.data(), in.q.data(), in.k.data(), in.v.data(),
+                               d, 0.5f);
         },
-        [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
-            mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
-                               k.data(), v.data(), o0.data(), lse0.data(), d, 0.5f, scratch.data());
+        [](const mtk::AttnShape& d, const RefusalInputs& in, FVec& dq, FVec& dk, FVec& dv) {
+            const AttnCase& c = in.c;
+            FVec o0(c.nq(), NAN), lse0(c.rows(), NAN);  // the backward's (unread) forward outputs
+            FVec scratch(mtk::attn_bwd_scratch_bytes(c.B, c.H, c.Tq) / sizeof(float), 0.0f);
+            mtk::attention_bwd(nullptr, dq.data(), dk.data(), dv.data(), in.q.data(), in.q.data(),
+                               in.k.data(), in.v.data(), o0.data(), lse0.data(), d, 0.5f,
+                               scratch.data());
         });
 }
 

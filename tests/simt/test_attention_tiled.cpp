@@ -102,23 +102,18 @@ TEST_CASE("simt: tiled fp32 attention forward and backward match the float64 ref
 }
 
 TEST_CASE("simt: tiled attention reports a device length outside [Tq, S] and writes nothing") {
-    const int64_t hd = 32;
-    Rng rng(7);
-    const AttnCase c{1, 2, 2, 6, 2, 1, hd};
-    const FVec q = to_f32(rng.normal(c.nq())), k = to_f32(rng.normal(c.nk())),
-               v = to_f32(rng.normal(c.nk()));
-    const FVec D(c.rows(), 0.0f), l0(c.rows(), 0.0f);
     check_device_length_refused(
-        hd,
-        [&](const mtk::AttnShape& d, FVec& o, FVec& lse) {
-            mtk::attention_tiled_fwd(nullptr, o.data(), lse.data(), q.data(), k.data(), v.data(), d,
-                                     0.125f);
+        32,
+        [](const mtk::AttnShape& d, const RefusalInputs& in, FVec& o, FVec& lse) {
+            mtk::attention_tiled_fwd(nullptr, o.data(), lse.data(), in.q.data(), in.k.data(),
+                                     in.v.data(), d, 0.125f);
         },
-        [&](const mtk::AttnShape& d, FVec& dq, FVec& dk, FVec& dv) {
-            FVec part(mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, hd) / sizeof(float), NAN);
-            mtk::attention_tiled_bwd(nullptr, dq.data(), dk.data(), dv.data(), q.data(), q.data(),
-                                     k.data(), v.data(), l0.data(), D.data(), d, 0.125f,
-                                     part.data());
+        [](const mtk::AttnShape& d, const RefusalInputs& in, FVec& dq, FVec& dk, FVec& dv) {
+            const AttnCase& c = in.c;
+            FVec part(mtk::attn_kv_part_bytes(c.B, c.S, c.H, c.K, c.hd) / sizeof(float), NAN);
+            mtk::attention_tiled_bwd(nullptr, dq.data(), dk.data(), dv.data(), in.q.data(),
+                                     in.q.data(), in.k.data(), in.v.data(), in.rows.data(),
+                                     in.rows.data(), d, 0.125f, part.data());
         });
 }
 
