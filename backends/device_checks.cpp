@@ -112,6 +112,24 @@ class OpArgs {
     const char* op_;
 };
 
+// Whether the first nx elements of x and the first ny of y share a byte (same dtype).
+bool overlap(const Tensor& x, int64_t nx, const Tensor& y, int64_t ny) {
+    return x.buf == y.buf && x.offset < y.offset + ny && y.offset < x.offset + nx;
+}
+
+// The weight-gradient bias epilogue (GemmEpilogue::dbias): the column sums of the stored A.
+void check_epilogue_dbias(const OpArgs& c, const GemmArgs& g, const GemmEpilogue& e) {
+    MT_CHECK(g.ta == Trans::T && g.lda == g.m,
+             "gemm_epilogue: dbias needs A stored densely and transposed (ta T, lda m)");
+    MT_CHECK(g.alpha == 1.0f, "gemm_epilogue: alpha ", g.alpha, " with dbias (must be 1)");
+    MT_CHECK(!e.bias && e.act == EpilogueAct::none,
+             "gemm_epilogue: dbias with a bias or an activation");
+    c.f32(g.a, g.k * g.m, "a");  // summed as f32 (bias_grad)
+    c.f32(e.dbias, g.m, "dbias");
+    MT_CHECK(!overlap(e.dbias, g.m, g.c, g.m * g.n), "gemm_epilogue: dbias overlaps C");
+    MT_CHECK(!overlap(e.dbias, g.m, g.a, g.k * g.m), "gemm_epilogue: dbias overlaps A");
+}
+
 }  // namespace
 
 // ---- memory ----
@@ -163,6 +181,7 @@ void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const
     MT_CHECK(g.batch == 1, "gemm_epilogue: batch ", g.batch, " (one product only)");
     MT_CHECK(g.ldc == g.n, "gemm_epilogue: ldc ", g.ldc, " != n ", g.n, " (C must be dense)");
     if (e.bias) c.f32(e.bias, g.n, "bias");
+    if (e.dbias) check_epilogue_dbias(c, g, e);
     if (e.act == EpilogueAct::none) {
         MT_CHECK(!e.pre_act, "gemm_epilogue: pre_act is given without gelu");
         return;
@@ -171,9 +190,7 @@ void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const
              "gemm_epilogue: a bias with gelu_grad (the backward takes none)");
     MT_CHECK(g.beta == 0.0f, "gemm_epilogue: beta ", g.beta, " with gelu (must be 0)");
     c.f32(e.pre_act, g.m * g.n, "pre_act");
-    const bool disjoint = e.pre_act.buf != g.c.buf || e.pre_act.offset + g.m * g.n <= g.c.offset ||
-                          g.c.offset + g.m * g.n <= e.pre_act.offset;
-    MT_CHECK(disjoint, "gemm_epilogue: pre_act overlaps C");
+    MT_CHECK(!overlap(e.pre_act, g.m * g.n, g.c, g.m * g.n), "gemm_epilogue: pre_act overlaps C");
 }
 
 void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,

@@ -1,7 +1,8 @@
 // Device::gemm_epilogue_unfused: the GEMM epilogue (api/moetrain/device_ops.def gemm_epilogue) as
-// the backend's own gemm, add_bias and act_fwd / act_bwd, in that order. The cpu and opencl
-// backends run gemm_epilogue this way (the same bits as the three ops the model called before the
-// op existed); cuda runs it when cuBLASLt offers no algorithm for the product and its epilogue.
+// the backend's own gemm, add_bias, act_fwd / act_bwd and bias_grad, in that order. The cpu and
+// opencl backends run gemm_epilogue this way (the same bits as the ops the model called before
+// the op existed); cuda runs it when cuBLASLt offers no algorithm for the product and its
+// epilogue.
 #include "moetrain/device.h"
 
 namespace moetrain {
@@ -11,6 +12,8 @@ void Device::gemm_epilogue_unfused(const GemmArgs& g, const GemmEpilogue& e) {
     if (e.act != EpilogueAct::gelu) {
         gemm_impl(g);
         if (e.bias) add_bias_impl(g.c, e.bias, g.m, g.n);
+        // A = dy stored [k, m] densely (checked): its column sums are the bias gradient.
+        if (e.dbias) bias_grad_impl(e.dbias, g.a, g.k, g.m);
         // The GELU backward in place: every backend's act_bwd reads element i of dy and x
         // before it writes element i of dx.
         if (e.act == EpilogueAct::gelu_grad)

@@ -1,6 +1,6 @@
-// CudaDevice ops: fill (any dtype, as its bit pattern), add, axpby and add_bias. Each turns its
-// tensors into pointers and calls the launcher of elementwise.cuh on the device stream
-// (docs/CUDA.md).
+// CudaDevice ops: fill (any dtype, as its bit pattern), add, axpby and add_bias, and add_f32
+// (gemm_epilogue's bias gradient). Each turns its tensors into pointers and calls the launcher
+// of elementwise.cuh on the device stream (docs/CUDA.md).
 #include <cstring>
 
 #include "elementwise.cuh"
@@ -37,6 +37,11 @@ void CudaDevice::fill_impl(const Tensor& dst, float value) {
 void CudaDevice::add_impl(const Tensor& out, const Tensor& a, const Tensor& b, int64_t n) {
     mtk::add(stream("add"), f32(out), f32(a), f32(b), n);
     launched("add");
+}
+
+void CudaDevice::add_f32(float* y, const float* x, int64_t n) {
+    mtk::add(stream("gemm_epilogue"), y, y, x, n);
+    launched("gemm_epilogue");
 }
 
 void CudaDevice::axpby_impl(const Tensor& y, float alpha, const Tensor& x, float beta, int64_t n) {

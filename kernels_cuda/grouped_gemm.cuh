@@ -15,6 +15,9 @@
 //  - grouped_reduce (dim k): adds the round's partial products into C_{group}, partial by
 //    partial in tile order (consecutive partials of one group summed first): deterministic,
 //    no atomics.
+//  - grouped_problems (both dims, for a grouped kernel that reads per-group sizes and pointers
+//    from device memory: CUTLASS's, backends/cuda/cutlass_grouped.h): the same scan, then per
+//    group its product's sizes (M, N, K) and its A / B / C pointers.
 #pragma once
 
 #include "common.cuh"
@@ -137,6 +140,41 @@ __global__ void grouped_reduce_kernel(float* c, int64_t stride_c, int64_t ldc,
     }
 }
 
+// Per-group products for a kernel with device-side sizes: group i's rows [row0, row0 + rows)
+// give A_i = a + row0 * a_row_bytes, B_i = b + row0 * b_row_bytes + i * b_group_bytes and
+// C_i = c + row0 * c_row + i * c_group (elements). Dim m multiplies A_i [rows, k] by B_i into
+// C_i's rows (b_row_bytes 0, c_group 0); dim k multiplies A_i^T [m, rows] by B_i [rows, n] into
+// C_i (c_row 0, b_group_bytes 0).
+struct GroupedSteps {
+    const void* a = nullptr;
+    int64_t a_row_bytes = 0;
+    const void* b = nullptr;
+    int64_t b_row_bytes = 0, b_group_bytes = 0;
+    float* c = nullptr;
+    int64_t c_row = 0, c_group = 0;
+};
+
+// problems[3 i .. 3 i + 2] = (M, N, K) of group i: dim m (rows, n, k), dim k (m, n, rows), and
+// (0, n, 0) for an empty dim-k group (no output tile: its C_i keeps what grouped_scale left).
+__global__ void grouped_problems_kernel(const int32_t* __restrict__ sizes, int64_t groups,
+                                        int64_t capacity, bool dim_k, int32_t m, int32_t n,
+                                        int32_t k, GroupedSteps o, gp::Span* spans,
+                                        int32_t* problems, const void** a_ptrs, const void** b_ptrs,
+                                        float** c_ptrs, int32_t* err) {
+    grouped_scan(sizes, groups, capacity, 1, false, spans, err);
+    const auto* a = static_cast<const char*>(o.a);
+    const auto* b = static_cast<const char*>(o.b);
+    for (int64_t i = threadIdx.x; i < groups; i += blockDim.x) {
+        const gp::Span s = spans[i];
+        problems[3 * i] = dim_k ? (s.rows > 0 ? m : 0) : s.rows;
+        problems[3 * i + 1] = n;
+        problems[3 * i + 2] = dim_k ? s.rows : k;
+        a_ptrs[i] = a + s.row0 * o.a_row_bytes;
+        b_ptrs[i] = b + s.row0 * o.b_row_bytes + i * o.b_group_bytes;
+        c_ptrs[i] = o.c + s.row0 * o.c_row + i * o.c_group;
+    }
+}
+
 // One block: spans[groups] from sizes, then the `entries` pointers of every class (entry_tile).
 void grouped_pointers(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity,
                       int64_t tile, int64_t big, int64_t entries, const GroupedOperands& o,
@@ -145,6 +183,16 @@ void grouped_pointers(Stream s, const int32_t* sizes, int64_t groups, int64_t ca
     if (groups > 0 && entries > 0)
         MT_LAUNCH(grouped_pointers_kernel, grouped_plan(), s, sizes, groups, capacity, tile, big,
                   entries, o, spans, a_ptrs, b_ptrs, c_ptrs, err);
+}
+
+// One block: spans[groups], then each group's (M, N, K) and A / B / C pointers (GroupedSteps).
+void grouped_problems(Stream s, const int32_t* sizes, int64_t groups, int64_t capacity, bool dim_k,
+                      int32_t m, int32_t n, int32_t k, const GroupedSteps& o, gp::Span* spans,
+                      int32_t* problems, const void** a_ptrs, const void** b_ptrs, float** c_ptrs,
+                      int32_t* err) {
+    if (groups > 0)
+        MT_LAUNCH(grouped_problems_kernel, grouped_plan(), s, sizes, groups, capacity, dim_k, m, n,
+                  k, o, spans, problems, a_ptrs, b_ptrs, c_ptrs, err);
 }
 
 // One block: spans[groups], then table[tiles] of the padded tiles (tile_of, rounding up).

@@ -31,6 +31,7 @@ const std::set<std::string> kTestedOps = {
     "synchronize",
     "gemm",
     "gemm_grouped",
+    "gemm_grouped_kernel",
     "gemm_epilogue",
     "gemm_epilogue_kernel",
     "add",

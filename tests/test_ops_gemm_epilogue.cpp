@@ -3,8 +3,10 @@
 // act_fwd / act_bwd(gelu) in turn, for every transpose pair, with and without bias, each
 // activation part, beta != 0 without one, and shapes where
 // cuda's cuBLASLt path runs and where it must fall back (the GELU input's leading dimension n
-// not a multiple of 8) — the fallback named by gemm_epilogue_kernel, never silent. Then the
-// argument checks of the front door. Tolerance as the gemm tests (f32 products).
+// not a multiple of 8) — the fallback named by gemm_epilogue_kernel, never silent; the bias
+// gradient of a weight-gradient product. Then the argument checks of the front door. Tolerance as
+// the gemm tests (f32 products).
+#include <algorithm>
 #include <cmath>
 
 #include "moetrain/profiling.h"
@@ -115,6 +117,61 @@ TEST_CASE("ops: gemm_epilogue with 16-bit products equals gemm, add_bias and act
     });
 }
 
+// A weight-gradient product dW [m, n] (+)= dy^T x with its bias gradient dbias [m] += the
+// column sums of dy [k, m] (GemmEpilogue::dbias): cuda runs cuBLASLt's BGRADB, the others the
+// gemm and bias_grad; beta 0 and 1, f32 and 16-bit products (cuBLASLt then sums the rounded dy),
+// and k == 0 (no rows: C = beta C, dbias unchanged).
+TEST_CASE("ops: gemm_epilogue dbias adds the bias gradient of a weight-gradient product") {
+    struct DbiasCase {
+        int64_t m, n, k;
+        float beta;
+        DType compute;
+    };
+    const DbiasCase cases[] = {{8, 16, 5, 0.0f, DType::f32},    {24, 12, 33, 1.0f, DType::f32},
+                               {1, 3, 64, 1.0f, DType::f32},    {5, 8, 0, 1.0f, DType::f32},
+                               {16, 24, 40, 1.0f, DType::bf16}, {9, 8, 17, 0.0f, DType::f16}};
+    for_each_test_device([&](Device& dev) {
+        uint64_t seed = 11;
+        for (const auto& c : cases) {
+            CAPTURE(c.m);
+            CAPTURE(c.n);
+            CAPTURE(c.k);
+            CAPTURE(dtype_name(c.compute));
+            Rng rng(seed++);
+            // (k == 0: one unread element each, so that the tensors exist)
+            auto dy = rng.normal(std::max<int64_t>(1, c.k * c.m)),
+                 x = rng.normal(std::max<int64_t>(1, c.k * c.n)), c0 = rng.normal(c.m * c.n);
+            auto db0 = rng.normal(c.m);
+            GemmArgs g = dense_gemm(Trans::T, Trans::N, c.m, c.n, c.k, to_device(dev, dy),
+                                    to_device(dev, x), to_device(dev, c0));
+            g.beta = c.beta;
+            g.compute = c.compute;
+            const GemmEpilogue e{.dbias = to_device(dev, db0)};
+            // cudasim's stand-in takes every product; the real cuBLASLt's heuristic decides
+            // (either way is correct: the fallback is the unfused ops).
+            const std::string kernel = dev.gemm_epilogue_kernel(g, e);
+            if (dev.backend_name() == "cudasim")
+                CHECK(kernel == (c.k ? "cublaslt" : "unfused"));
+            else if (dev.backend_name() == "cuda")
+                CHECK((kernel == "cublaslt" || kernel == "unfused"));
+            else
+                CHECK(kernel.empty());
+            dev.gemm_epilogue(g, e);
+
+            ref::Vec want = c0, db = db0;
+            ref::gemm(ref::gemm_dims(g), ref::rounded(dy, c.compute), ref::rounded(x, c.compute),
+                      want);  // the product rounds its operands to the compute dtype
+            ref::bias_grad(db, dy, c.k, c.m);
+            const double depth = std::sqrt(static_cast<double>(c.k) + 1);
+            check_close(from_device(dev, g.c), want, Tol{1e-4, 2e-5 * depth}, "dW");
+            // The sums of the f32 dy (cpu, opencl, the fallback) or, on cuda with 16-bit
+            // products, of the rounded dy the product reads (2^-9 relative each).
+            const double rel = c.compute == DType::f32 ? 2e-5 : 4e-3;
+            check_close(from_device(dev, e.dbias), db, Tol{1e-4, rel * depth}, "dbias");
+        }
+    });
+}
+
 TEST_CASE("ops: gemm_epilogue rejects what it cannot apply") {
     for_each_test_device([&](Device& dev) {
         const int64_t m = 4, n = 8, k = 3;
@@ -162,6 +219,44 @@ TEST_CASE("ops: gemm_epilogue rejects what it cannot apply") {
             doctest::Contains("overlaps"), Error);
         dev.gemm_epilogue(
             g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = both.view(m * n, {m * n})});
+
+        // dbias: a weight-gradient product dW [m, n] = dy^T x with dy [k, m] stored densely.
+        auto wgrad = [&] {
+            return dense_gemm(Trans::T, Trans::N, m, n, k, zeros(dev, k * m), zeros(dev, k * n),
+                              zeros(dev, m * n));
+        };
+        const GemmEpilogue db{.dbias = zeros(dev, m)};
+        dev.gemm_epilogue(wgrad(), db);  // the valid call
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(good(), db), doctest::Contains("ta T, lda m"),
+                             Error);
+        g = wgrad();
+        g.lda = m + 1;
+        g.a = zeros(dev, k * (m + 1));
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, db), doctest::Contains("lda m"), Error);
+        g = wgrad();
+        g.alpha = 0.5f;
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, db), doctest::Contains("must be 1"), Error);
+        CHECK_THROWS_WITH_AS(
+            dev.gemm_epilogue(wgrad(), GemmEpilogue{.bias = zeros(dev, n), .dbias = zeros(dev, m)}),
+            doctest::Contains("dbias with a bias"), Error);
+        g = wgrad();
+        g.a = zeros(dev, k * m, DType::bf16);
+        g.compute = DType::bf16;
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, db), doctest::Contains("tensor 'a' is bf16"),
+                             Error);
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(wgrad(), GemmEpilogue{.dbias = zeros(dev, m - 1)}),
+                             doctest::Contains("dbias"), Error);
+        g = wgrad();
+        const Tensor cd = zeros(dev, m * n + m);
+        g.c = cd.view(0, {m * n});
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, GemmEpilogue{.dbias = cd.view(m * n - 1, {m})}),
+                             doctest::Contains("dbias overlaps C"), Error);
+        dev.gemm_epilogue(g, GemmEpilogue{.dbias = cd.view(m * n, {m})});
+        g = wgrad();
+        const Tensor ad = zeros(dev, k * m + m);
+        g.a = ad.view(0, {k * m});
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, GemmEpilogue{.dbias = ad.view(1, {m})}),
+                             doctest::Contains("dbias overlaps A"), Error);
     });
 }
 

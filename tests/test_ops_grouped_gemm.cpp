@@ -5,13 +5,16 @@
 // capacity large enough for the CUDA backend's multi-row tiles), padded leading dimensions and
 // gaps between the B_i / C_i, alpha / beta (beta 0 over NaN: C is not read; rows of C past the
 // groups and the gaps keep their values), fp32 and bf16 / f16 compute with f32 or 16-bit stored
-// operands, new group sizes in the same tensor, and the errors: bad arguments at once, bad
-// group sizes at once or (cuda) at the next synchronize.
+// operands, 16-byte aligned 16-bit shapes (the CUTLASS kernels on Hopper), new group sizes in
+// the same tensor, and the errors: bad arguments at once, bad group sizes at once or (cuda) at
+// the next synchronize.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <string>
 
+#include "moetrain/profiling.h"
 #include "op_test_util.h"
 #include "reference_ops.h"
 
@@ -34,10 +37,11 @@ struct Setup {
     Trans tb;
     float alpha, beta;
     int64_t pad;
+    bool aligned_gaps = false;  // gaps of 8 / 4 elements: every B_i / C_i 16-byte aligned
 };
 
 // GemmArgs (tensors not set) of a grouped product with padded ld and gaps of 3 (B_i) / 2 (C_i)
-// elements between the groups' matrices.
+// elements between the groups' matrices (8 / 4 with aligned_gaps).
 GemmArgs grouped_args(const Setup& s, const Sizes& z) {
     GemmArgs g = dense_gemm(s.dim == GroupDim::m ? Trans::N : Trans::T, s.tb, z.m, z.n, z.k);
     g.alpha = s.alpha;
@@ -46,13 +50,13 @@ GemmArgs grouped_args(const Setup& s, const Sizes& z) {
         const int64_t b_rows = s.tb == Trans::N ? z.k : z.n, b_cols = s.tb == Trans::N ? z.n : z.k;
         g.lda = z.k + s.pad;
         g.ldb = b_cols + s.pad;
-        g.stride_b = b_rows * g.ldb + 3;
+        g.stride_b = b_rows * g.ldb + (s.aligned_gaps ? 8 : 3);
         g.ldc = z.n + s.pad;
     } else {
         g.lda = z.m + s.pad;
         g.ldb = z.n + s.pad;
         g.ldc = z.n + s.pad;
-        g.stride_c = z.m * g.ldc + 2;
+        g.stride_c = z.m * g.ldc + (s.aligned_gaps ? 4 : 2);
     }
     return g;
 }
@@ -146,6 +150,55 @@ TEST_CASE("ops: gemm_grouped dim m (rows of A and C per group, one B per group)"
 
 TEST_CASE("ops: gemm_grouped dim k (rows of A and B per group, one C per group)") {
     run_all(GroupDim::k);
+}
+
+// Shapes the CUDA backend can give CUTLASS's grouped kernels on compute capability 9.0: 16-bit
+// products whose leading dimensions and gaps keep every group's operands 16-byte aligned. Run
+// on a Hopper GPU with MOETRAIN_CUDA_GROUPED_GEMM=cutlass (tools/gpu-check.sh) they check those
+// kernels against the reference; elsewhere the cuBLAS tiling. The kernel that ran is named
+// (gemm_grouped_kernel) and the profile books the op under it.
+TEST_CASE("ops: gemm_grouped with 16-byte aligned 16-bit operands (CUTLASS on Hopper)") {
+    const Dtypes dtypes[] = {{DType::bf16, DType::f32, DType::bf16},
+                             {DType::bf16, DType::bf16, DType::bf16},
+                             {DType::bf16, DType::f32, DType::f32},
+                             {DType::f16, DType::f16, DType::f16}};
+    for_each_test_device([&](Device& dev) {
+        const bool cuda = dev.backend_name() == "cuda" || dev.backend_name() == "cudasim";
+        uint64_t seed = 900;
+        for (const auto& [cap, rows] : group_cases()) {
+            CAPTURE(cap);
+            for (GroupDim dim : {GroupDim::m, GroupDim::k}) {
+                const Sizes z =
+                    dim == GroupDim::m ? Sizes{cap, 24, 40, rows} : Sizes{16, 24, cap, rows};
+                for (const Dtypes& d : dtypes)
+                    for (Trans tb : {Trans::N, Trans::T}) {
+                        if (dim == GroupDim::k && tb == Trans::T) continue;
+                        run_case(dev, {dim, tb, 1.0f, 0.0f, 8, true}, d, z, seed++);
+                        run_case(dev, {dim, tb, 0.5f, 1.0f, 0, true}, d, z, seed++);
+                    }
+            }
+        }
+        ProfilingDevice prof(dev);
+        const Sizes z{64, 24, 40, {}};
+        GemmArgs g = grouped_args({GroupDim::m, Trans::T, 1.0f, 0.0f, 0, true}, z);
+        g.compute = DType::bf16;
+        g.a = zeros(dev, z.m * g.lda, DType::bf16);
+        g.b = zeros(dev, 2 * g.stride_b, DType::bf16);
+        g.c = zeros(dev, z.m * g.ldc);
+        const std::string kernel = dev.gemm_grouped_kernel(g, GroupDim::m);
+        MESSAGE(dev.backend_name() << " gemm_grouped runs on: " << (kernel.empty() ? "-" : kernel));
+        CHECK(cuda ? (kernel == "cutlass" || kernel == "cublas") : kernel.empty());
+        if (dev.backend_name() == "cudasim") CHECK(kernel == "cublas");  // never built there
+        // Asked for on a Hopper GPU, the kernels must run (a build without them fails here).
+        const char* choice = std::getenv("MOETRAIN_CUDA_GROUPED_GEMM");
+        if (dev.backend_name() == "cuda" && choice && std::string(choice) == "cutlass" &&
+            dev.name().find("compute capability 9.0") != std::string::npos)
+            CHECK(kernel == "cutlass");
+        prof.gemm_grouped(g, to_device(dev, std::vector<int32_t>{30, 34}), 2, GroupDim::m);
+        const auto table = prof.table();
+        REQUIRE(table.size() == 1);
+        CHECK(table[0].op == (kernel.empty() ? "gemm_grouped" : "gemm_grouped[" + kernel + "]"));
+    });
 }
 
 // The sizes are read when the op runs: the same tensor with new sizes gives the new grouping.

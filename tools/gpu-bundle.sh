@@ -42,6 +42,13 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
         -DMOETRAIN_WITH_MPI=OFF -DMOETRAIN_BUILD_TESTS=ON "${launcher[@]}"
     cmake --build "$BUILD" -j"$JOBS" --target moetrain_cli moetrain_backend_cuda moetrain_tests
 fi
+# An sm_90 bundle carries the CUTLASS grouped GEMM kernels (the GPU check tests and times them).
+if [[ "$CUDA_ARCH" == 90* ]] &&
+    ! grep -q '^MOETRAIN_CUDA_CUTLASS:INTERNAL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+    echo "gpu-bundle: the build has no CUTLASS grouped kernels (run tools/install-deps.sh for the" \
+        "nvidia-cutlass headers, or set -DMOETRAIN_CUTLASS_DIR)" >&2
+    exit 1
+fi
 for f in moetrain moetrain_tests libmoetrain_backend_cuda.so; do
     if [ ! -f "$BUILD/$f" ]; then
         echo "gpu-bundle: $BUILD/$f was not built (is the CUDA Toolkit found? see the configure output)" >&2

@@ -40,6 +40,7 @@ REPORT="$OUT/gpu-check-prebuilt-$(hostname)-$(date +%Y%m%d-%H%M%S).md"
 LOG="${REPORT%.md}.log"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/moetrain-gpu-check.XXXXXX")
 status=0
+declare -A best_peer  # config name -> the best peer's tokens/s of its row
 : >"$LOG"
 say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
 elapsed() { echo $(($(date +%s) - START)); }
@@ -147,6 +148,13 @@ if [ "$DEV" != cuda ]; then test_devices=cpu; fi
 part "doctest suite on $test_devices" 240 env MOETRAIN_TEST_DEVICES=$test_devices \
     "$BUNDLE/bin/moetrain_tests" "${DOCTEST_EXTRA[@]}"
 part "gradcheck on $DEV (tiny: dense + MoE)" 60 "$MT" gradcheck --preset tiny --device "$DEV"
+if [ "$DEV" = cuda ]; then
+    # The CUTLASS grouped GEMM kernels (opt-in until measured here): the grouped op tests, whose
+    # aligned 16-bit cases they take on compute capability 9.0, and the MoE model tests.
+    part "grouped GEMM and MoE tests on cuda with MOETRAIN_CUDA_GROUPED_GEMM=cutlass" 120 \
+        env MOETRAIN_TEST_DEVICES=cuda MOETRAIN_CUDA_GROUPED_GEMM=cutlass \
+        "$BUNDLE/bin/moetrain_tests" -tc='*gemm_grouped*,*MoE*,*moe*,*expert*'
+fi
 
 say ""
 say "## Training tokens/s against the PyTorch peers (median of $BENCH_STEPS steps, same run)"
@@ -205,6 +213,37 @@ EOF
 )
     say "| $name $prec, $batch x $seq | $row |"
     if [ -z "$(json_get "$ours" tokens_per_s)" ]; then status=1; fi
+    best_peer[$name]=$("$PYTHON" -c '
+import json, sys
+t = []
+for s in sys.argv[1:]:
+    try:
+        t.append(json.loads(s)["tokens_per_s"])
+    except Exception:
+        pass
+print(max(t) if t else "")' "$eager" "$comp")
+done
+
+# The MoE rows again with the CUTLASS grouped kernels (MOETRAIN_CUDA_GROUPED_GEMM=cutlass),
+# against the same peers' tokens/s measured above.
+say ""
+say "| config, B x T, CUTLASS grouped GEMM | moetrain | moetrain / best peer |"
+say "|---|---|---|"
+for spec in "moe-mini moe-mini 64 256" "seed-moe-8l seed-moe-8l 8 1024"; do
+    read -r name conf batch seq <<<"$spec"
+    read -r batch seq <<<"$(shape "$batch" "$seq")"
+    within 40 "bench $name bf16 cutlass" || continue
+    ours=$(capture 120 env MOETRAIN_CUDA_GROUPED_GEMM=cutlass "$MT" bench \
+        --config "$WORK/$conf.json" --device "$DEV" --precision bf16 --attention16 \
+        --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3)
+    tps=$(json_get "$ours" tokens_per_s)
+    ratio=""
+    if [ -n "$tps" ] && [ -n "${best_peer[$name]:-}" ]; then
+        ratio=$("$PYTHON" -c 'import sys; print(f"**{float(sys.argv[1]) / float(sys.argv[2]):.2f}x**")' \
+            "$tps" "${best_peer[$name]}")
+    fi
+    say "| $name bf16, $batch x $seq | ${tps:-FAILED} | $ratio |"
+    if [ -z "$tps" ]; then status=1; fi
 done
 
 say ""
@@ -241,6 +280,21 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
         "(profile, synchronised per op: ${attn_kernels:-no attention row}), SDPA" \
         "$(json_get "$sdpa" ms_fwd_bwd) ms"
 fi
+
+# The grouped products' share of a moe-mini bf16 step, on each grouped GEMM path.
+read -r mb mt <<<"$(shape 64 256)"
+for gg in cublas cutlass; do
+    if part "profile moe-mini bf16 ${mb}x$mt, $gg grouped GEMM (3 steps)" 90 \
+        env MOETRAIN_CUDA_GROUPED_GEMM=$gg "$MT" bench --config "$WORK/moe-mini.json" \
+        --device "$DEV" --precision bf16 --attention16 --batch "$mb" --seq "$mt" --steps 3 \
+        --warmup 2 --profile; then
+        say ""
+        say '```'
+        awk '/^==== profile moe-mini/ {p = 0} /^==== profile moe-mini.*'"$gg"'/ {p = 1} p' "$LOG" |
+            sed -n '/^op /,/^(ops timed/p' | grep -E '^(op |gemm|total)' | tee -a "$REPORT" >/dev/null
+        say '```'
+    fi
+done
 
 say ""
 say "Total $(elapsed) s. Full output: $(basename "$LOG")"

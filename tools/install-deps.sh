@@ -33,3 +33,12 @@ if ! cmp -s tools/requirements-test.txt "$stamp"; then
   "$PYENV/bin/pip" install -q --disable-pip-version-check -r tools/requirements-test.txt
   cp tools/requirements-test.txt "$stamp"
 fi
+
+# CUTLASS's C++ headers for the CUDA backend's grouped GEMM on Hopper (docs/DEPENDENCIES.md),
+# from PyPI's nvidia-cutlass wheel. Only its headers are used, so it is installed without its
+# Python dependencies; backends/cuda/CMakeLists.txt finds them in this venv.
+CUTLASS_VERSION=4.2.0.0
+if ! "$PYENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('nvidia-cutlass') != '$CUTLASS_VERSION')" 2>/dev/null; then
+  echo "moetrain: installing the CUTLASS $CUTLASS_VERSION headers (nvidia-cutlass) into $PYENV"
+  "$PYENV/bin/pip" install -q --disable-pip-version-check --no-deps "nvidia-cutlass==$CUTLASS_VERSION"
+fi

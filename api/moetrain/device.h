@@ -69,6 +69,10 @@ struct GemmEpilogue {
     Tensor bias = {};                     // f32 [n], may be empty; not with gelu_grad
     EpilogueAct act = EpilogueAct::none;  // gelu / gelu_grad need beta == 0 and pre_act
     Tensor pre_act = {};                  // gelu / gelu_grad: f32 [m, n] (row stride n)
+    // The bias gradient of a weight-gradient product dW [m, n] (+)= dy^T x, added to (f32 [m],
+    // may be empty): dbias[i] += sum over the k rows of dy [k, m], i.e. of op(A)[i, :]. Needs A
+    // = dy f32 stored densely and transposed (ta T, lda m), alpha 1, no bias and act none.
+    Tensor dbias = {};
 };
 
 // GemmArgs for op(A) [m,k] @ op(B) [k,n] -> C [m,n] with every operand stored densely (each
@@ -157,6 +161,15 @@ class Device {
         (void)e;
         return "";
     }
+    // How gemm_grouped runs (g, dim) when the device has more than one way ("" otherwise): cuda
+    // says "cutlass" (CUTLASS's Hopper grouped kernels, chosen with
+    // MOETRAIN_CUDA_GROUPED_GEMM=cutlass) or "cublas" (its tiling into cuBLAS batched calls),
+    // and `bench --profile` books the op as gemm_grouped[cutlass] / gemm_grouped[cublas].
+    virtual std::string gemm_grouped_kernel(const GemmArgs& g, GroupDim dim) const {
+        (void)g;
+        (void)dim;
+        return "";
+    }
 
     // ---- memory ----
     virtual std::shared_ptr<Buffer> alloc_buffer(size_t bytes) = 0;  // zero-initialised
@@ -205,8 +218,9 @@ class Device {
     }
 
   protected:
-    // gemm_epilogue as gemm_impl, add_bias_impl and act_fwd_impl in turn (the cpu and opencl
-    // backends' gemm_epilogue, and cuda's when cuBLASLt has no algorithm for the shape).
+    // gemm_epilogue as gemm_impl, add_bias_impl, act_fwd_impl / act_bwd_impl and bias_grad_impl
+    // in turn (the cpu and opencl backends' gemm_epilogue, and cuda's when cuBLASLt has no
+    // algorithm for the shape).
     void gemm_epilogue_unfused(const GemmArgs& g, const GemmEpilogue& e);
 
     // What each backend implements (pure virtual: a backend missing an op does not compile).

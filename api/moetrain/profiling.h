@@ -34,6 +34,9 @@ class ProfilingDevice : public Device {
     std::string gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const override {
         return inner_.gemm_epilogue_kernel(g, e);
     }
+    std::string gemm_grouped_kernel(const GemmArgs& g, GroupDim dim) const override {
+        return inner_.gemm_grouped_kernel(g, dim);
+    }
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override {
         return inner_.alloc_buffer(bytes);
     }

@@ -62,7 +62,8 @@ uint32_t lt_alignment(const void* p) {
     return align;
 }
 
-cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act) {
+cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act, bool dbias) {
+    if (dbias) return CUBLASLT_EPILOGUE_BGRADB;                         // alone (lt_shape_allowed)
     if (act == EpilogueAct::gelu_grad) return CUBLASLT_EPILOGUE_DGELU;  // no bias (checked)
     if (act == EpilogueAct::gelu)
         return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
@@ -73,6 +74,7 @@ bool lt_shape_allowed(const LtShape& s) {
     for (int64_t v : {s.m, s.n, s.k, s.lda, s.ldb, s.ldc})
         if (!fits_int(v)) return false;
     if (s.m == 0 || s.n == 0 || s.k == 0) return false;
+    if (s.dbias && (s.bias || s.act != EpilogueAct::none)) return false;
     // cuBLASLt: the GELU input's leading dimension (our n) must be a multiple of 8.
     return s.act == EpilogueAct::none || s.n % 8 == 0;
 }
@@ -116,8 +118,8 @@ LtMatmul::Plan* LtMatmul::plan(const LtShape& s) {
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, cm.transa, "cuBLASLt transa");
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, cm.transb, "cuBLASLt transb");
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-             static_cast<uint32_t>(lt_epilogue(s.bias, s.act)), "cuBLASLt epilogue");
-    if (s.bias) {
+             static_cast<uint32_t>(lt_epilogue(s.bias, s.act, s.dbias)), "cuBLASLt epilogue");
+    if (s.bias || s.dbias) {  // the bias, or where BGRADB writes the bias gradient
         const void* at = aligned_address(s.align[3]);
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, at, "cuBLASLt bias pointer");
         set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F),
@@ -171,6 +173,10 @@ void LtMatmul::run(const LtShape& s, const LtPointers& p, float alpha, float bet
     Plan* pl = plan(s);
     MT_CHECK(pl->found, "cuBLASLt: no algorithm for this product (supported() was not asked)");
     if (s.bias) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias, "cuBLASLt bias");
+    if (s.dbias) {
+        void* dbias = p.dbias;
+        set_desc(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, dbias, "cuBLASLt bias gradient");
+    }
     if (s.act != EpilogueAct::none) {
         void* aux = p.pre_act;
         set_desc(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux, "cuBLASLt aux");

@@ -1,10 +1,12 @@
-// Every cuBLASLt call of the backend: one product with a bias and / or GELU epilogue, or a GELU
-// or GELU-gradient epilogue (Device::gemm_epilogue), so the product's output is written once
-// instead of being re-read by add_bias and act_fwd / act_bwd. The row-major product maps onto
+// Every cuBLASLt call of the backend: one product with a bias and / or GELU epilogue, a GELU
+// or GELU-gradient epilogue, or a bias-gradient one (Device::gemm_epilogue), so the product's
+// output is written once instead of being re-read by add_bias and act_fwd / act_bwd, and a
+// weight gradient's dy is not read again by bias_grad. The row-major product maps onto
 // cuBLASLt's column-major one as in cublas_calls.h (to_column_major): cuBLASLt's D is our C^T, so
 // D's rows are our columns and the bias (one value per column of our C) is the per-row vector
 // cuBLASLt adds; the GELU input (cuBLASLt's "aux" matrix, our pre-activation) is stored like D,
-// with leading dimension n.
+// with leading dimension n. The bias gradient of dW = dy^T x (our A = dy, transposed) is
+// cuBLASLt's BGRADB: the sums of its B (our A) over k, one per column of D (our rows).
 #pragma once
 
 #include <cublasLt.h>
@@ -29,19 +31,21 @@ struct LtShape {
     DType compute = DType::f32;
     bool bias = false;
     EpilogueAct act = EpilogueAct::none;
-    std::array<uint32_t, 5> align{};  // bytes: a, b, c, bias, pre_act (at most 256)
+    bool dbias = false;               // BGRADB (not with a bias or an activation)
+    std::array<uint32_t, 5> align{};  // bytes: a, b, c, bias or dbias, pre_act (at most 256)
     auto operator<=>(const LtShape&) const = default;
 };
 
 // The alignment of a device address in bytes, capped at 256 (256 for a null pointer).
 uint32_t lt_alignment(const void* p);
 
-// The cuBLASLt epilogue of a product with / without a bias and its activation part.
-cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act);
+// The cuBLASLt epilogue of a product with / without a bias, its activation part, and whether it
+// writes the bias gradient of its A.
+cublasLtEpilogue_t lt_epilogue(bool bias, EpilogueAct act, bool dbias);
 
 // Whether a product can be put to cuBLASLt at all, before any heuristic is asked: one value
 // per cuBLASLt rule we know (32-bit sizes, the GELU input's leading dimension a multiple of 8,
-// a non-empty product).
+// a non-empty product, a bias gradient only alone).
 bool lt_shape_allowed(const LtShape& s);
 
 // The pointers of one product (operands already of s.compute's type; C is also D).
@@ -51,6 +55,7 @@ struct LtPointers {
     float* c = nullptr;
     const float* bias = nullptr;
     float* pre_act = nullptr;
+    float* dbias = nullptr;  // BGRADB writes (does not add) the bias gradient here
 };
 
 // One device's cuBLASLt handle and its plans: per LtShape the matmul descriptor, the matrix

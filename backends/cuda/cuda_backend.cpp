@@ -99,7 +99,7 @@ class CudaBackend final : public Backend {
         if (info.memory_bandwidth_gbs > 0)
             info.details += ", " + std::to_string(std::lround(info.memory_bandwidth_gbs)) +
                             " GB/s memory (clock x bus width)";
-        info.details += "; " + attention_summary(cc);
+        info.details += "; " + attention_summary(cc) + "; " + grouped_gemm_summary(cc);
         if (cc < MOETRAIN_CUDA_MIN_CC) {
             info.available = false;
             info.reason = "compute capability " + std::to_string(prop.major) + "." +

@@ -26,13 +26,15 @@ std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts)
                        std::to_string(index) + ", " + mem + ", compute capability " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")";
     return std::make_unique<CudaDevice>(index, std::move(name), opts.cuda_graphs,
-                                        prop.major * 10 + prop.minor);
+                                        prop.major * 10 + prop.minor, prop.multiProcessorCount);
 }
 
-CudaDevice::CudaDevice(int index, std::string name, bool graphs, int cc)
+CudaDevice::CudaDevice(int index, std::string name, bool graphs, int cc, int sm_count)
     : ctx_(std::make_unique<CudaContext>(index)),
       name_(std::move(name)),
       cc_(cc),
+      sm_count_(sm_count),
+      grouped_cutlass_(grouped_gemm_choice() == "cutlass"),
       graph_runtime_(std::make_unique<CudaGraphRuntime>(*ctx_)),
       graphs_(*graph_runtime_, graphs) {}
 

@@ -62,16 +62,23 @@ class CudaBuffer final : public Buffer {
 // What `moetrain info` says about the attention kernels of a device of compute capability cc
 // (10 * major + minor; attention.cu).
 std::string attention_summary(int cc);
+// MOETRAIN_CUDA_GROUPED_GEMM: "cublas" (unset: the default) or "cutlass"; any other value
+// throws naming it (grouped_gemm.cu).
+std::string grouped_gemm_choice();
+// What `moetrain info` says about gemm_grouped on a device of compute capability cc.
+std::string grouped_gemm_summary(int cc);
 
 class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
   public:
     // cc: compute capability as 10 * major + minor (which kernels may run).
-    CudaDevice(int index, std::string name, bool graphs, int cc);
+    CudaDevice(int index, std::string name, bool graphs, int cc, int sm_count);
     ~CudaDevice() override;
 
     std::string backend_name() const override { return MOETRAIN_CUDA_BACKEND_NAME; }
     std::string name() const override { return name_; }
     std::string attention_kernel(const AttnDims& d) const override;  // attention.cu
+    std::string gemm_grouped_kernel(const GemmArgs& g,
+                                    GroupDim dim) const override;  // grouped_gemm.cu
     std::string gemm_epilogue_kernel(const GemmArgs& g,
                                      const GemmEpilogue& e) const override;  // cuda_gemm.cpp
 
@@ -115,12 +122,21 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
 
   private:
     // The operands of a product as cuBLAS reads them: f32 ones converted into the scratch
-    // when g.compute is 16-bit (cuda_gemm.cpp).
+    // when g.compute is 16-bit (cuda_gemm.cpp), and `extra_bytes` more of the same scratch
+    // (256-byte aligned) for the caller.
     struct GemmOperands {
         const void* a;
         const void* b;
+        void* extra = nullptr;
     };
-    GemmOperands gemm_operands(const GemmArgs& g);
+    GemmOperands gemm_operands(const GemmArgs& g, size_t extra_bytes = 0);
+    // y[i] += x[i] for n f32 elements on the stream (elementwise.cu): the bias gradient cuBLASLt
+    // writes into the scratch, added to the op's dbias.
+    void add_f32(float* y, const float* x, int64_t n);
+    // Whether gemm_grouped runs (g, dim) on the CUTLASS kernels (grouped_gemm.cu): asked for
+    // (MOETRAIN_CUDA_GROUPED_GEMM=cutlass, read when the device opens), built, compute
+    // capability 9.0, 16-bit products, a layout with a kernel and 16-byte aligned operands.
+    bool grouped_runs_cutlass(const GemmArgs& g, GroupDim dim) const;
     // gemm_epilogue's cuBLASLt shape (cuda_gemm.cpp; LtMatmul::supported says whether it runs).
     LtShape lt_shape(const GemmArgs& g, const GemmEpilogue& e) const;
 
@@ -130,6 +146,8 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     std::unique_ptr<CudaContext> ctx_;
     std::string name_;
     int cc_;
+    int sm_count_;
+    bool grouped_cutlass_;  // MOETRAIN_CUDA_GROUPED_GEMM=cutlass
     std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };

@@ -18,20 +18,24 @@ int64_t span(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t 
 
 // compute = bf16 / f16: cuBLAS multiplies 16-bit A and B directly; an f32 operand is first
 // converted to `compute` (round_operand) over its whole span into the context scratch, so its
-// ld and batch stride stay as they are. The converted copies start 256-byte aligned.
-CudaDevice::GemmOperands CudaDevice::gemm_operands(const GemmArgs& g) {
+// ld and batch stride stay as they are. The converted copies and the extra bytes start 256-byte
+// aligned.
+CudaDevice::GemmOperands CudaDevice::gemm_operands(const GemmArgs& g, size_t extra_bytes) {
     const int64_t a_rows = g.ta == Trans::N ? g.m : g.k, a_cols = g.ta == Trans::N ? g.k : g.m;
     const int64_t b_rows = g.tb == Trans::N ? g.k : g.n, b_cols = g.tb == Trans::N ? g.n : g.k;
-    if (g.compute == DType::f32) return {f32(g.a), f32(g.b)};
+    const bool convert = g.compute != DType::f32;
     const int64_t na = span(g.batch, g.stride_a, a_rows, a_cols, g.lda);
     const int64_t nb = span(g.batch, g.stride_b, b_rows, b_cols, g.ldb);
-    GemmOperands ops{raw(g.a), raw(g.b)};
+    GemmOperands ops{convert ? raw(g.a) : f32(g.a), convert ? raw(g.b) : f32(g.b)};
     // 256-byte aligned parts of the scratch for the operands that need converting.
     auto part = [](bool f32, int64_t n) {
         return f32 ? (static_cast<size_t>(n) * 2 + 255) / 256 * 256 : 0;
     };
-    const size_t pa = part(g.a.dtype == DType::f32, na), pb = part(g.b.dtype == DType::f32, nb);
-    auto* tmp = pa + pb ? static_cast<char*>(scratch(pa + pb)) : nullptr;
+    const size_t pa = part(convert && g.a.dtype == DType::f32, na);
+    const size_t pb = part(convert && g.b.dtype == DType::f32, nb);
+    const size_t total = pa + pb + extra_bytes;
+    auto* tmp = total ? static_cast<char*>(scratch(total)) : nullptr;
+    if (extra_bytes) ops.extra = tmp + pa + pb;
     if (pa) {
         round_operand(tmp, g.compute, ops.a, na);
         ops.a = tmp;
@@ -66,9 +70,10 @@ LtShape CudaDevice::lt_shape(const GemmArgs& g, const GemmEpilogue& e) const {
               .ldc = g.ldc,
               .compute = g.compute,
               .bias = static_cast<bool>(e.bias),
-              .act = e.act};
+              .act = e.act,
+              .dbias = static_cast<bool>(e.dbias)};
     s.align = {operand(g.a), operand(g.b), lt_alignment(raw(g.c)),
-               e.bias ? lt_alignment(raw(e.bias)) : 256u,
+               e.bias ? lt_alignment(raw(e.bias)) : 256u,  // dbias: the scratch (256)
                e.pre_act ? lt_alignment(raw(e.pre_act)) : 256u};
     return s;
 }
@@ -79,19 +84,26 @@ std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilog
 
 // One cuBLASLt product with the epilogue where cuBLASLt has an algorithm for it, else the
 // unfused ops (visible: gemm_epilogue_kernel, and `bench --profile`'s gemm_epilogue[unfused]).
+// A bias gradient (e.dbias): cuBLASLt's BGRADB writes it into the scratch after the converted
+// operands, and add_f32 adds it to dbias (the epilogue cannot accumulate, the model's gradients
+// do). Under 16-bit compute it sums the rounded dy the product reads.
 void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
-    if (g.m == 0 || g.n == 0) return;
+    if (g.m == 0 || g.n == 0 || g.k == 0) return gemm_epilogue_unfused(g, e);
     const LtShape s = lt_shape(g, e);
     if (!ctx_->lt().supported(s)) return gemm_epilogue_unfused(g, e);
-    const GemmOperands ops = gemm_operands(g);
+    const size_t dbias_bytes = e.dbias ? static_cast<size_t>(g.m) * sizeof(float) : 0;
+    const GemmOperands ops = gemm_operands(g, dbias_bytes);
+    auto* dbias_part = static_cast<float*>(ops.extra);
     const LtPointers p{.a = ops.a,
                        .b = ops.b,
                        .c = f32(g.c),
                        .bias = e.bias ? f32(e.bias) : nullptr,
-                       .pre_act = e.pre_act ? f32(e.pre_act) : nullptr};
+                       .pre_act = e.pre_act ? f32(e.pre_act) : nullptr,
+                       .dbias = dbias_part};
     launched("gemm_epilogue");  // the operand conversions
     stream("gemm_epilogue");
     ctx_->lt().run(s, p, g.alpha, g.beta, ctx_->stream(), ctx_->cublas_workspace());
+    if (dbias_part) add_f32(f32(e.dbias), dbias_part, g.m);
 }
 
 void CudaDevice::cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c) {

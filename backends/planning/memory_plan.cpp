@@ -49,6 +49,14 @@ double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
     return 2.0 * std::max(layer, head);
 }
 
+// A weight-gradient product that also writes its bias gradient (GemmEpilogue::dbias, cuda) asks
+// for one more float per output feature, in any precision: the linear layers with a bias.
+double bias_grad_scratch(const ModelConfig& c) {
+    if (!c.bias) return 0;
+    const double q = static_cast<double>(c.n_heads) * c.head_dim;
+    return 4.0 * std::max({static_cast<double>(c.d_ff), q, static_cast<double>(c.d_model)});
+}
+
 // The MoE expert products are grouped GEMMs; the CUDA backend takes their pointer arrays, dummy
 // tiles, 16-bit operand copies (dim m) and weight-gradient round buffers (dim k) from its op
 // scratch (backends/shared/grouped_gemm_plan.h): the largest request of the four shapes.
@@ -119,8 +127,10 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     const double all = static_cast<double>(dev.allocated() - mark);
     p.workspace = scratch_bytes(ws);
     p.activations = all - p.workspace;
-    p.op_scratch = std::max({o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0,
-                             grouped_scratch(c, ws, o.precision), embedding_scratch(c, ws)});
+    const double products =
+        (o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0) + bias_grad_scratch(c);
+    p.op_scratch =
+        std::max({products, grouped_scratch(c, ws, o.precision), embedding_scratch(c, ws)});
     p.workspace += p.op_scratch;
     if (o.expert_parallel > 1 && c.moe) {  // planned on the first expert-parallel pass
         int moe_layers = 0, first = -1;

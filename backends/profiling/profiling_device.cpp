@@ -61,13 +61,15 @@ Cost formula(Op<OpId::gemm>, Device&, const GemmArgs& g) {
 }
 // The fused product: the gemm's traffic, plus the bias read once and, with GELU, the
 // pre-activation written (forward) or read (backward) beside C (the activation's FLOPs per
-// element as in act_fwd / act_bwd).
+// element as in act_fwd / act_bwd); a bias gradient adds its sums over A, which the product
+// reads anyway.
 Cost formula(Op<OpId::gemm_epilogue>, Device& dev, const GemmArgs& g, const GemmEpilogue& e) {
     Cost c = formula(Op<OpId::gemm>{}, dev, g);
     const double mn = d(g.m * g.n);
     if (e.bias) c = {c.flops + mn, c.bytes + F * d(g.n)};
     if (e.act == EpilogueAct::gelu) c = {c.flops + 10 * mn, c.bytes + F * mn};
     if (e.act == EpilogueAct::gelu_grad) c = {c.flops + 15 * mn, c.bytes + F * mn};
+    if (e.dbias) c = {c.flops + d(g.m * g.k), c.bytes + 2 * F * d(g.m)};  // A's sums, += dbias
     return c;
 }
 // Counted at the capacity (the group sizes stay on the device): exact for a dropless MoE,
@@ -249,12 +251,17 @@ template <typename A>
 void attention_variant(std::string& variant, const Device& inner, const A& arg) {
     if constexpr (std::is_same_v<A, AttnDims>) variant = inner.attention_kernel(arg);
 }
+std::string grouped_variant(const Device& inner, const GemmArgs& g, const Tensor&, int64_t,
+                            GroupDim dim) {
+    return inner.gemm_grouped_kernel(g, dim);
+}
 template <OpId O, typename... Args>
 std::string label(const char* name, const Device& inner, const Args&... args) {
     std::string variant;
     if constexpr (O == OpId::attention_fwd || O == OpId::attention_bwd)
         (attention_variant(variant, inner, args), ...);
     if constexpr (O == OpId::gemm_epilogue) variant = inner.gemm_epilogue_kernel(args...);
+    if constexpr (O == OpId::gemm_grouped) variant = grouped_variant(inner, args...);
     return variant.empty() ? std::string(name) : std::string(name) + "[" + variant + "]";
 }
 

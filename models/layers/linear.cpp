@@ -43,12 +43,16 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
         dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
 }
 
+// With a bias, the weight gradient's product also sums dy into the bias gradient
+// (Device::gemm_epilogue's dbias): dy is read once for both.
 void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
                 const LinearW& w, int64_t rows, bool accumulate_dx) {
     if (rows == 0) return;
     if (dx) dev.gemm(linear_dx_gemm(dx, dy, w, rows, accumulate_dx));
-    dev.gemm(linear_dw_gemm(gw, dy, x, w, rows));
-    if (gw.b) dev.bias_grad(gw.b, dy, rows, w.out);
+    if (gw.b)
+        dev.gemm_epilogue(linear_dw_gemm(gw, dy, x, w, rows), GemmEpilogue{.dbias = gw.b});
+    else
+        dev.gemm(linear_dw_gemm(gw, dy, x, w, rows));
 }
 
 }  // namespace moetrain

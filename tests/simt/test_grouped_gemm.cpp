@@ -74,22 +74,34 @@ double load(const void* p, DType t, int64_t i) {
     return t == DType::bf16 ? moetrain::bf16_to_f32(h) : moetrain::f16_to_f32(h);
 }
 
-// One batched call as gemm_batched describes it, row-major: C_e [rows, n] = alpha A_e [rows, k]
-// @ op(B_e) + beta C_e for e < count (operands read as `t`; beta 0 does not read C).
+// One row-major product C [rows, n] = alpha op(A) [rows, k] @ op(B) [k, n] + beta C (operands
+// read as `t`, double accumulation; beta 0 does not read C).
+struct Product {
+    int64_t rows, n, k, lda, ldb, ldc;
+    Trans ta, tb;
+    float alpha, beta;
+    DType t;
+};
+void run_product(const Product& q, const void* a, const void* b, float* c) {
+    for (int64_t r = 0; r < q.rows; ++r)
+        for (int64_t col = 0; col < q.n; ++col) {
+            double acc = 0;
+            for (int64_t p = 0; p < q.k; ++p)
+                acc += load(a, q.t, q.ta == Trans::N ? r * q.lda + p : p * q.lda + r) *
+                       load(b, q.t, q.tb == Trans::N ? p * q.ldb + col : col * q.ldb + p);
+            float& cv = c[r * q.ldc + col];
+            cv = q.beta == 0.0f ? static_cast<float>(q.alpha * acc)
+                                : static_cast<float>(q.alpha * acc + q.beta * cv);
+        }
+}
+
+// One batched call as gemm_batched describes it: C_e [rows, n] = alpha A_e [rows, k] @ op(B_e)
+// + beta C_e for e < count.
 void run_entries(const void* const* a, const void* const* b, float* const* c, int64_t count,
                  int64_t rows, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
                  Trans tb, float alpha, float beta, DType t) {
-    for (int64_t e = 0; e < count; ++e)
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t col = 0; col < n; ++col) {
-                double acc = 0;
-                for (int64_t p = 0; p < k; ++p)
-                    acc += load(a[e], t, r * lda + p) *
-                           load(b[e], t, tb == Trans::N ? p * ldb + col : col * ldb + p);
-                float& cv = c[e][r * ldc + col];
-                cv = beta == 0.0f ? static_cast<float>(alpha * acc)
-                                  : static_cast<float>(alpha * acc + beta * cv);
-            }
+    const Product q{rows, n, k, lda, ldb, ldc, Trans::N, tb, alpha, beta, t};
+    for (int64_t e = 0; e < count; ++e) run_product(q, a[e], b[e], c[e]);
 }
 
 }  // namespace
@@ -323,6 +335,111 @@ TEST_CASE("simt: grouped_gemm dim k padded tiles, rounds and reduce against the 
                 }
 }
 
+namespace {
+
+// The per-group products a kernel with device-side sizes (CUTLASS) runs from grouped_problems'
+// output, row-major as cutlass_grouped.h describes them: D_i [M, N] = alpha op(A_i) op(B_i) +
+// beta C_i, every group with the same leading dimensions (operands read as `t`).
+void run_problems(const IVec& problems, const std::vector<const void*>& a,
+                  const std::vector<const void*>& b, const std::vector<float*>& c, Trans ta,
+                  Trans tb, int64_t lda, int64_t ldb, int64_t ldc, float alpha, float beta,
+                  DType t) {
+    for (size_t i = 0; i < a.size(); ++i) {
+        const int64_t M = problems[3 * i], N = problems[3 * i + 1], K = problems[3 * i + 2];
+        if (M == 0 || N == 0) continue;  // no output tile
+        // M, N > 0 with K = 0 would leave the kernel's accumulators unset (cutlass_grouped.h).
+        REQUIRE(K > 0);
+        run_product({M, N, K, lda, ldb, ldc, ta, tb, alpha, beta, t}, a[i], b[i], c[i]);
+    }
+}
+
+}  // namespace
+
+// grouped_problems for both dims and the three layouts with CUTLASS kernels: the sizes and
+// pointers it writes, run as per-group products, give the float64 reference's grouped result
+// (dim k after grouped_scale, with beta 1, as the backend queues it). Empty groups have no
+// output tile; invalid sizes are reported and clamped as for the cuBLAS tiling.
+TEST_CASE("simt: grouped_gemm per-group problems (CUTLASS) against the reference") {
+    uint64_t seed = 500;
+    const int64_t pad = 3;
+    for (const Case& c : kCases)
+        for (bool dim_k : {false, true})
+            for (auto [ta, tb] : {std::pair{Trans::N, Trans::T}, std::pair{Trans::N, Trans::N},
+                                  std::pair{Trans::T, Trans::N}})
+                for (float beta : {0.0f, 1.0f}) {
+                    if (dim_k != (ta == Trans::T)) continue;  // the model's layouts per dim
+                    CAPTURE(c.cap);
+                    CAPTURE(dim_k);
+                    CAPTURE(static_cast<int>(tb));
+                    CAPTURE(beta);
+                    const auto groups = static_cast<int64_t>(c.sizes.size());
+                    // dim m: C [cap, n] = A [cap, k] op(B_i); dim k: C_i [m, n] = A^T B.
+                    const int64_t m = dim_k ? 4 : c.cap, n = 5, k = dim_k ? c.cap : 3;
+                    const int64_t a_cols = dim_k ? m : k, lda = a_cols + pad;
+                    const int64_t b_rows = dim_k ? c.cap : (tb == Trans::N ? k : n);
+                    const int64_t ldb = (dim_k ? n : (tb == Trans::N ? n : k)) + pad;
+                    const int64_t stride_b = dim_k ? 0 : b_rows * ldb + 8;
+                    const int64_t ldc = n + pad, stride_c = dim_k ? m * ldc + 4 : 0;
+                    Rng rng(seed++);
+                    Vec a = rng.normal(c.cap * lda),
+                        b = rng.normal(dim_k ? c.cap * ldb : groups * stride_b),
+                        c0 = rng.normal(dim_k ? groups * stride_c : c.cap * ldc);
+                    const Stored sa(a, DType::bf16), sb(b, DType::bf16);
+                    const float alpha = 0.5f;
+                    auto got = two_schedules("grouped problems", [&] {
+                        FVec out = to_f32(c0);
+                        std::vector<gp::Span> spans(static_cast<size_t>(groups));
+                        IVec problems(static_cast<size_t>(3 * groups), -7), err = {0, 0};
+                        std::vector<const void*> ap(static_cast<size_t>(groups)), bp(ap.size());
+                        std::vector<float*> cp(ap.size());
+                        if (dim_k && beta != 1.0f)
+                            mtk::grouped_scale(nullptr, out.data(), groups, stride_c, m, n, ldc,
+                                               beta);
+                        const mtk::GroupedSteps steps{.a = sa.data(),
+                                                      .a_row_bytes = lda * 2,
+                                                      .b = sb.data(),
+                                                      .b_row_bytes = dim_k ? ldb * 2 : 0,
+                                                      .b_group_bytes = dim_k ? 0 : stride_b * 2,
+                                                      .c = out.data(),
+                                                      .c_row = dim_k ? 0 : ldc,
+                                                      .c_group = dim_k ? stride_c : 0};
+                        mtk::grouped_problems(
+                            nullptr, c.sizes.data(), groups, c.cap, dim_k, static_cast<int32_t>(m),
+                            static_cast<int32_t>(n), static_cast<int32_t>(k), steps, spans.data(),
+                            problems.data(), ap.data(), bp.data(), cp.data(), err.data());
+                        for (int64_t i = 0; i < groups; ++i) {  // the encoding of each group
+                            const int32_t M = problems[static_cast<size_t>(3 * i)],
+                                          K = problems[static_cast<size_t>(3 * i + 2)];
+                            CHECK(problems[static_cast<size_t>(3 * i + 1)] == n);
+                            if (dim_k)
+                                CHECK((K > 0 ? M == m : M == 0));
+                            else
+                                CHECK(K == k);
+                        }
+                        run_problems(problems, ap, bp, cp, ta, tb, lda, ldb, ldc, alpha,
+                                     dim_k ? 1.0f : beta, DType::bf16);
+                        return std::make_pair(out, err);
+                    });
+                    CHECK(got.second == IVec{0, 0});
+                    Vec want = c0;
+                    const ref::Gemm g{.ta = ta,
+                                      .tb = tb,
+                                      .m = m,
+                                      .n = n,
+                                      .k = k,
+                                      .alpha = alpha,
+                                      .beta = beta,
+                                      .lda = lda,
+                                      .ldb = ldb,
+                                      .ldc = ldc,
+                                      .stride_b = stride_b,
+                                      .stride_c = stride_c};
+                    ref::gemm_grouped(g, ref::rounded(a, DType::bf16), ref::rounded(b, DType::bf16),
+                                      want, c.sizes, dim_k ? GroupDim::k : GroupDim::m);
+                    check_close(got.first, want, Tol{1e-5, 1e-5}, "grouped problems");
+                }
+}
+
 // Invalid sizes: the first problem goes to the error word and the product runs over the
 // clamped groups (never outside the capacity).
 TEST_CASE("simt: grouped_gemm reports invalid group sizes and clamps the groups") {
@@ -357,6 +474,27 @@ TEST_CASE("simt: grouped_gemm reports invalid group sizes and clamps the groups"
         mtk::grouped_pointers(nullptr, c.sizes.data(), groups, c.cap, p.tile, p.big, p.entries, o,
                               spans.data(), ap.data(), bp.data(), cp.data(), err.data());
         CHECK(err == IVec{code, value});
+        // The per-group problems (CUTLASS): the clamped sizes, the error reported the same way.
+        IVec problems(static_cast<size_t>(3 * groups)), perr = {0, 0};
+        std::vector<const void*> gap(static_cast<size_t>(groups)), gbp(gap.size());
+        std::vector<float*> gcp(gap.size());
+        const mtk::GroupedSteps steps{.a = fa.data(),
+                                      .a_row_bytes = k * 4,
+                                      .b = fb.data(),
+                                      .b_group_bytes = k * n * 4,
+                                      .c = fc.data(),
+                                      .c_row = n};
+        mtk::grouped_problems(nullptr, c.sizes.data(), groups, c.cap, false, 0, 2, 2, steps,
+                              spans.data(), problems.data(), gap.data(), gbp.data(), gcp.data(),
+                              perr.data());
+        CHECK(perr == IVec{code, value});
+        const IVec rows = clamped(c.sizes, c.cap);
+        for (int64_t i = 0; i < groups; ++i) {
+            CHECK(problems[static_cast<size_t>(3 * i)] == rows[static_cast<size_t>(i)]);
+            const float* ci = gcp[static_cast<size_t>(i)];
+            CHECK((ci >= fc.data() &&
+                   ci + rows[static_cast<size_t>(i)] * n <= fc.data() + fc.size()));
+        }
         for (int64_t e = 0; e < p.entries; ++e) {
             const int64_t h = e < p.big ? p.tile : int64_t{1} << ((e - p.big) / groups);
             const float* ce = cp[static_cast<size_t>(e)];

@@ -6,8 +6,9 @@
 // an f32 bias, a GELU input whose leading dimension is a multiple of 8 and at least D's rows.
 // cublasLtMatmul runs the column-major product (fake_gemm.h), then the epilogue per element in
 // fp32: D = pre (+ bias[row]); with GELU the aux matrix receives pre and D = gelu(pre), with
-// DGELU D = pre * gelu'(aux) (the tanh approximation and its derivative, mt_math.h). The work goes
-// through simt::submit like every stream operation.
+// DGELU D = pre * gelu'(aux) (the tanh approximation and its derivative, mt_math.h); BGRADB
+// writes bias[j] = the fp32 sum over k of op(B)[:, j], one per column of D, into the bias
+// pointer. The work goes through simt::submit like every stream operation.
 #include <cublasLt.h>
 
 #include <cstring>
@@ -32,7 +33,7 @@ struct Desc {
     cudaDataType scale;
     int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
     uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    const void* bias = nullptr;
+    void* bias = nullptr;  // read, or written by BGRADB
     int32_t bias_type = -1;
     void* aux = nullptr;
     int64_t aux_ld = 0;
@@ -67,8 +68,11 @@ bool gelu_epilogue(uint32_t e) {
 bool aux_epilogue(uint32_t e) {  // reads or writes the aux (GELU input) matrix
     return gelu_epilogue(e) || e == CUBLASLT_EPILOGUE_DGELU;
 }
-bool bias_epilogue(uint32_t e) {
+bool bias_epilogue(uint32_t e) {  // reads the bias
     return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+bool bias_pointer(uint32_t e) {  // reads the bias, or writes the bias gradient there
+    return bias_epilogue(e) || e == CUBLASLT_EPILOGUE_BGRADB;
 }
 
 // The heuristic's checks (see the top of the file).
@@ -83,8 +87,8 @@ bool plan_ok(const Desc& d, const Layout& a, const Layout& b, const Layout& c, c
         d.transb == CUBLAS_OP_N ? (b.rows == k && b.cols == n) : (b.cols == k && b.rows == n);
     if (!a_ok || !b_ok) return false;
     const uint32_t e = d.epilogue;
-    if (e != CUBLASLT_EPILOGUE_DEFAULT && !bias_epilogue(e) && !aux_epilogue(e)) return false;
-    if (bias_epilogue(e) && d.bias_type != CUDA_R_32F && d.bias_type != -1) return false;
+    if (e != CUBLASLT_EPILOGUE_DEFAULT && !bias_pointer(e) && !aux_epilogue(e)) return false;
+    if (bias_pointer(e) && d.bias_type != CUDA_R_32F && d.bias_type != -1) return false;
     if (aux_epilogue(e) && (d.aux_ld % 8 != 0 || d.aux_ld < static_cast<int64_t>(m))) return false;
     return true;
 }
@@ -199,7 +203,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t dh, const v
     const Layout a = *layout(ah), b = *layout(bh), c = *layout(ch), dd = *layout(dh2);
     if (!algo || !plan_ok(d, a, b, c, dd)) return CUBLAS_STATUS_INVALID_VALUE;
     if (C != D) return CUBLAS_STATUS_NOT_SUPPORTED;  // the backend always writes C in place
-    if (bias_epilogue(d.epilogue) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
+    if (bias_pointer(d.epilogue) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
     if (aux_epilogue(d.epilogue) && !d.aux) return CUBLAS_STATUS_INVALID_VALUE;
     const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
     const int m = static_cast<int>(dd.rows), n = static_cast<int>(dd.cols);
@@ -210,6 +214,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t dh, const v
                        static_cast<cublasOperation_t>(d.transb), m, n, k, al, A, a.type,
                        static_cast<int>(a.ld), B, static_cast<int>(b.ld), be, out,
                        static_cast<int>(dd.ld));
+        if (d.epilogue == CUBLASLT_EPILOGUE_BGRADB) {  // B is read as the product reads it
+            auto* dbias = static_cast<float*>(d.bias);
+            for (int j = 0; j < n; ++j) {
+                float sum = 0;
+                for (int p = 0; p < k; ++p)
+                    sum += static_cast<float>(
+                        fake::load(B, a.type,
+                                   d.transb == CUBLAS_OP_N ? p + static_cast<long long>(j) * b.ld
+                                                           : j + static_cast<long long>(p) * b.ld));
+                dbias[j] = sum;
+            }
+        }
         const auto* bias = static_cast<const float*>(d.bias);
         auto* aux = static_cast<float*>(d.aux);
         for (int j = 0; j < n; ++j)
