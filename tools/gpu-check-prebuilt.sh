@@ -5,14 +5,16 @@
 # each part under its own timeout so that one hang cannot eat the rest:
 #   1. `moetrain info` (a usable cuda device, the attention implementation it reports);
 #   2. the doctest suite on cpu + cuda (MOETRAIN_TEST_DEVICES=cpu,cuda);
-#   3. gradcheck on cuda;
+#   3. gradcheck on cuda, then the grouped GEMM and MoE tests on cuda with the CUTLASS grouped
+#      kernels (MOETRAIN_CUDA_GROUPED_GEMM=cutlass, opt-in until this check shows them right);
 #   4. the training table against the PyTorch peers of bench/pytorch_peer_cuda.py measured in
 #      the same run: gpt2-124m bf16 16x1024 (eager + SDPA, torch.compile), gpt2-124m fp32 (no
 #      TF32) 16x1024, moe-mini bf16 64x256 and seed-moe with 8 layers bf16 8x1024 (experts
-#      through torch._grouped_mm);
+#      through torch._grouped_mm); then the two MoE rows again with the CUTLASS kernels;
 #   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound;
 #   6. one `bench --profile` (gpt2-124m bf16 16x1024) and attention forward + backward per
-#      layer from it against SDPA at the same shape (bench/attention_sdpa.py).
+#      layer from it against SDPA at the same shape (bench/attention_sdpa.py);
+#   7. the grouped products' rows of a moe-mini bf16 profile on each grouped GEMM path.
 # Parts left when the budget is spent are listed as skipped. The report goes to
 # $OUT/gpu-check-prebuilt-<host>-<time>.md with the full log next to it; the exit status is
 # non-zero when a part failed. Environment: OUT (default gpu-check-reports), BUDGET_S,
@@ -237,12 +239,15 @@ for spec in "moe-mini moe-mini 64 256" "seed-moe-8l seed-moe-8l 8 1024"; do
         --config "$WORK/$conf.json" --device "$DEV" --precision bf16 --attention16 \
         --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3)
     tps=$(json_get "$ours" tokens_per_s)
-    ratio=""
-    if [ -n "$tps" ] && [ -n "${best_peer[$name]:-}" ]; then
-        ratio=$("$PYTHON" -c 'import sys; print(f"**{float(sys.argv[1]) / float(sys.argv[2]):.2f}x**")' \
-            "$tps" "${best_peer[$name]}")
+    cells="FAILED | "
+    if [ -n "$tps" ]; then
+        cells=$("$PYTHON" -c '
+import sys
+t, best = float(sys.argv[1]), sys.argv[2]
+cell = f"{t / 1000:.1f}K" if t >= 1000 else f"{t:.1f}"
+print(cell + " | " + (f"**{t / float(best):.2f}x**" if best else ""))' "$tps" "${best_peer[$name]:-}")
     fi
-    say "| $name bf16, $batch x $seq | ${tps:-FAILED} | $ratio |"
+    say "| $name bf16, $batch x $seq | $cells |"
     if [ -z "$tps" ]; then status=1; fi
 done
 
