@@ -201,6 +201,28 @@ TEST_CASE("ops: gemm_grouped with 16-byte aligned 16-bit operands (CUTLASS on Ho
     });
 }
 
+// MOETRAIN_CUDA_GROUPED_GEMM is read when a cuda device opens: a value other than cublas or
+// cutlass is refused in one line naming it.
+TEST_CASE("ops: gemm_grouped's kernel choice refuses an unknown MOETRAIN_CUDA_GROUPED_GEMM") {
+    for (auto& d : test_devices()) {
+        if (!records_graphs(*d.dev)) continue;  // cuda and cudasim only
+        CAPTURE(d.id);
+        const char* before = std::getenv("MOETRAIN_CUDA_GROUPED_GEMM");
+        const std::string saved = before ? before : "";
+        setenv("MOETRAIN_CUDA_GROUPED_GEMM", "cutlas", 1);
+        CHECK_THROWS_WITH_AS(open_device(d.id),
+                             doctest::Contains("MOETRAIN_CUDA_GROUPED_GEMM=cutlas: expected cublas "
+                                               "or cutlass"),
+                             Error);
+        setenv("MOETRAIN_CUDA_GROUPED_GEMM", "cublas", 1);
+        CHECK(open_device(d.id)->backend_name() == d.dev->backend_name());
+        if (before)
+            setenv("MOETRAIN_CUDA_GROUPED_GEMM", saved.c_str(), 1);
+        else
+            unsetenv("MOETRAIN_CUDA_GROUPED_GEMM");
+    }
+}
+
 // The sizes are read when the op runs: the same tensor with new sizes gives the new grouping.
 TEST_CASE("ops: gemm_grouped reads the group sizes on every call") {
     for_each_test_device([&](Device& dev) {
