@@ -57,6 +57,16 @@ const void* operand16(CudaDevice& dev, DType compute, const void* src, int64_t n
     return dst;
 }
 
+// Dim k, before any product: C_i = beta C_i for every group (beta 1: nothing), so that the
+// products can add and empty groups end scaled too. False when there is no product (k == 0).
+bool scale_dim_k(CudaDevice& dev, const GemmArgs& g, int64_t groups) {
+    if (g.beta != 1.0f)
+        mtk::grouped_scale(dev.stream(kOp), static_cast<float*>(dev.raw(g.c)), groups, g.stride_c,
+                           g.m, g.n, g.ldc, g.beta);
+    dev.launched(kOp);
+    return g.k != 0;
+}
+
 void grouped_m(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
     const GroupedSpans sp = grouped_spans(g, groups, GroupDim::m);
     const bool half = g.compute != DType::f32;
@@ -94,9 +104,7 @@ void grouped_m(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
 void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t groups) {
     auto* c = static_cast<float*>(dev.raw(g.c));
     mtk::Stream st = dev.stream(kOp);
-    if (g.beta != 1.0f) mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
-    dev.launched(kOp);
-    if (g.k == 0) return;
+    if (!scale_dim_k(dev, g, groups)) return;
     const int64_t esize = g.compute == DType::f32 ? 4 : 2;
     const gp::Plan p = gp::make_plan(true, g.k, groups, g.m, g.n, g.ldc, esize, 0, 0);
     const void* a = dev.raw(g.a);
@@ -150,11 +158,7 @@ void grouped_cutlass(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, i
     const bool dim_k = dim == GroupDim::k;
     auto* c = static_cast<float*>(dev.raw(g.c));
     mtk::Stream st = dev.stream(kOp);
-    if (dim_k && g.beta != 1.0f) {  // C_i = beta C_i, then the products add (empty groups too)
-        mtk::grouped_scale(st, c, groups, g.stride_c, g.m, g.n, g.ldc, g.beta);
-        dev.launched(kOp);
-    }
-    if (dim_k && g.k == 0) return;
+    if (dim_k && !scale_dim_k(dev, g, groups)) return;  // then the products add (beta 1)
     const GroupedSpans sp = grouped_spans(g, groups, dim);
     const bool conv_a = g.a.dtype == DType::f32, conv_b = g.b.dtype == DType::f32;
     const auto n = static_cast<size_t>(groups);
