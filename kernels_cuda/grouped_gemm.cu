@@ -11,10 +11,11 @@
 //    round: the round's tiles of A and B copied compact (zero padded, in the compute dtype), one
 //    strided-batched product per tile into its partial buffer, and grouped_reduce adding the
 //    partials into their C_i in tile order.
-//  CUTLASS (MOETRAIN_CUDA_GROUPED_GEMM=cutlass, compute capability 9.0, 16-bit products; both
-//    dims): f32 operands converted over their capacity span, grouped_problems writes each
-//    group's sizes and pointers, and one CUTLASS grouped kernel reads them on the device: no
-//    padding, dummies or partial products (backends/cuda/cutlass_grouped.h).
+//  CUTLASS (the default on compute capability 9.0 for 16-bit products, both dims;
+//    MOETRAIN_CUDA_GROUPED_GEMM=cublas keeps the tiling above): f32 operands converted over their
+//    capacity span, grouped_problems writes each group's sizes and pointers, and one CUTLASS
+//    grouped kernel reads them on the device: no padding, dummies or partial products
+//    (backends/cuda/cutlass_grouped.h).
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -217,7 +218,7 @@ void grouped_cutlass(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, i
 
 std::string grouped_gemm_choice() {
     const char* v = std::getenv("MOETRAIN_CUDA_GROUPED_GEMM");
-    const std::string choice = v && *v ? v : "cublas";
+    const std::string choice = v && *v ? v : "cutlass";
     MT_CHECK(choice == "cublas" || choice == "cutlass", "MOETRAIN_CUDA_GROUPED_GEMM=", choice,
              ": expected cublas or cutlass");
     return choice;
@@ -227,9 +228,8 @@ std::string grouped_gemm_summary(int cc) {
     std::string s = "grouped GEMM (MoE experts): cuBLAS tiling";
     if (!cutlass_grouped_built()) return s + " (this build has no CUTLASS kernels)";
     if (cc != 90) return s + " (CUTLASS kernels need compute capability 9.0)";
-    return s +
-           ", or CUTLASS sm_90a for bf16 / f16 products with "
-           "MOETRAIN_CUDA_GROUPED_GEMM=cutlass";
+    return "grouped GEMM (MoE experts): CUTLASS sm_90a for bf16 / f16 products, cuBLAS tiling "
+           "otherwise (MOETRAIN_CUDA_GROUPED_GEMM=cublas: always)";
 }
 
 bool CudaDevice::grouped_runs_cutlass(const GemmArgs& g, GroupDim dim) const {

@@ -5,12 +5,12 @@
 # each part under its own timeout so that one hang cannot eat the rest:
 #   1. `moetrain info` (a usable cuda device, the attention implementation it reports);
 #   2. the doctest suite on cpu + cuda (MOETRAIN_TEST_DEVICES=cpu,cuda);
-#   3. gradcheck on cuda, then the grouped GEMM and MoE tests on cuda with the CUTLASS grouped
-#      kernels (MOETRAIN_CUDA_GROUPED_GEMM=cutlass, opt-in until this check shows them right);
+#   3. gradcheck on cuda, then the grouped GEMM and MoE tests on cuda with the cuBLAS tiling
+#      (MOETRAIN_CUDA_GROUPED_GEMM=cublas; the suite above ran the default, CUTLASS on Hopper);
 #   4. the training table against the PyTorch peers of bench/pytorch_peer_cuda.py measured in
 #      the same run: gpt2-124m bf16 16x1024 (eager + SDPA, torch.compile), gpt2-124m fp32 (no
 #      TF32) 16x1024, moe-mini bf16 64x256 and seed-moe with 8 layers bf16 8x1024 (experts
-#      through torch._grouped_mm); then the two MoE rows again with the CUTLASS kernels;
+#      through torch._grouped_mm); then the two MoE rows again with the cuBLAS tiling;
 #   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound;
 #   6. one `bench --profile` (gpt2-124m bf16 16x1024) and attention forward + backward per
 #      layer from it against SDPA at the same shape (bench/attention_sdpa.py);
@@ -151,10 +151,10 @@ part "doctest suite on $test_devices" 240 env MOETRAIN_TEST_DEVICES=$test_device
     "$BUNDLE/bin/moetrain_tests" "${DOCTEST_EXTRA[@]}"
 part "gradcheck on $DEV (tiny: dense + MoE)" 60 "$MT" gradcheck --preset tiny --device "$DEV"
 if [ "$DEV" = cuda ]; then
-    # The CUTLASS grouped GEMM kernels (opt-in until measured here): the grouped op tests, whose
-    # aligned 16-bit cases they take on compute capability 9.0, and the MoE model tests.
-    part "grouped GEMM and MoE tests on cuda with MOETRAIN_CUDA_GROUPED_GEMM=cutlass" 120 \
-        env MOETRAIN_TEST_DEVICES=cuda MOETRAIN_CUDA_GROUPED_GEMM=cutlass \
+    # The suite ran the default grouped GEMM (CUTLASS on compute capability 9.0); the grouped op
+    # tests and the MoE model tests again on the cuBLAS tiling, which other GPUs take.
+    part "grouped GEMM and MoE tests on cuda with MOETRAIN_CUDA_GROUPED_GEMM=cublas" 120 \
+        env MOETRAIN_TEST_DEVICES=cuda MOETRAIN_CUDA_GROUPED_GEMM=cublas \
         "$BUNDLE/bin/moetrain_tests" -tc='*gemm_grouped*,*MoE*,*moe*,*expert*'
 fi
 
@@ -226,16 +226,16 @@ for s in sys.argv[1:]:
 print(max(t) if t else "")' "$eager" "$comp")
 done
 
-# The MoE rows again with the CUTLASS grouped kernels (MOETRAIN_CUDA_GROUPED_GEMM=cutlass),
-# against the same peers' tokens/s measured above.
+# The MoE rows again with the cuBLAS tiling (MOETRAIN_CUDA_GROUPED_GEMM=cublas), against the
+# same peers' tokens/s measured above.
 say ""
-say "| config, B x T, CUTLASS grouped GEMM | moetrain | moetrain / best peer |"
+say "| config, B x T, cuBLAS-tiled grouped GEMM | moetrain | moetrain / best peer |"
 say "|---|---|---|"
 for spec in "moe-mini moe-mini 64 256" "seed-moe-8l seed-moe-8l 8 1024"; do
     read -r name conf batch seq <<<"$spec"
     read -r batch seq <<<"$(shape "$batch" "$seq")"
-    within 40 "bench $name bf16 cutlass" || continue
-    ours=$(capture 120 env MOETRAIN_CUDA_GROUPED_GEMM=cutlass "$MT" bench \
+    within 40 "bench $name bf16 cublas" || continue
+    ours=$(capture 120 env MOETRAIN_CUDA_GROUPED_GEMM=cublas "$MT" bench \
         --config "$WORK/$conf.json" --device "$DEV" --precision bf16 --attention16 \
         --batch "$batch" --seq "$seq" --steps "$BENCH_STEPS" --warmup 3)
     tps=$(json_get "$ours" tokens_per_s)

@@ -162,8 +162,8 @@ class Device {
         return "";
     }
     // How gemm_grouped runs (g, dim) when the device has more than one way ("" otherwise): cuda
-    // says "cutlass" (CUTLASS's Hopper grouped kernels, chosen with
-    // MOETRAIN_CUDA_GROUPED_GEMM=cutlass) or "cublas" (its tiling into cuBLAS batched calls),
+    // says "cutlass" (CUTLASS's Hopper grouped kernels, the default where they apply) or
+    // "cublas" (its tiling into cuBLAS batched calls; MOETRAIN_CUDA_GROUPED_GEMM=cublas),
     // and `bench --profile` books the op as gemm_grouped[cutlass] / gemm_grouped[cublas].
     virtual std::string gemm_grouped_kernel(const GemmArgs& g, GroupDim dim) const {
         (void)g;

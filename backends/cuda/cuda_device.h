@@ -62,7 +62,7 @@ class CudaBuffer final : public Buffer {
 // What `moetrain info` says about the attention kernels of a device of compute capability cc
 // (10 * major + minor; attention.cu).
 std::string attention_summary(int cc);
-// MOETRAIN_CUDA_GROUPED_GEMM: "cublas" (unset: the default) or "cutlass"; any other value
+// MOETRAIN_CUDA_GROUPED_GEMM: "cutlass" (unset: the default) or "cublas"; any other value
 // throws naming it (grouped_gemm.cu).
 std::string grouped_gemm_choice();
 // What `moetrain info` says about gemm_grouped on a device of compute capability cc.
@@ -133,8 +133,8 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // y[i] += x[i] for n f32 elements on the stream (elementwise.cu): the bias gradient cuBLASLt
     // writes into the scratch, added to the op's dbias.
     void add_f32(float* y, const float* x, int64_t n);
-    // Whether gemm_grouped runs (g, dim) on the CUTLASS kernels (grouped_gemm.cu): asked for
-    // (MOETRAIN_CUDA_GROUPED_GEMM=cutlass, read when the device opens), built, compute
+    // Whether gemm_grouped runs (g, dim) on the CUTLASS kernels (grouped_gemm.cu): not declined
+    // (MOETRAIN_CUDA_GROUPED_GEMM=cublas, read when the device opens), built, compute
     // capability 9.0, 16-bit products, a layout with a kernel and 16-byte aligned operands.
     bool grouped_runs_cutlass(const GemmArgs& g, GroupDim dim) const;
     // gemm_epilogue's cuBLASLt shape (cuda_gemm.cpp; LtMatmul::supported says whether it runs).
@@ -147,7 +147,7 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     std::string name_;
     int cc_;
     int sm_count_;
-    bool grouped_cutlass_;  // MOETRAIN_CUDA_GROUPED_GEMM=cutlass
+    bool grouped_cutlass_;  // MOETRAIN_CUDA_GROUPED_GEMM is not cublas
     std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };
