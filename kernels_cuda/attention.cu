@@ -1,11 +1,16 @@
 // CudaDevice ops: causal attention forward and backward. Each turns its tensors into pointers and
-// calls a launcher on the device stream (docs/CUDA.md): the split-K decode kernels of
+// calls a launcher on the device stream (docs/CUDA.md): cuDNN's fused attention where it takes
+// the shape (CudaDevice::attention_runs_cudnn, backends/cuda/cuda_attention_cudnn.cpp); else the
+// split-K decode kernels of
 // attention_decode.cuh for the forward of a decode step (one query over a longer KV cache,
 // mtk::attn_decode); else the tensor-core kernels of attention_wmma.cuh when the attention
 // precision is bf16 / f16, head_dim 64 or 128 and the device has bf16 fragments
 // (mtk::attn_kernel, launch.h); else the register-tiled fp32 kernels of attention_tiled.cuh for
 // head_dim 32 and 64 (and 96, 128 from compute capability 8.0); else the scalar fp32 kernels of
 // attention.cuh.
+#include <cstdlib>
+#include <string>
+
 #include "attention.cuh"
 #include "attention_decode.cuh"
 #include "attention_tiled.cuh"
@@ -33,10 +38,16 @@ std::string attention_summary(int cc) {
         std::string("register-tiled fp32 (head_dim ") +
         (mtk::attn_tiled_head_dim(128, cc) ? "32/64/96/128" : "32/64") +
         "), scalar fp32 otherwise, split-K fp32 decode for one query over a KV cache";
-    if (cc >= mtk::kAttnWmmaMinCc)
-        return std::string(
-                   "attention: wmma flash (bf16/fp16 attention precision, head_dim 64/128), ") +
-               fp32;
+    if (cc >= mtk::kAttnWmmaMinCc) {
+        const char* choice = std::getenv("MOETRAIN_CUDA_ATTENTION");
+        const std::string cudnn =
+            choice && std::string(choice) == "own"
+                ? std::string("cuDNN declined (MOETRAIN_CUDA_ATTENTION=own)")
+                : "cuDNN fused attention for bf16/fp16 attention precision training shapes (" +
+                      cudnn_attention_probe() + ")";
+        return "attention: " + cudnn +
+               ", wmma flash (bf16/fp16 attention precision, head_dim 64/128), " + fp32;
+    }
     return std::string("attention: ") + fp32 +
            " (the wmma flash kernels need compute capability 8.0)";
 }
@@ -58,6 +69,7 @@ const char* kernel_name(mtk::AttnKernel k) {
 // never runs one: decoding is inference) runs the wmma, tiled or scalar kernels by attn_kernel.
 std::string CudaDevice::attention_kernel(const AttnDims& d) const {
     if (mtk::attn_decode(d.Tq, d.S)) return "decode";
+    if (attention_runs_cudnn(d)) return "cudnn";
     return kernel_name(kernel_for(d, cc_));
 }
 
@@ -66,6 +78,7 @@ void CudaDevice::attention_fwd_impl(const Tensor& o, const Tensor& lse, const Te
                                     float scale) {
     const char* op = "attention_fwd";
     mtk::AttnShape s = checked_shape(d, op);
+    if (attention_runs_cudnn(d)) return attention_cudnn_fwd(o, lse, q, k, v, d, scale);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
     const mtk::AttnKernel kernel = kernel_for(d, cc_);
@@ -90,6 +103,8 @@ void CudaDevice::attention_bwd_impl(const Tensor& dq, const Tensor& dk, const Te
                                     const AttnDims& d, float scale) {
     const char* op = "attention_bwd";
     mtk::AttnShape s = checked_shape(d, op);
+    if (attention_runs_cudnn(d))
+        return attention_cudnn_bwd(dq, dk, dv, dout, q, k, v, o, lse, d, scale);
     s.tk_dev = device_value(d.tk_dev);
     s.err = error_word();
     const auto [pdq, pdk, pdv, pdo, pq, pk, pv, po, pl] = f32s(dq, dk, dv, dout, q, k, v, o, lse);

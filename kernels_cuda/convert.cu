@@ -25,4 +25,9 @@ void CudaDevice::round_operand(void* dst, DType compute, const void* src, int64_
                  mtk::FloatKind::f32, n);
 }
 
+void CudaDevice::widen_operand(float* dst, DType from, const void* src, int64_t n) {
+    mtk::convert(stream("attention"), dst, mtk::FloatKind::f32, src,
+                 static_cast<mtk::FloatKind>(static_cast<int>(from)), n);
+}
+
 }  // namespace moetrain::cuda

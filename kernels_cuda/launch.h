@@ -336,6 +336,16 @@ inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
     if (compute16 && attn_wmma_head_dim(hd) && cc >= kAttnWmmaMinCc) return AttnKernel::wmma;
     return attn_tiled_head_dim(hd, cc) ? AttnKernel::tiled : AttnKernel::scalar;
 }
+// cuDNN's fused attention (backends/cuda/cudnn_attention.h) may take a 16-bit attention
+// precision's training shapes: queries, keys and cache capacity all T long (no KV cache, no
+// device-side length), head_dim a multiple of 8 up to 128, compute capability >= 8.0 (its flash
+// attention engines). cuDNN itself may still refuse one (the CUDA Device asks it).
+constexpr int kAttnCudnnMinCc = 80;
+constexpr bool attn_cudnn_shape(bool compute16, int64_t Tq, int64_t Tk, int64_t S, int64_t hd,
+                                bool device_length, int cc) {
+    return compute16 && Tq == Tk && Tk == S && Tq > 0 && !device_length && hd % 8 == 0 && hd > 0 &&
+           hd <= 128 && cc >= kAttnCudnnMinCc;
+}
 // ---- register-tiled fp32 attention (attention_tiled.cuh): row groups of 8 threads own 4 rows
 // each; tile products of 32 columns (keys, or queries in dk/dv); shared rows of hd + 4 floats ----
 constexpr int64_t kAttnTiledRows = 4;          // rows per row group

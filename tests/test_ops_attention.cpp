@@ -7,7 +7,10 @@
 // rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere. The
 // kernel names a device gives (cuda: wmma, tiled, scalar, decode) and the profile labels.
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "moetrain/profiling.h"
 #include "op_test_util.h"
@@ -115,8 +118,9 @@ TEST_CASE("ops: attention rejects inconsistent dims") {
 }
 
 // A 16-bit attention precision (AttnDims::compute, Model::set_attention16): a device whose
-// attention_kernel says "wmma" (cuda: tensor cores) matches the float64 reference of the
-// operands rounded to that type; every other device computes in fp32, the same bits as with
+// attention_kernel says "wmma" (cuda: tensor cores) or "cudnn" (cuda: cuDNN's fused attention,
+// whose outputs and gradients are 16-bit too) matches the float64 reference of the operands
+// rounded to that type; every other device computes in fp32, the same bits as with
 // compute = f32. Under ProfilingDevice the op is booked with its kernel variant.
 TEST_CASE("ops: attention with a 16-bit attention precision") {
     const AttnDims cases[] = {
@@ -148,7 +152,10 @@ TEST_CASE("ops: attention with a 16-bit attention precision") {
                                                  from_device(dev, tdv)};
                 };
                 const auto got = run(a);
-                if (dev.attention_kernel(a) != "wmma") {
+                const std::string kernel = dev.attention_kernel(a);
+                MESSAGE(dev.backend_name() << " " << dims_str(base) << " " << dtype_name(t) << ": "
+                                           << (kernel.empty() ? "-" : kernel));
+                if (kernel != "wmma" && kernel != "cudnn") {
                     CHECK(got == run(base));  // fp32 attention whatever the precision
                     continue;
                 }
@@ -234,4 +241,60 @@ TEST_CASE("ops: attention_kernel names cuda's split-K decode forward") {
         dev.attention_fwd(to, tl, tq, tk, tv, none, 0.125f);
         dev.synchronize();
     });
+}
+
+// cuDNN's attention (the cuda backend's default where cuDNN loads and takes the shape) keeps
+// the backend deterministic: its backward runs cuDNN's deterministic algorithm, so the same
+// inputs give the same bits. A GQA training shape with several key blocks, run twice.
+TEST_CASE("ops: attention with a 16-bit precision is bit-identical run after run") {
+    for_each_test_device([&](Device& dev) {
+        AttnDims a{2, 192, 192, 192, 4, 2, 64};
+        a.compute = DType::bf16;
+        const std::string kernel = dev.attention_kernel(a);
+        MESSAGE(dev.backend_name() << " 16-bit attention at " << dims_str(a) << ": "
+                                   << (kernel.empty() ? "-" : kernel));
+        if (kernel != "cudnn") return;  // the other kernels are covered by ops: determinism
+        const int64_t nq = a.B * a.Tq * a.H * a.hd, nk = a.B * a.S * a.K * a.hd;
+        Rng rng(4242);
+        const auto q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk),
+                   dout = rng.normal(nq);
+        auto run = [&] {
+            Tensor to = zeros(dev, nq), tl = zeros(dev, a.B * a.H * a.Tq), tdq = zeros(dev, nq),
+                   tdk = zeros(dev, nk), tdv = zeros(dev, nk);
+            Tensor tq = to_device(dev, q), tk = to_device(dev, k), tv = to_device(dev, v);
+            dev.attention_fwd(to, tl, tq, tk, tv, a, 0.125f);
+            dev.attention_bwd(tdq, tdk, tdv, to_device(dev, dout), tq, tk, tv, to, tl, a, 0.125f);
+            std::vector<ref::Vec> out;
+            for (const Tensor& t : {to, tl, tdq, tdk, tdv}) out.push_back(from_device(dev, t));
+            return out;
+        };
+        const auto first = run(), second = run();
+        for (size_t i = 0; i < first.size(); ++i)
+            check_close(second[i], first[i], Tol{0, 0}, "rerun");
+    });
+}
+
+// MOETRAIN_CUDA_ATTENTION is read when a cuda device opens: a value other than cudnn or own is
+// refused in one line naming it; own keeps cuDNN out (moetrain's kernels only).
+TEST_CASE("ops: attention's kernel choice refuses an unknown MOETRAIN_CUDA_ATTENTION") {
+    for (auto& d : test_devices()) {
+        if (!records_graphs(*d.dev)) continue;  // cuda and cudasim only
+        CAPTURE(d.id);
+        const char* before = std::getenv("MOETRAIN_CUDA_ATTENTION");
+        const std::string saved = before ? before : "";
+        setenv("MOETRAIN_CUDA_ATTENTION", "cudnnn", 1);
+        CHECK_THROWS_WITH_AS(open_device(d.id),
+                             doctest::Contains("MOETRAIN_CUDA_ATTENTION=cudnnn: expected cudnn "
+                                               "or own"),
+                             Error);
+        setenv("MOETRAIN_CUDA_ATTENTION", "own", 1);
+        auto own = open_device(d.id);
+        AttnDims a{1, 64, 64, 64, 2, 2, 64};
+        a.compute = DType::bf16;
+        CHECK(own->attention_kernel(a) != "cudnn");
+        if (before)
+            setenv("MOETRAIN_CUDA_ATTENTION", saved.c_str(), 1);
+        else
+            unsetenv("MOETRAIN_CUDA_ATTENTION");
+    }
 }

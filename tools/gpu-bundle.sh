@@ -110,6 +110,18 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
     if [ -d "$d" ]; then cuda_lib=":$d"; break; fi
 done
 export LD_LIBRARY_PATH="$MOETRAIN_BUNDLE/bin:$MOETRAIN_BUNDLE/lib$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuDNN, which the CUDA module loads at run time for attention: a GPU host with PyTorch has it
+# in PyPI's nvidia-cudnn wheel (site-packages/nvidia/cudnn/lib), not under /usr/local/cuda.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9 ' && [ ! -e "${cuda_lib#:}/libcudnn.so.9" ]; then
+    cudnn_so=$(for sp in $(${PYTHON:-python3} -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+        find "$sp/nvidia" -maxdepth 3 -name libcudnn.so.9 2>/dev/null; done | head -1)
+    if [ -n "$cudnn_so" ]; then
+        export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$cudnn_so")"
+        echo "env.sh: cuDNN from $(dirname "$cudnn_so")"
+    else
+        echo "env.sh: no libcudnn.so.9 found: attention runs moetrain's own kernels" >&2
+    fi
+fi
 src_root=$(sed -n 's/^source_root=//p' "$MOETRAIN_BUNDLE/BUNDLE_INFO")
 if [ -n "${1:-}" ] && [ -n "$src_root" ] && [ ! -e "$src_root" ]; then
     if mkdir -p "$(dirname "$src_root")" 2>/dev/null && ln -s "$(cd "$1" && pwd)" "$src_root" 2>/dev/null; then

@@ -42,3 +42,13 @@ if ! "$PYENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.ver
   echo "moetrain: installing the CUTLASS $CUTLASS_VERSION headers (nvidia-cutlass) into $PYENV"
   "$PYENV/bin/pip" install -q --disable-pip-version-check --no-deps "nvidia-cutlass==$CUTLASS_VERSION"
 fi
+
+# cudnn-frontend's C++ headers (header-only) for the CUDA backend's cuDNN attention
+# (docs/DEPENDENCIES.md), from PyPI's nvidia-cudnn-frontend wheel, which puts them under the
+# venv's site-packages/include; installed without its Python dependencies. cuDNN itself comes
+# with the CUDA Toolkit here (cudnn.h) and is loaded at run time.
+CUDNN_FRONTEND_VERSION=1.32.0
+if ! "$PYENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('nvidia-cudnn-frontend') != '$CUDNN_FRONTEND_VERSION')" 2>/dev/null; then
+  echo "moetrain: installing the cudnn-frontend $CUDNN_FRONTEND_VERSION headers (nvidia-cudnn-frontend) into $PYENV"
+  "$PYENV/bin/pip" install -q --disable-pip-version-check --no-deps "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
+fi

@@ -35,6 +35,7 @@ CudaDevice::CudaDevice(int index, std::string name, bool graphs, int cc, int sm_
       cc_(cc),
       sm_count_(sm_count),
       grouped_cutlass_(grouped_gemm_choice() == "cutlass"),
+      attention_cudnn_(attention_choice() == "cudnn"),
       graph_runtime_(std::make_unique<CudaGraphRuntime>(*ctx_)),
       graphs_(*graph_runtime_, graphs) {}
 

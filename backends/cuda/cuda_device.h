@@ -25,6 +25,7 @@
 #include <string>
 
 #include "cuda/caching_allocator.h"
+#include "cuda/cudnn_attention.h"
 #include "cuda/graph_cache.h"
 #include "kernel_interface.h"
 #include "moetrain/backend.h"
@@ -62,6 +63,10 @@ class CudaBuffer final : public Buffer {
 // What `moetrain info` says about the attention kernels of a device of compute capability cc
 // (10 * major + minor; attention.cu).
 std::string attention_summary(int cc);
+// MOETRAIN_CUDA_ATTENTION: "cudnn" (unset: the default; cuDNN's fused attention where it takes
+// the shape) or "own" (moetrain's kernels only); any other value throws naming it
+// (cuda_attention_cudnn.cpp).
+std::string attention_choice();
 // MOETRAIN_CUDA_GROUPED_GEMM: "cutlass" (unset: the default) or "cublas"; any other value
 // throws naming it (grouped_gemm.cu).
 std::string grouped_gemm_choice();
@@ -109,6 +114,9 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // n f32 elements at src rounded to the 16-bit `compute` dtype into dst (on the stream):
     // the operand copies of the 16-bit products (kernels_cuda/convert.cu).
     void round_operand(void* dst, DType compute, const void* src, int64_t n);
+    // n 16-bit elements (dtype from) at src widened to f32 into dst (on the stream): the outputs
+    // of the cuDNN attention path (kernels_cuda/convert.cu).
+    void widen_operand(float* dst, DType from, const void* src, int64_t n);
     // cuBLAS products on the stream (cuda_gemm.cpp; cublas_calls.h has the contracts).
     void cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c);
     void cublas_batched(const GemmArgs& g, const void* const* a_ptrs, const void* const* b_ptrs,
@@ -137,6 +145,18 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // (MOETRAIN_CUDA_GROUPED_GEMM=cublas, read when the device opens), built, compute
     // capability 9.0, 16-bit products, a layout with a kernel and 16-byte aligned operands.
     bool grouped_runs_cutlass(const GemmArgs& g, GroupDim dim) const;
+    // Whether attention_fwd / attention_bwd of d run on cuDNN (cuda_attention_cudnn.cpp): not
+    // declined (MOETRAIN_CUDA_ATTENTION=own), the shape mtk::attn_cudnn_shape allows, cuDNN
+    // loaded (on first use) and building both graphs of the shape. Otherwise attention_kernel's
+    // own kernels run.
+    bool attention_runs_cudnn(const AttnDims& d) const;
+    // The cuDNN path's halves (cuda_attention_cudnn.cpp): f32 tensors rounded to the attention
+    // precision into the op scratch, cuDNN's graph, the 16-bit results widened into the outputs.
+    void attention_cudnn_fwd(const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const AttnDims& d, float scale);
+    void attention_cudnn_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                             const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& o, const Tensor& lse, const AttnDims& d, float scale);
     // gemm_epilogue's cuBLASLt shape (cuda_gemm.cpp; LtMatmul::supported says whether it runs).
     LtShape lt_shape(const GemmArgs& g, const GemmEpilogue& e) const;
 
@@ -148,6 +168,11 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     int cc_;
     int sm_count_;
     bool grouped_cutlass_;  // MOETRAIN_CUDA_GROUPED_GEMM is not cublas
+    bool attention_cudnn_;  // MOETRAIN_CUDA_ATTENTION is not own
+    // cuDNN, opened when a shape first asks for it (null if unavailable: cudnn_why_ says why).
+    mutable std::unique_ptr<CudnnAttention> cudnn_;
+    mutable bool cudnn_opened_ = false;
+    mutable std::string cudnn_why_;
     std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };

@@ -166,3 +166,20 @@ TEST_CASE("simt: tiled attention shape logic (launch.h)") {
     CHECK(b.block == 64);
     CHECK(b.shmem == mtk::attn_tiled_bwd_shmem(32));
 }
+
+// Which shapes the CUDA Device offers cuDNN's fused attention (backends/cuda/cudnn_attention.h):
+// a 16-bit precision's training shapes only, on compute capability 8.0 and newer.
+TEST_CASE("simt: cuDNN attention shape logic (launch.h)") {
+    CHECK(mtk::attn_cudnn_shape(true, 1024, 1024, 1024, 64, false, 90));
+    CHECK(mtk::attn_cudnn_shape(true, 37, 37, 37, 128, false, 80));
+    CHECK(mtk::attn_cudnn_shape(true, 256, 256, 256, 8, false, 90));
+    CHECK_FALSE(mtk::attn_cudnn_shape(false, 1024, 1024, 1024, 64, false, 90));  // fp32
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 1, 40, 48, 64, false, 90));          // decode
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 40, 40, 48, 64, false, 90));         // capacity > Tk
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 3, 40, 40, 64, false, 90));    // Tq < Tk (prefill)
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 40, 40, 40, 64, true, 90));    // device length
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 40, 40, 40, 60, false, 90));   // hd % 8
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 40, 40, 40, 136, false, 90));  // hd > 128
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 40, 40, 40, 64, false, 75));   // sm_75
+    CHECK_FALSE(mtk::attn_cudnn_shape(true, 0, 0, 0, 64, false, 90));      // empty
+}
