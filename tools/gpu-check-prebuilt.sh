@@ -5,7 +5,9 @@
 # each part under its own timeout so that one hang cannot eat the rest:
 #   1. `moetrain info` (a usable cuda device, the attention implementation it reports);
 #   2. the doctest suite on cpu + cuda (MOETRAIN_TEST_DEVICES=cpu,cuda);
-#   3. gradcheck on cuda, then the grouped GEMM and MoE tests on cuda with the cuBLAS tiling
+#   3. gradcheck on cuda, the attention tests on moetrain's own kernels
+#      (MOETRAIN_CUDA_ATTENTION=own; the suite ran cuDNN's where it loads), then the grouped GEMM
+#      and MoE tests on cuda with the cuBLAS tiling
 #      (MOETRAIN_CUDA_GROUPED_GEMM=cublas; the suite above ran the default, CUTLASS on Hopper);
 #   4. the training table against the PyTorch peers of bench/pytorch_peer_cuda.py measured in
 #      the same run: gpt2-124m bf16 16x1024 (eager + SDPA, torch.compile), gpt2-124m fp32 (no
@@ -153,6 +155,14 @@ part "gradcheck on $DEV (tiny: dense + MoE)" 60 "$MT" gradcheck --preset tiny --
 if [ "$DEV" = cuda ]; then
     # The suite ran the default grouped GEMM (CUTLASS on compute capability 9.0); the grouped op
     # tests and the MoE model tests again on the cuBLAS tiling, which other GPUs take.
+    # The suite ran cuDNN's attention where it loads (the default); which kernels the 16-bit
+    # attention tests took, then those tests again on moetrain's own kernels.
+    attn_used=$(grep -hE '16-bit attention at|: (cudnn|wmma)$' "$LOG" | grep -oE '(cudnn|wmma)$' |
+        sort | uniq -c | tr -s ' ' | paste -sd, -)
+    say "- 16-bit attention kernels the suite's attention tests ran on cuda: ${attn_used:-none reported}"
+    part "attention tests on cuda with MOETRAIN_CUDA_ATTENTION=own (the WMMA kernels)" 60 \
+        env MOETRAIN_TEST_DEVICES=cuda MOETRAIN_CUDA_ATTENTION=own \
+        "$BUNDLE/bin/moetrain_tests" -tc='*attention*'
     part "grouped GEMM and MoE tests on cuda with MOETRAIN_CUDA_GROUPED_GEMM=cublas" 120 \
         env MOETRAIN_TEST_DEVICES=cuda MOETRAIN_CUDA_GROUPED_GEMM=cublas \
         "$BUNDLE/bin/moetrain_tests" -tc='*gemm_grouped*,*MoE*,*moe*,*expert*'
