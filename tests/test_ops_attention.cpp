@@ -153,8 +153,9 @@ TEST_CASE("ops: attention with a 16-bit attention precision") {
                 };
                 const auto got = run(a);
                 const std::string kernel = dev.attention_kernel(a);
-                MESSAGE(dev.backend_name() << " " << dims_str(base) << " " << dtype_name(t) << ": "
-                                           << (kernel.empty() ? "-" : kernel));
+                MESSAGE(dev.backend_name()
+                        << " " << dims_str(base) << " " << std::string(dtype_name(t)) << ": "
+                        << (kernel.empty() ? "-" : kernel));
                 if (kernel != "wmma" && kernel != "cudnn") {
                     CHECK(got == run(base));  // fp32 attention whatever the precision
                     continue;

@@ -183,9 +183,10 @@ TEST_CASE("precision: the fp16 loss scale doubles after its window and survives 
 }
 
 // Model::set_attention16 (--attention16): with bf16 the model asks for 16-bit attention
-// (AttnDims::compute). A device with tensor-core attention kernels (cuda) runs them — booked as
-// attention_fwd[wmma] — and its loss moves a little; every other device computes attention in
-// fp32 and gives the same bits as without the option. Off again: the bits of before.
+// (AttnDims::compute). A device with 16-bit attention (cuda: cuDNN's fused attention or the
+// tensor-core kernels) runs it — booked as attention_fwd[cudnn] / attention_fwd[wmma] — and its
+// loss moves a little; every other device computes attention in fp32 and gives the same bits
+// as without the option. Off again: the bits of before.
 TEST_CASE("precision: --attention16 runs 16-bit attention where a device has it, fp32 elsewhere") {
     const ModelConfig c = sized_config(64, 128, 1, 2, 1, 64, 32);  // head_dim 64, MQA
     const xb::Batch b =
@@ -209,7 +210,7 @@ TEST_CASE("precision: --attention16 runs 16-bit attention where a device has it,
             booked = booked ||
                      p.op == (variant.empty() ? "attention_fwd" : "attention_fwd[" + variant + "]");
         CHECK(booked);
-        if (variant == "wmma") {
+        if (variant == "wmma" || variant == "cudnn") {
             CHECK(a16 != plain);
             CHECK(std::abs(a16 - plain) / plain < 1e-2);
         } else {
