@@ -15,7 +15,8 @@
 #      through torch._grouped_mm); then the two MoE rows again with the cuBLAS tiling;
 #   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound;
 #   6. one `bench --profile` (gpt2-124m bf16 16x1024) and attention forward + backward per
-#      layer from it against SDPA at the same shape (bench/attention_sdpa.py);
+#      layer from it against SDPA at the same shape (bench/attention_sdpa.py), and the same
+#      at seed-moe's MQA shape and at head_dim 128 from 2-layer models' profiles;
 #   7. the grouped products' rows of a moe-mini bf16 profile on each grouped GEMM path.
 # Parts left when the budget is spent are listed as skipped. The report goes to
 # $OUT/gpu-check-prebuilt-<host>-<time>.md with the full log next to it; the exit status is
@@ -275,6 +276,7 @@ if within 60 "decode"; then
         status=1
     fi
 fi
+attn_rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
 read -r pb pt <<<"$(shape 16 1024)"
 if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gpt2-124m \
     --device "$DEV" --precision bf16 --attention16 --batch "$pb" --seq "$pt" --steps 3 --warmup 2 \
@@ -286,7 +288,6 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
     say '```'
     tee -a "$REPORT" <"$WORK/profile.txt" >/dev/null
     say '```'
-    attn_rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
     ours_attn=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 12}' "$WORK/profile.txt")
     attn_kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile.txt" | paste -sd' ' -)
     sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch 16 --heads 12 --kv-heads 12 \
@@ -295,6 +296,33 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
         "(profile, synchronised per op: ${attn_kernels:-no attention row}), SDPA" \
         "$(json_get "$sdpa" ms_fwd_bwd) ms"
 fi
+
+# Attention forward + backward per layer at two more of the issue's shapes, from a 2-layer
+# model's profile, against SDPA at the same shape: seed-moe's MQA (B8 H12 K1 T1024 hd64) and
+# head_dim 128 (B4 H16 T2048).
+"$MT" config --preset seed-moe 2>>"$LOG" |
+    "$PYTHON" -c 'import json,sys; c=json.load(sys.stdin); c["n_layers"]=2; print(json.dumps(c))' \
+        >"$WORK/attn-mqa.json"
+"$MT" config --preset gpt2-124m 2>>"$LOG" |
+    "$PYTHON" -c 'import json,sys; c=json.load(sys.stdin); c.update(n_layers=2, d_model=2048,
+n_heads=16, n_kv_heads=16, head_dim=128, d_ff=8192, max_seq_len=2048); print(json.dumps(c))' \
+        >"$WORK/attn-hd128.json"
+for spec in "attn-mqa 8 1024 12 1 64" "attn-hd128 4 2048 16 16 128"; do
+    read -r conf ab at ah ak ahd <<<"$spec"
+    read -r ab at <<<"$(shape "$ab" "$at")"
+    if part "profile $conf bf16 ${ab}x$at (2 layers, 3 steps)" 60 "$MT" bench \
+        --config "$WORK/$conf.json" --device "$DEV" --precision bf16 --attention16 \
+        --batch "$ab" --seq "$at" --steps 3 --warmup 2 --profile; then
+        awk '/^==== profile '"$conf"'/ {p = 1} p' "$LOG" | sed -n '/^op /,/^(ops timed/p' \
+            >"$WORK/profile-$conf.txt"
+        per_layer=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 2}' "$WORK/profile-$conf.txt")
+        kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile-$conf.txt" | paste -sd' ' -)
+        sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch "$ab" --heads "$ah" \
+            --kv-heads "$ak" --seq "$at" --head-dim "$ahd")
+        say "- attention fwd + bwd per layer, B$ab H$ah K$ak T$at hd$ahd bf16: moetrain" \
+            "$per_layer ms (${kernels:-no attention row}), SDPA $(json_get "$sdpa" ms_fwd_bwd) ms"
+    fi
+done
 
 # The grouped products' share of a moe-mini bf16 step, on each grouped GEMM path.
 read -r mb mt <<<"$(shape 64 256)"

@@ -13,8 +13,10 @@
 #include <cudnn_frontend.h>
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +33,12 @@ namespace {
 
 namespace fe = cudnn_frontend;
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// The most workspace a graph may ask for. cuDNN's deterministic backward on Hopper keeps the
+// B x H x T x T score gradients (16-bit): 0.4 GB at gpt2's B16 H12 T1024, but 25 GB at T 8192.
+// A shape over it runs moetrain's own kernels (attention_kernel says so) rather than fail to
+// allocate.
+constexpr int64_t kMaxWorkspace = int64_t{4} << 30;
 
 // Tensor uids of the variant packs.
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDout, kDq, kDk, kDv, kScale };
@@ -207,14 +215,24 @@ class CudnnAttentionImpl final : public CudnnAttention {
             auto g = backward ? backward_graph(s) : forward_graph(s);
             fe::error_t e = g->build(handle_, {fe::HeurMode_t::A});
             if (e.is_good()) e = g->get_workspace_size(b.workspace);
-            if (e.is_good())
-                b.graph = std::move(g);
-            else
+            if (!e.is_good())
                 b.why = e.get_message();
+            else if (b.workspace > kMaxWorkspace)
+                b.why = "its workspace of " + std::to_string(b.workspace >> 20) +
+                        " MiB is over the " + std::to_string(kMaxWorkspace >> 20) + " MiB limit";
+            else
+                b.graph = std::move(g);
         } catch (const std::exception& ex) {  // dynamic loading: a symbol this cuDNN lacks
             b.why = ex.what();
         }
         if (b.why.empty() && !b.graph) b.why = "cuDNN refused the graph";
+        if (!b.graph)  // once per shape: the fallback is never silent
+            std::fprintf(stderr,
+                         "moetrain: cuDNN attention %s of B=%lld T=%lld H=%lld K=%lld hd=%lld: %s; "
+                         "moetrain's own kernels run it\n",
+                         backward ? "backward" : "forward", static_cast<long long>(s.B),
+                         static_cast<long long>(s.T), static_cast<long long>(s.H),
+                         static_cast<long long>(s.K), static_cast<long long>(s.hd), b.why.c_str());
         return b;
     }
 
