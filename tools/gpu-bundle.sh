@@ -61,7 +61,8 @@ rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/bench"
 cp "$BUILD/moetrain" "$BUILD/moetrain_tests" "$BUILD/libmoetrain_backend_cuda.so" "$stage/bin/"
 cp -P "$BUILD"/libmoetrain.so* "$stage/bin/"
-cp bench/pytorch_peer_cuda.py bench/compare_pytorch.py bench/attention_sdpa.py "$stage/bench/"
+cp bench/pytorch_peer_cuda.py bench/compare_pytorch.py bench/attention_sdpa.py \
+    bench/gemm_torch_cuda.py "$stage/bench/"
 
 # Every library the binaries load (ldd lists the whole closure), outside the base system,
 # copied under its soname.

@@ -297,6 +297,14 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
         "$(json_get "$sdpa" ms_fwd_bwd) ms"
 fi
 
+# What PyTorch's bf16 GEMMs reach at one gpt2 layer's products (bf16 and, where torch has it,
+# fp32 outputs), beside the gemm rows of the profile above.
+gp=$(capture 60 "$PYTHON" "$PEERS/gemm_torch_cuda.py" --tokens $((pb * pt)) --d-model 768 \
+    --d-ff 3072)
+gp_layer=$(json_get "$gp" layer)
+say "- PyTorch bf16 GEMMs of one gpt2 layer (fwd + both gradients) at $((pb * pt)) tokens" \
+    "(bench/gemm_torch_cuda.py): ${gp_layer:-$(json_get "$gp" unavailable)}"
+
 # Attention forward + backward per layer at two more of the issue's shapes, from a 2-layer
 # model's profile, against SDPA at the same shape: seed-moe's MQA (B8 H12 K1 T1024 hd64) and
 # head_dim 128 (B4 H16 T2048).
