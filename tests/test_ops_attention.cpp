@@ -124,8 +124,10 @@ TEST_CASE("ops: attention rejects inconsistent dims") {
 // compute = f32. Under ProfilingDevice the op is booked with its kernel variant.
 TEST_CASE("ops: attention with a 16-bit attention precision") {
     const AttnDims cases[] = {
-        {1, 37, 37, 37, 4, 2, 64},  // GQA, T not a multiple of a tile
-        {1, 3, 40, 48, 2, 1, 128},  // MQA, decode-like Tq < Tk, capacity S > Tk
+        {1, 37, 37, 37, 4, 2, 64},   // GQA, T not a multiple of a tile
+        {1, 3, 40, 48, 2, 1, 128},   // MQA, decode-like Tq < Tk, capacity S > Tk
+        {2, 64, 64, 64, 4, 1, 64},   // MQA training shape (seed-moe's, moe-mini's kind)
+        {1, 50, 50, 50, 2, 2, 128},  // head_dim 128 training shape
     };
     for_each_test_device([&](Device& dev) {
         for (const AttnDims& base : cases)
