@@ -132,7 +132,7 @@ TEST_CASE("ops: attention with a 16-bit attention precision") {
     for_each_test_device([&](Device& dev) {
         for (const AttnDims& base : cases)
             for (DType t : {DType::bf16, DType::f16}) {
-                INFO(dims_str(base) << " " << dtype_name(t));
+                INFO(dims_str(base) << " " << std::string(dtype_name(t)));
                 const int64_t nq = base.B * base.Tq * base.H * base.hd,
                               nk = base.B * base.S * base.K * base.hd,
                               nl = base.B * base.H * base.Tq;

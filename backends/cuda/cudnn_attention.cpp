@@ -160,7 +160,13 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const CudnnAttnShape& s) {
 class CudnnAttentionImpl final : public CudnnAttention {
   public:
     explicit CudnnAttentionImpl(cudnnHandle_t h) : handle_(h) {}
-    ~CudnnAttentionImpl() override { fe::detail::destroy_handle(handle_); }
+    ~CudnnAttentionImpl() override {
+        try {
+            fe::detail::destroy_handle(handle_);
+        } catch (const std::exception& ex) {  // dynamic loading: a symbol lookup failed
+            std::fprintf(stderr, "moetrain: cudnnDestroy: %s\n", ex.what());
+        }
+    }
     CudnnAttentionImpl(const CudnnAttentionImpl&) = delete;
     CudnnAttentionImpl& operator=(const CudnnAttentionImpl&) = delete;
 
