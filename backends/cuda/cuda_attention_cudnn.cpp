@@ -5,6 +5,7 @@
 // graph into 16-bit outputs there, and widens those into the f32 outputs; lse is cuDNN's
 // statistics tensor, written and read in place. The results differ from the WMMA kernels' only
 // by the outputs' and gradients' rounding to the 16-bit type (docs/MEMORY_AND_PRECISION.md).
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -43,6 +44,11 @@ bool CudaDevice::attention_runs_cudnn(const AttnDims& d) const {
         cudnn_opened_ = true;
         ctx_->make_current();
         cudnn_ = open_cudnn_attention(&cudnn_why_);
+        if (!cudnn_)  // once per device: the fallback is never silent
+            std::fprintf(stderr,
+                         "moetrain: %s: no cuDNN attention (%s); moetrain's own kernels "
+                         "run it\n",
+                         name_.c_str(), cudnn_why_.c_str());
     }
     if (!cudnn_) return false;
     const CudnnAttnShape s = cudnn_shape(d);
