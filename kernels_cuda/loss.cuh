@@ -4,14 +4,43 @@
 // NaN loss. The row is read twice, not three times (llm.c's fused classifier does the same):
 // one pass keeps each thread's running maximum and its sum of exponentials rescaled to it (the
 // online softmax), the block combines them into the log-sum-exp, and the gradient pass reads the
-// row once more and overwrites it. Each thread visits its columns in a fixed order and the block
-// reductions have a fixed shape, so the result does not depend on scheduling. The target logit
-// is read into shared memory before the barrier that precedes any overwrite.
+// row once more and overwrites it. Columns go to the threads in quads (thread i: columns
+// 4q .. 4q + 3 for q = i, i + blockDim, ..., in order), read and written as one float4 when the
+// row allows it (V % 4 == 0 and a 16-byte aligned row) and one by one otherwise: the same
+// values in the same order, so the same bits either way. Each thread's order is fixed and the
+// block reductions have a fixed shape, so the result does not depend on scheduling. The target
+// logit is read into shared memory before the barrier that precedes any overwrite.
 #pragma once
 
 #include "common.cuh"
+#include "vector_access.cuh"
 
 namespace mtk {
+
+// Calls body(Width<4>{}, c) for the quads of a row of V columns this thread takes, or
+// body(Width<1>{}, c) for each of their columns when vec is false (see above).
+template <typename Body>
+__device__ __forceinline__ void for_row_quads(int64_t V, bool vec, Body body) {
+    const int64_t quads = (V + 3) / 4;
+    for (int64_t q = threadIdx.x; q < quads; q += blockDim.x) {
+        const int64_t c0 = 4 * q;
+        if (vec) {
+            body(Width<4>{}, c0);
+        } else {
+            for (int64_t c = c0; c < c0 + 4 && c < V; ++c) body(Width<1>{}, c);
+        }
+    }
+}
+
+// Adds x to a running maximum m and sum s of expf(. - m) (the online softmax).
+__device__ __forceinline__ void online_softmax_add(float& m, float& s, float x) {
+    if (x > m) {
+        s = s * expf(m - x) + 1.0f;  // expf(-inf) = 0 before the first finite value
+        m = x;
+    } else {
+        s += x == -INFINITY ? 0.0f : expf(x - m);  // a NaN logit makes the sum NaN
+    }
+}
 
 __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restrict__ logits,
                                      const int32_t* __restrict__ targets, int64_t V,
@@ -19,17 +48,16 @@ __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restri
     __shared__ float target_logit;
     float* l = logits + blockIdx.x * V;
     const int32_t t = targets[blockIdx.x];
+    const bool vec = rows_vectorisable(V, l);
     float m = -INFINITY, s = 0.0f;  // this thread's maximum, sum of expf(x - m)
-    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
-        const float x = l[c];
-        if (c == t) target_logit = x;
-        if (x > m) {
-            s = s * expf(m - x) + 1.0f;  // expf(-inf) = 0 before the first finite value
-            m = x;
-        } else {
-            s += x == -INFINITY ? 0.0f : expf(x - m);  // a NaN logit makes the sum NaN
+    for_row_quads(V, vec, [&](auto w, int64_t c0) {
+        const auto x = load_lanes(w, l + c0);
+#pragma unroll
+        for (int u = 0; u < w.n; ++u) {
+            if (c0 + u == t) target_logit = x[u];
+            online_softmax_add(m, s, x[u]);
         }
-    }
+    });
     const float row_max = block_max(m);  // its barriers publish target_logit
     const float lse =                    // every read of l[] happens before block_sum's barrier
         row_max + logf(block_sum(m == -INFINITY ? 0.0f : s * expf(m - row_max)));
@@ -39,8 +67,13 @@ __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restri
         if (!valid && t != -1) report_error(err, kErrTarget, t);
     }
     if (grad_scale == 0.0f) return;
-    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
-        l[c] = t == -1 ? 0.0f : grad_scale * (expf(l[c] - lse) - (c == t ? 1.0f : 0.0f));
+    for_row_quads(V, vec, [&](auto w, int64_t c0) {
+        auto x = load_lanes(w, l + c0);
+#pragma unroll
+        for (int u = 0; u < w.n; ++u)
+            x[u] = t == -1 ? 0.0f : grad_scale * (expf(x[u] - lse) - (c0 + u == t ? 1.0f : 0.0f));
+        store_lanes(w, l + c0, x);
+    });
 }
 
 void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,

@@ -1,7 +1,10 @@
 // Harness tests of kernels_cuda/loss.cuh: cross-entropy losses with ignored targets (-1), with
 // and without the in-place gradient, on a vocabulary larger than one block's threads; the online
 // softmax under rising, masked (-inf) and NaN logits.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 
 #include "harness_util.h"
 #include "loss.cuh"
@@ -84,4 +87,39 @@ TEST_CASE("simt: loss target outside the vocabulary is reported") {
     CHECK(err[1] == 4);
     CHECK(std::isnan(losses[0]));
     CHECK(losses[1] == 0.0f);
+}
+
+// Rows with V % 4 == 0 starting 16-byte aligned take the float4 path, others the one-by-one
+// path over the same quads: a row placed one float off gives the same bits, and both match the
+// reference.
+TEST_CASE("simt: loss cross_entropy gives the same bits on the float4 and one-by-one paths") {
+    const int64_t N = 3, V = 1000;
+    Rng rng(515);
+    const Vec logits = rng.normal(N * V, 2.0);
+    IVec targets = {3, -1, 999};
+    auto run = [&](size_t offset) {
+        FVec buf(offset + static_cast<size_t>(N * V) + 4, 0.0f), losses(N, NAN);
+        const FVec l = to_f32(logits);
+        std::copy(l.begin(), l.end(), buf.begin() + static_cast<std::ptrdiff_t>(offset));
+        IVec err = {0, 0};
+        mtk::cross_entropy(nullptr, losses.data(), buf.data() + offset, targets.data(), N, V, 0.5f,
+                           err.data());
+        CHECK(err[0] == 0);
+        return std::make_pair(losses,
+                              FVec(buf.begin() + static_cast<std::ptrdiff_t>(offset),
+                                   buf.begin() + static_cast<std::ptrdiff_t>(offset) + N * V));
+    };
+    // FVec's storage is 16-byte aligned (operator new): offset 0 takes float4, 1 does not.
+    const uint64_t before = simt::vector_accesses();
+    const auto vec = run(0);
+    const uint64_t after = simt::vector_accesses();
+    const auto single = run(1);
+    CHECK(after > before);                    // the float4 path ran
+    CHECK(simt::vector_accesses() == after);  // the one-by-one path made no vector access
+    CHECK(vec.first == single.first);
+    CHECK(vec.second == single.second);
+    Vec wl(N), wg(N * V);
+    ref::cross_entropy(wl, wg, logits, targets, N, V, 0.5);
+    check_close(vec.first, wl, Tol{1e-5, 2e-5}, "losses");
+    check_close(vec.second, wg, Tol{1e-4, 1e-7}, "gradient");
 }
