@@ -341,6 +341,17 @@ inline AttnKernel attn_kernel(bool compute16, int64_t hd, int cc) {
 // device-side length), head_dim a multiple of 8 up to 128, compute capability >= 8.0 (its flash
 // attention engines). cuDNN itself may still refuse one (the CUDA Device asks it).
 constexpr int kAttnCudnnMinCc = 80;
+// The most workspace the CUDA Device lets a cuDNN attention graph ask for: its deterministic
+// backward keeps the B x H x T x T score gradients (16-bit), 0.4 GB at gpt2's B16 H12 T1024 but
+// 25 GB at T 8192; a shape over the limit runs moetrain's own kernels.
+constexpr int64_t kAttnCudnnMaxWorkspace = int64_t{4} << 30;
+// What that backward's workspace comes to on Hopper by cudnn-frontend 1.32's sizing (the score
+// gradients over 64 x 128 tiles, 16-bit, and an fp32 dQ accumulator): an estimate for
+// `moetrain plan`; the Device asks the built graph.
+constexpr int64_t attn_cudnn_bwd_workspace_estimate(int64_t B, int64_t H, int64_t T, int64_t hd) {
+    const int64_t tq = (T + 63) / 64 * 64, tk = (T + 127) / 128 * 128;
+    return B * H * tq * tk * 2 + B * H * T * hd * 4;
+}
 constexpr bool attn_cudnn_shape(bool compute16, int64_t Tq, int64_t Tk, int64_t S, int64_t hd,
                                 bool device_length, int cc) {
     return compute16 && Tq == Tk && Tk == S && Tq > 0 && !device_length && hd % 8 == 0 && hd > 0 &&

@@ -3,6 +3,8 @@
 // moves the part it should, and the planning device refuses to run ops.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "launch.h"
 #include "moetrain/memory_plan.h"
 #include "planning/planning_device.h"
@@ -101,4 +103,40 @@ TEST_CASE("plan: the planning device counts live bytes, copies nothing and refus
     CHECK_THROWS_WITH_AS(d.fill(t, 0.0f),
                          "the memory planner's device cannot run fill: it only counts allocations",
                          Error);
+}
+
+// --attention16 (cuda): cuDNN's fused attention takes 16-bit copies of q, k, v, o, dout, dq,
+// dk, dv and its backward's workspace (cudnn-frontend's Hopper sizing) from the op scratch, so
+// the plan's op scratch covers them; in fp32, without the option, at a head_dim cuDNN is not
+// offered, or where that workspace is over the limit (moetrain's kernels run), nothing changes.
+TEST_CASE("plan: --attention16 counts cuDNN attention's scratch") {
+    ModelConfig c = xb::config_dense().cfg;
+    c.max_seq_len = 8192;
+    PlanOptions o;
+    o.batch = 16;
+    o.seq = 1024;
+    o.precision = Precision::bf16;
+    const MemoryPlan plain = plan_training_memory(c, o);
+    PlanOptions a16 = o;
+    a16.attention16 = true;
+    const MemoryPlan p = plan_training_memory(c, a16);
+    const double B = 16, T = 1024, H = static_cast<double>(c.n_heads),
+                 K = static_cast<double>(c.n_kv_heads), hd = static_cast<double>(c.head_dim);
+    const double want = B * H * T * T * 2 + B * H * T * hd * 4 + 2 * 4 * B * T * (H + K) * hd;
+    CHECK(p.op_scratch == std::max(plain.op_scratch, want));
+    CHECK(p.op_scratch > plain.op_scratch);  // at this size cuDNN's backward dominates
+    CHECK(p.total() - plain.total() == p.op_scratch - plain.op_scratch);
+
+    PlanOptions fp32 = a16;
+    fp32.precision = Precision::fp32;  // attention16 needs a 16-bit precision
+    PlanOptions fp32_plain = fp32;
+    fp32_plain.attention16 = false;
+    CHECK(plan_training_memory(c, fp32).op_scratch ==
+          plan_training_memory(c, fp32_plain).op_scratch);
+    PlanOptions longer = a16;  // B16 T8192: the score gradients alone are over 4 GiB
+    longer.seq = 8192;
+    PlanOptions longer_plain = longer;
+    longer_plain.attention16 = false;
+    CHECK(plan_training_memory(c, longer).op_scratch ==
+          plan_training_memory(c, longer_plain).op_scratch);
 }

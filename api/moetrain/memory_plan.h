@@ -20,9 +20,10 @@ struct PlanOptions {
     Precision precision = Precision::fp32;
     OptimizerKind optimizer = OptimizerKind::adamw;
     Recompute recompute = Recompute::none;
-    int ranks = 1;            // data-parallel ranks (batch is per rank)
-    int zero = 0;             // 1: ZeRO-1, the AdamW moments sharded over the ranks
-    int expert_parallel = 1;  // ranks per expert-parallel group (DistOptions::expert_parallel)
+    int ranks = 1;             // data-parallel ranks (batch is per rank)
+    int zero = 0;              // 1: ZeRO-1, the AdamW moments sharded over the ranks
+    int expert_parallel = 1;   // ranks per expert-parallel group (DistOptions::expert_parallel)
+    bool attention16 = false;  // --attention16: cuda's cuDNN attention scratch is counted
 };
 
 // Bytes of device memory, by part.
@@ -43,8 +44,10 @@ struct MemoryPlan {
                                      // and the backend's op scratch (op_scratch)
     double op_scratch = 0;           // part of workspace: the backend's largest op temporary, i.e.
                                      // (16-bit) GEMM operand conversion, (MoE, cuda) the grouped
-                                     // expert GEMMs' pointer arrays and round buffers or (cuda)
-                                     // embedding_bwd's sorted token indices and partial rows
+                                     // expert GEMMs' pointer arrays and round buffers, (cuda)
+                                     // embedding_bwd's sorted token indices and partial rows or
+                                     // (cuda, attention16) cuDNN attention's 16-bit copies and
+                                     // backward workspace
     double total() const {
         return weights + master_weights + grads + optimizer + zero_buffers + expert_dispatch +
                activations + workspace;

@@ -9,6 +9,7 @@
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
 #define CUDNN_FRONTEND_SKIP_JSON_LIB
 #include "cuda/cudnn_attention.h"
+#include "launch.h"
 
 #include <cudnn_frontend.h>
 #include <dlfcn.h>
@@ -33,12 +34,6 @@ namespace {
 
 namespace fe = cudnn_frontend;
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
-
-// The most workspace a graph may ask for. cuDNN's deterministic backward on Hopper keeps the
-// B x H x T x T score gradients (16-bit): 0.4 GB at gpt2's B16 H12 T1024, but 25 GB at T 8192.
-// A shape over it runs moetrain's own kernels (attention_kernel says so) rather than fail to
-// allocate.
-constexpr int64_t kMaxWorkspace = int64_t{4} << 30;
 
 // Tensor uids of the variant packs.
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDout, kDq, kDk, kDv, kScale };
@@ -223,9 +218,10 @@ class CudnnAttentionImpl final : public CudnnAttention {
             if (e.is_good()) e = g->get_workspace_size(b.workspace);
             if (!e.is_good())
                 b.why = e.get_message();
-            else if (b.workspace > kMaxWorkspace)
+            else if (b.workspace > mtk::kAttnCudnnMaxWorkspace)
                 b.why = "its workspace of " + std::to_string(b.workspace >> 20) +
-                        " MiB is over the " + std::to_string(kMaxWorkspace >> 20) + " MiB limit";
+                        " MiB is over the " + std::to_string(mtk::kAttnCudnnMaxWorkspace >> 20) +
+                        " MiB limit";
             else
                 b.graph = std::move(g);
         } catch (const std::exception& ex) {  // dynamic loading: a symbol this cuDNN lacks

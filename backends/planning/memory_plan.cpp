@@ -31,7 +31,7 @@ double scratch_bytes(const Workspace& ws) {
 }
 
 // The backends' op scratch is one area grown to the largest request (cpu, cuda), counted here
-// for its three users that grow with the batch:
+// for its users that grow with the batch:
 // 16-bit products with an f32 operand convert it into a backend scratch buffer (cpu, cuda):
 // the largest pair of f32 operands of any product, at 2 bytes per element.
 double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
@@ -86,6 +86,21 @@ double embedding_scratch(const ModelConfig& c, const Workspace& ws) {
         mtk::embedding_bwd_scratch_bytes(ws.N, c.d_model, 2 * mtk::embedding_index_bytes(ws.N)));
 }
 
+// 16-bit attention on the training shape (PlanOptions::attention16, cuda): cuDNN's fused
+// attention takes the 16-bit copies of q, k, v, o, dout, dq, dk, dv and its backward's
+// workspace from the op scratch (backends/cuda/cuda_attention_cudnn.cpp), unless that workspace
+// is over the limit and moetrain's own kernels run instead. The workspace is cudnn-frontend's
+// Hopper sizing (launch.h), an estimate.
+double cudnn_attention_scratch(const ModelConfig& c, const PlanOptions& o) {
+    const int64_t B = o.batch, T = o.seq, H = c.n_heads, K = c.n_kv_heads, hd = c.head_dim;
+    if (!o.attention16 || o.precision == Precision::fp32 ||
+        !mtk::attn_cudnn_shape(true, T, T, T, hd, false, mtk::kAttnCudnnMinCc))
+        return 0;
+    const int64_t ws = mtk::attn_cudnn_bwd_workspace_estimate(B, H, T, hd);
+    if (ws > mtk::kAttnCudnnMaxWorkspace) return 0;
+    return static_cast<double>(ws + 2 * 4 * B * T * (H + K) * hd);
+}
+
 }  // namespace
 
 MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
@@ -129,8 +144,8 @@ MemoryPlan plan_training_memory(const ModelConfig& c, const PlanOptions& o) {
     p.activations = all - p.workspace;
     const double products =
         (o.precision != Precision::fp32 ? conversion_scratch(c, ws) : 0.0) + bias_grad_scratch(c);
-    p.op_scratch =
-        std::max({products, grouped_scratch(c, ws, o.precision), embedding_scratch(c, ws)});
+    p.op_scratch = std::max({products, grouped_scratch(c, ws, o.precision),
+                             embedding_scratch(c, ws), cudnn_attention_scratch(c, o)});
     p.workspace += p.op_scratch;
     if (o.expert_parallel > 1 && c.moe) {  // planned on the first expert-parallel pass
         int moe_layers = 0, first = -1;

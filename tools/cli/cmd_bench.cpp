@@ -166,6 +166,7 @@ void run_train_bench(const BenchArgs& a, const ModelConfig& cfg, Device& device,
     po.precision = model.precision();
     po.optimizer = opts.optimizer;
     po.recompute = mode;
+    po.attention16 = a.attention16;
     const MemoryPlan plan = plan_training_memory(cfg, po);
     const double mb = 1024.0 * 1024.0;
     std::printf(

@@ -22,6 +22,7 @@ struct PlanArgs {
     double memory_gb = 0;
     int ranks = 1, zero = 0, accum = 1;  // data parallel (docs/DISTRIBUTED.md)
     int expert_parallel = 1;
+    bool attention16 = false;
 };
 
 // Memory of `spec` ("cpu", "cuda:1"...) as the registry lists it; throws naming why not.
@@ -45,6 +46,7 @@ void run_plan(const PlanArgs& a) {
     o.precision = parse_precision(a.precision);
     o.optimizer = parse_optimizer(a.optimizer);
     o.recompute = parse_recompute(a.recompute);
+    o.attention16 = a.attention16;
     o.ranks = a.ranks;
     o.zero = a.zero;
     o.expert_parallel = a.expert_parallel;
@@ -171,6 +173,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     add_int_option(cmd, "--accum", a->accum, "micro-batches per step (collective counts)", 1)
         ->capture_default_str();
+    add_attention16_option(cmd, a->attention16);
     on_run(cmd, exit_code, [a] { run_plan(*a); });
 }
 

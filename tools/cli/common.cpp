@@ -92,8 +92,8 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
 void add_attention16_option(CLI::App* cmd, bool& attention16) {
     cmd->add_flag("--attention16", attention16,
                   "with --precision bf16|fp16: attention rounds q, k, v, the probabilities and the "
-                  "gradients to that type too (fp32 accumulation; cuda: tensor-core kernels); "
-                  "default fp32 attention");
+                  "gradients to that type too (fp32 accumulation; cuda: cuDNN's fused attention "
+                  "or tensor-core kernels); default fp32 attention");
 }
 
 void add_checkpoint_option(CLI::App* cmd, std::string& path) {
