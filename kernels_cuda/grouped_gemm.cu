@@ -18,13 +18,13 @@
 //    (backends/cuda/cutlass_grouped.h).
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 
 #include "grouped_gemm.cuh"
 
 #include "cuda/cuda_device.h"
 #include "cuda/cutlass_grouped.h"
+#include "cuda/env_choice.h"
 #include "shared/grouped_gemm.h"
 #include "shared/grouped_gemm_plan.h"
 
@@ -217,11 +217,7 @@ void grouped_cutlass(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, i
 }  // namespace
 
 std::string grouped_gemm_choice() {
-    const char* v = std::getenv("MOETRAIN_CUDA_GROUPED_GEMM");
-    const std::string choice = v && *v ? v : "cutlass";
-    MT_CHECK(choice == "cublas" || choice == "cutlass", "MOETRAIN_CUDA_GROUPED_GEMM=", choice,
-             ": expected cublas or cutlass");
-    return choice;
+    return env_choice("MOETRAIN_CUDA_GROUPED_GEMM", "cutlass", "cublas", "cutlass");
 }
 
 std::string grouped_gemm_summary(int cc) {

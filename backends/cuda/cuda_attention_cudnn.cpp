@@ -6,11 +6,11 @@
 // statistics tensor, written and read in place. The results differ from the WMMA kernels' only
 // by the outputs' and gradients' rounding to the 16-bit type (docs/MEMORY_AND_PRECISION.md).
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/cuda_context.h"
 #include "cuda/cuda_device.h"
+#include "cuda/env_choice.h"
 #include "launch.h"
 
 namespace moetrain::cuda {
@@ -28,11 +28,7 @@ size_t span(int64_t elems) {  // 16-bit elements, in 256-byte aligned spans
 }  // namespace
 
 std::string attention_choice() {
-    const char* v = std::getenv("MOETRAIN_CUDA_ATTENTION");
-    const std::string choice = v && *v ? v : "cudnn";
-    MT_CHECK(choice == "cudnn" || choice == "own", "MOETRAIN_CUDA_ATTENTION=", choice,
-             ": expected cudnn or own");
-    return choice;
+    return env_choice("MOETRAIN_CUDA_ATTENTION", "cudnn", "cudnn", "own");
 }
 
 bool CudaDevice::attention_runs_cudnn(const AttnDims& d) const {
