@@ -127,6 +127,34 @@ void for_each_shape(std::initializer_list<std::pair<int64_t, int64_t>> shapes, F
 inline bool records_graphs(const Device& d) {
     return d.backend_name() == "cuda" || d.backend_name() == "cudasim";
 }
+// Sets an environment variable for the life of the object (the previous value, or none, after).
+class ScopedEnv {
+  public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+        setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (had_)
+            setenv(name_, old_.c_str(), 1);
+        else
+            unsetenv(name_);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+  private:
+    const char* name_;
+    std::string old_;
+    bool had_ = false;
+};
+// Opening device `id` with the environment variable `name` set to `bad` fails in one line
+// containing `message` (a backend switch read when a device opens).
+inline void check_env_refused(const std::string& id, const char* name, const char* bad,
+                              const char* message) {
+    ScopedEnv env(name, bad);
+    CHECK_THROWS_WITH_AS(open_device(id), doctest::Contains(message), Error);
+}
 // A second device `id` (as in DeviceUnderTest::id) opened with graphs off: the eager baseline.
 inline std::unique_ptr<Device> open_without_graphs(const std::string& id) {
     DeviceOptions o;

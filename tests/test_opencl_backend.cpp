@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "moetrain/backend.h"
 #include "moetrain/device.h"
+#include "op_test_util.h"
 
 using namespace moetrain;
 namespace fs = std::filesystem;
@@ -45,26 +45,6 @@ std::vector<float> download_f32(Device& dev, const Tensor& t) {
     dev.download(v.data(), t);
     return v;
 }
-
-// Sets an environment variable for the life of the object.
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (had_)
-            setenv(name_, old_.c_str(), 1);
-        else
-            unsetenv(name_);
-    }
-
-  private:
-    const char* name_;
-    std::string old_;
-    bool had_ = false;
-};
 
 // Runs one elementwise op on a fresh device (its own context and program cache) and checks it.
 void add_on_fresh_device() {
@@ -126,7 +106,7 @@ TEST_CASE("opencl: program binaries are cached on disk and a second device does 
     fs::path dir =
         fs::temp_directory_path() / ("moetrain_cl_cache_test_" + std::to_string(getpid()));
     fs::remove_all(dir);
-    ScopedEnv env("MOETRAIN_CL_CACHE", dir.string());
+    test::ScopedEnv env("MOETRAIN_CL_CACHE", dir.string());
 
     add_on_fresh_device();  // builds the elementwise family from source and stores it
     auto files = cache_files(dir, "elementwise");

@@ -7,7 +7,6 @@
 // rounded operands where the device runs tensor-core kernels, the fp32 bits elsewhere. The
 // kernel names a device gives (cuda: wmma, tiled, scalar, decode) and the profile labels.
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -283,21 +282,12 @@ TEST_CASE("ops: attention's kernel choice refuses an unknown MOETRAIN_CUDA_ATTEN
     for (auto& d : test_devices()) {
         if (!records_graphs(*d.dev)) continue;  // cuda and cudasim only
         CAPTURE(d.id);
-        const char* before = std::getenv("MOETRAIN_CUDA_ATTENTION");
-        const std::string saved = before ? before : "";
-        setenv("MOETRAIN_CUDA_ATTENTION", "cudnnn", 1);
-        CHECK_THROWS_WITH_AS(open_device(d.id),
-                             doctest::Contains("MOETRAIN_CUDA_ATTENTION=cudnnn: expected cudnn "
-                                               "or own"),
-                             Error);
-        setenv("MOETRAIN_CUDA_ATTENTION", "own", 1);
+        check_env_refused(d.id, "MOETRAIN_CUDA_ATTENTION", "cudnnn",
+                          "MOETRAIN_CUDA_ATTENTION=cudnnn: expected cudnn or own");
+        ScopedEnv env("MOETRAIN_CUDA_ATTENTION", "own");
         auto own = open_device(d.id);
         AttnDims a{1, 64, 64, 64, 2, 2, 64};
         a.compute = DType::bf16;
         CHECK(own->attention_kernel(a) != "cudnn");
-        if (before)
-            setenv("MOETRAIN_CUDA_ATTENTION", saved.c_str(), 1);
-        else
-            unsetenv("MOETRAIN_CUDA_ATTENTION");
     }
 }

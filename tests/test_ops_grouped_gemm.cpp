@@ -207,19 +207,10 @@ TEST_CASE("ops: gemm_grouped's kernel choice refuses an unknown MOETRAIN_CUDA_GR
     for (auto& d : test_devices()) {
         if (!records_graphs(*d.dev)) continue;  // cuda and cudasim only
         CAPTURE(d.id);
-        const char* before = std::getenv("MOETRAIN_CUDA_GROUPED_GEMM");
-        const std::string saved = before ? before : "";
-        setenv("MOETRAIN_CUDA_GROUPED_GEMM", "cutlas", 1);
-        CHECK_THROWS_WITH_AS(open_device(d.id),
-                             doctest::Contains("MOETRAIN_CUDA_GROUPED_GEMM=cutlas: expected cublas "
-                                               "or cutlass"),
-                             Error);
-        setenv("MOETRAIN_CUDA_GROUPED_GEMM", "cublas", 1);
+        check_env_refused(d.id, "MOETRAIN_CUDA_GROUPED_GEMM", "cutlas",
+                          "MOETRAIN_CUDA_GROUPED_GEMM=cutlas: expected cublas or cutlass");
+        ScopedEnv env("MOETRAIN_CUDA_GROUPED_GEMM", "cublas");
         CHECK(open_device(d.id)->backend_name() == d.dev->backend_name());
-        if (before)
-            setenv("MOETRAIN_CUDA_GROUPED_GEMM", saved.c_str(), 1);
-        else
-            unsetenv("MOETRAIN_CUDA_GROUPED_GEMM");
     }
 }
 

@@ -276,25 +276,31 @@ if within 60 "decode"; then
         status=1
     fi
 fi
-attn_rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
+# attn_vs_sdpa PROFILE LAYERS B H K T HD: attention_fwd + attention_bwd ms/step of a profile's
+# table (booked with the kernel variant: attention_fwd[cudnn], attention_bwd[wmma], ...) per
+# layer, against SDPA at the same shape, as one report line.
+attn_vs_sdpa() {
+    local table=$1 layers=$2 b=$3 h=$4 k=$5 t=$6 hd=$7 rows per_layer kernels sdpa
+    rows='$1 ~ /^attention_(fwd|bwd)(\[[a-z0-9]+\])?$/'
+    per_layer=$(awk "$rows"' {s += $4} END {printf "%.3f", s / '"$layers"'}' "$table")
+    kernels=$(awk "$rows"' {print $1}' "$table" | paste -sd' ' -)
+    sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch "$b" --heads "$h" \
+        --kv-heads "$k" --seq "$t" --head-dim "$hd")
+    say "- attention fwd + bwd per layer, B$b H$h K$k T$t hd$hd bf16: moetrain $per_layer ms" \
+        "(profile, synchronised per op: ${kernels:-no attention row}), SDPA" \
+        "$(json_get "$sdpa" ms_fwd_bwd) ms"
+}
 read -r pb pt <<<"$(shape 16 1024)"
 if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gpt2-124m \
     --device "$DEV" --precision bf16 --attention16 --batch "$pb" --seq "$pt" --steps 3 --warmup 2 \
     --profile; then
-    # The profile's table from the log: attention_fwd + attention_bwd ms/step over 12 layers,
-    # booked with the kernel variant (attention_fwd[wmma], attention_bwd[scalar], ...).
+    # The profile's table from the log, and attention over its 12 layers against SDPA.
     awk '/^==== profile/ {p = 1} p' "$LOG" | sed -n '/^op /,/^(ops timed/p' >"$WORK/profile.txt"
     say ""
     say '```'
     tee -a "$REPORT" <"$WORK/profile.txt" >/dev/null
     say '```'
-    ours_attn=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 12}' "$WORK/profile.txt")
-    attn_kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile.txt" | paste -sd' ' -)
-    sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch 16 --heads 12 --kv-heads 12 \
-        --seq 1024 --head-dim 64)
-    say "- attention fwd + bwd per layer, B16 H12 T1024 hd64 bf16: moetrain ${ours_attn} ms" \
-        "(profile, synchronised per op: ${attn_kernels:-no attention row}), SDPA" \
-        "$(json_get "$sdpa" ms_fwd_bwd) ms"
+    attn_vs_sdpa "$WORK/profile.txt" 12 "$pb" 12 12 "$pt" 64
 fi
 
 # What PyTorch's bf16 GEMMs reach at one gpt2 layer's products (bf16 and, where torch has it,
@@ -323,12 +329,7 @@ for spec in "attn-mqa 8 1024 12 1 64" "attn-hd128 4 2048 16 16 128"; do
         --batch "$ab" --seq "$at" --steps 3 --warmup 2 --profile; then
         awk '/^==== profile '"$conf"'/ {p = 1} p' "$LOG" | sed -n '/^op /,/^(ops timed/p' \
             >"$WORK/profile-$conf.txt"
-        per_layer=$(awk "$attn_rows"' {s += $4} END {printf "%.3f", s / 2}' "$WORK/profile-$conf.txt")
-        kernels=$(awk "$attn_rows"' {print $1}' "$WORK/profile-$conf.txt" | paste -sd' ' -)
-        sdpa=$(capture 60 "$PYTHON" "$PEERS/attention_sdpa.py" --batch "$ab" --heads "$ah" \
-            --kv-heads "$ak" --seq "$at" --head-dim "$ahd")
-        say "- attention fwd + bwd per layer, B$ab H$ah K$ak T$at hd$ahd bf16: moetrain" \
-            "$per_layer ms (${kernels:-no attention row}), SDPA $(json_get "$sdpa" ms_fwd_bwd) ms"
+        attn_vs_sdpa "$WORK/profile-$conf.txt" 2 "$ab" "$ah" "$ak" "$at" "$ahd"
     fi
 done
 

@@ -25,6 +25,21 @@ size_t span(int64_t elems) {  // 16-bit elements, in 256-byte aligned spans
     return (static_cast<size_t>(elems) * 2 + 255) / 256 * 256;
 }
 
+// Consecutive 256-byte aligned parts of one op scratch block.
+class Carve {
+  public:
+    explicit Carve(void* block) : next_(static_cast<unsigned char*>(block)) {}
+    void* take(size_t bytes) {
+        void* p = next_;
+        next_ += bytes;
+        return p;
+    }
+    void* take16(int64_t elems) { return take(span(elems)); }  // 16-bit elements
+
+  private:
+    unsigned char* next_;
+};
+
 }  // namespace
 
 std::string attention_choice() {
@@ -39,12 +54,13 @@ bool CudaDevice::attention_runs_cudnn(const AttnDims& d) const {
     if (!cudnn_opened_) {
         cudnn_opened_ = true;
         ctx_->make_current();
-        cudnn_ = open_cudnn_attention(&cudnn_why_);
+        std::string why;
+        cudnn_ = open_cudnn_attention(&why);
         if (!cudnn_)  // once per device: the fallback is never silent
             std::fprintf(stderr,
                          "moetrain: %s: no cuDNN attention (%s); moetrain's own kernels "
                          "run it\n",
-                         name_.c_str(), cudnn_why_.c_str());
+                         name_.c_str(), why.c_str());
     }
     if (!cudnn_) return false;
     const CudnnAttnShape s = cudnn_shape(d);
@@ -58,11 +74,9 @@ void CudaDevice::attention_cudnn_fwd(const Tensor& o, const Tensor& lse, const T
     const CudnnAttnShape s = cudnn_shape(d);
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nkv = d.B * d.Tq * d.K * d.hd;
     const size_t ws = cudnn_->workspace(s, false);
-    auto* buf = static_cast<unsigned char*>(scratch(2 * span(nq) + 2 * span(nkv) + ws));
-    unsigned char* q16 = buf;
-    unsigned char* k16 = q16 + span(nq);
-    unsigned char* v16 = k16 + span(nkv);
-    unsigned char* o16 = v16 + span(nkv);
+    Carve buf(scratch(2 * span(nq) + 2 * span(nkv) + ws));
+    void *q16 = buf.take16(nq), *k16 = buf.take16(nkv), *v16 = buf.take16(nkv),
+         *o16 = buf.take16(nq);
     round_operand(q16, d.compute, raw(q), nq);
     round_operand(k16, d.compute, raw(k), nkv);
     round_operand(v16, d.compute, raw(v), nkv);
@@ -72,7 +86,7 @@ void CudaDevice::attention_cudnn_fwd(const Tensor& o, const Tensor& lse, const T
                         .o = o16,
                         .lse = f32(lse),
                         .scale = scale,
-                        .workspace = ws ? o16 + span(nq) : nullptr,
+                        .workspace = ws ? buf.take(ws) : nullptr,
                         .stream = stream(op)});
     widen_operand(f32(o), d.compute, o16, nq);
     launched(op);
@@ -87,15 +101,11 @@ void CudaDevice::attention_cudnn_bwd(const Tensor& dq, const Tensor& dk, const T
     const int64_t nq = d.B * d.Tq * d.H * d.hd, nkv = d.B * d.Tq * d.K * d.hd;
     const size_t ws = cudnn_->workspace(s, true);
     // q, o, dout, dq: nq each; k, v, dk, dv: nkv each; then the workspace.
-    auto* buf = static_cast<unsigned char*>(scratch(4 * span(nq) + 4 * span(nkv) + ws));
-    unsigned char* q16 = buf;
-    unsigned char* o16 = q16 + span(nq);
-    unsigned char* do16 = o16 + span(nq);
-    unsigned char* dq16 = do16 + span(nq);
-    unsigned char* k16 = dq16 + span(nq);
-    unsigned char* v16 = k16 + span(nkv);
-    unsigned char* dk16 = v16 + span(nkv);
-    unsigned char* dv16 = dk16 + span(nkv);
+    Carve buf(scratch(4 * span(nq) + 4 * span(nkv) + ws));
+    void *q16 = buf.take16(nq), *o16 = buf.take16(nq), *do16 = buf.take16(nq),
+         *dq16 = buf.take16(nq);
+    void *k16 = buf.take16(nkv), *v16 = buf.take16(nkv), *dk16 = buf.take16(nkv),
+         *dv16 = buf.take16(nkv);
     round_operand(q16, d.compute, raw(q), nq);
     round_operand(o16, d.compute, raw(o), nq);
     round_operand(do16, d.compute, raw(dout), nq);
@@ -111,7 +121,7 @@ void CudaDevice::attention_cudnn_bwd(const Tensor& dq, const Tensor& dk, const T
                          .dk = dk16,
                          .dv = dv16,
                          .scale = scale,
-                         .workspace = ws ? dv16 + span(nkv) : nullptr,
+                         .workspace = ws ? buf.take(ws) : nullptr,
                          .stream = stream(op)});
     widen_operand(f32(dq), d.compute, dq16, nq);
     widen_operand(f32(dk), d.compute, dk16, nkv);

@@ -169,10 +169,9 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     int sm_count_;
     bool grouped_cutlass_;  // MOETRAIN_CUDA_GROUPED_GEMM is not cublas
     bool attention_cudnn_;  // MOETRAIN_CUDA_ATTENTION is not own
-    // cuDNN, opened when a shape first asks for it (null if unavailable: cudnn_why_ says why).
+    // cuDNN, opened when a shape first asks for it (null if unavailable: said on stderr then).
     mutable std::unique_ptr<CudnnAttention> cudnn_;
     mutable bool cudnn_opened_ = false;
-    mutable std::string cudnn_why_;
     std::unique_ptr<CudaGraphRuntime> graph_runtime_;
     GraphCache graphs_;
 };

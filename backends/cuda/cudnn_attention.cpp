@@ -84,13 +84,19 @@ TensorPtr input(fe::graph::Graph& g, const char* name, Uid uid, const CudnnAttnS
 void output(const TensorPtr& t, Uid uid, const CudnnAttnShape& s, int64_t heads) {
     t->set_output(true).set_uid(uid).set_dim(dims(s, heads)).set_stride(strides(s, heads));
 }
+// moetrain's lse [B,H,T] f32 as cuDNN's statistics tensor: the forward's output, the backward's
+// input.
+void as_stats(fe::graph::Tensor_attributes& t, const CudnnAttnShape& s) {
+    t.set_uid(kStats)
+        .set_dim({s.B, s.H, s.T, 1})
+        .set_stride({s.H * s.T, s.T, 1, 1})
+        .set_data_type(fe::DataType_t::FLOAT);
+}
 TensorPtr stats(fe::graph::Graph& g, const CudnnAttnShape& s) {
-    return g.tensor(fe::graph::Tensor_attributes()
-                        .set_name("lse")
-                        .set_uid(kStats)
-                        .set_dim({s.B, s.H, s.T, 1})
-                        .set_stride({s.H * s.T, s.T, 1, 1})
-                        .set_data_type(fe::DataType_t::FLOAT));
+    fe::graph::Tensor_attributes t;
+    t.set_name("lse");
+    as_stats(t, s);
+    return g.tensor(t);
 }
 TensorPtr scale_scalar(fe::graph::Graph& g) {
     return g.tensor(fe::graph::Tensor_attributes()
@@ -127,11 +133,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const CudnnAttnShape& s) {
                     .set_attn_scale(scale_scalar(*g));
     auto [o, lse] = g->sdpa(q, k, v, opts);
     output(o, kO, s, s.H);
-    lse->set_output(true)
-        .set_uid(kStats)
-        .set_data_type(fe::DataType_t::FLOAT)
-        .set_dim({s.B, s.H, s.T, 1})
-        .set_stride({s.H * s.T, s.T, 1, 1});
+    as_stats(lse->set_output(true), s);
     return g;
 }
 
@@ -164,8 +166,6 @@ class CudnnAttentionImpl final : public CudnnAttention {
     }
     CudnnAttentionImpl(const CudnnAttentionImpl&) = delete;
     CudnnAttentionImpl& operator=(const CudnnAttentionImpl&) = delete;
-
-    std::string version() const override { return version_string(); }
 
     bool supports(const CudnnAttnShape& s, bool backward, std::string* why) override {
         const Built& b = get(s, backward);

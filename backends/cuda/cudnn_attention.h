@@ -51,8 +51,6 @@ struct CudnnAttnBwd {
 class CudnnAttention {
   public:
     virtual ~CudnnAttention() = default;
-    // cuDNN's version as "9.19.0".
-    virtual std::string version() const = 0;
     // Whether cuDNN takes the shape: builds (once) and caches the forward or backward graph;
     // false, with the reason in *why (may be null), when cuDNN refuses it.
     virtual bool supports(const CudnnAttnShape& s, bool backward, std::string* why) = 0;
