@@ -16,7 +16,9 @@
 #   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound;
 #   6. one `bench --profile` (gpt2-124m bf16 16x1024) and attention forward + backward per
 #      layer from it against SDPA at the same shape (bench/attention_sdpa.py), and the same
-#      at seed-moe's MQA shape and at head_dim 128 from 2-layer models' profiles;
+#      at seed-moe's MQA shape and at head_dim 128 from 2-layer models' profiles; the same step's
+#      products by shape (`--profile-shapes`), decode's and the fp32 step's profiles, and
+#      PyTorch's bf16 GEMMs at one gpt2 layer's products (bench/gemm_torch_cuda.py);
 #   7. the grouped products' rows of a moe-mini bf16 profile on each grouped GEMM path.
 # Parts left when the budget is spent are listed as skipped. The report goes to
 # $OUT/gpu-check-prebuilt-<host>-<time>.md with the full log next to it; the exit status is
@@ -303,6 +305,33 @@ if part "profile gpt2-124m bf16 ${pb}x$pt (3 steps)" 180 "$MT" bench --preset gp
     attn_vs_sdpa "$WORK/profile.txt" 12 "$pb" 12 12 "$pt" 64
 fi
 
+# The same step's matrix products split by shape, operand dtypes and epilogue
+# (`--profile-shapes`), beside PyTorch's per-product rows of bench/gemm_torch_cuda.py below; then
+# where decode's time goes (batch 1, ops synchronised one by one), and the fp32 step's top rows.
+# top_rows TITLE PATTERN N: the profile table rows of the log's part TITLE matching PATTERN.
+top_rows() {
+    awk -v t="==== $1" 'index($0, t) == 1 {p = 1; next} /^==== / {p = 0} p' "$LOG" |
+        sed -n '/^op /,/^(ops timed/p' | grep -E "$2" | head -"$3"
+}
+profile_part() {  # TITLE PATTERN N bench-arguments...
+    local title=$1 pattern=$2 n=$3
+    shift 3
+    if part "$title" 120 "$MT" bench "$@" --device "$DEV"; then
+        say ""
+        say '```'
+        top_rows "$title" "$pattern" "$n" | tee -a "$REPORT" >/dev/null
+        say '```'
+    fi
+}
+profile_part "profile-shapes gpt2-124m bf16 ${pb}x$pt (2 steps)" '^(op |gemm)' 40 \
+    --preset gpt2-124m --precision bf16 --attention16 --batch "$pb" --seq "$pt" --steps 2 \
+    --warmup 1 --profile-shapes
+profile_part "profile decode gpt2-124m bf16 batch 1 (32 tokens)" '.' 25 --preset gpt2-124m \
+    --precision bf16 --attention16 --batch 1 --seq 64 \
+    --generate "$([ "$DEV" = cuda ] && echo 32 || echo 4)" --warmup 1 --profile
+profile_part "profile gpt2-124m fp32 ${pb}x$pt (2 steps)" '.' 16 --preset gpt2-124m \
+    --precision fp32 --batch "$pb" --seq "$pt" --steps 2 --warmup 1 --profile
+
 # What PyTorch's bf16 GEMMs reach at one gpt2 layer's products (bf16 and, where torch has it,
 # fp32 outputs), beside the gemm rows of the profile above.
 gp=$(capture 60 "$PYTHON" "$PEERS/gemm_torch_cuda.py" --tokens $((pb * pt)) --d-model 768 \
@@ -310,6 +339,12 @@ gp=$(capture 60 "$PYTHON" "$PEERS/gemm_torch_cuda.py" --tokens $((pb * pt)) --d-
 gp_layer=$(json_get "$gp" layer)
 say "- PyTorch bf16 GEMMs of one gpt2 layer (fwd + both gradients) at $((pb * pt)) tokens" \
     "(bench/gemm_torch_cuda.py): ${gp_layer:-$(json_get "$gp" unavailable)}"
+"$PYTHON" -c 'import json, sys
+try:
+    for r in json.loads(sys.argv[1])["products"]:
+        print("  - " + " ".join(f"{k}={v}" for k, v in r.items()))
+except Exception:
+    pass' "$gp" | tee -a "$REPORT" >/dev/null
 
 # Attention forward + backward per layer at two more of the issue's shapes, from a 2-layer
 # model's profile, against SDPA at the same shape: seed-moe's MQA (B8 H12 K1 T1024 hd64) and

@@ -22,7 +22,10 @@ struct OpProfile {
 
 class ProfilingDevice : public Device {
   public:
-    explicit ProfilingDevice(Device& inner) : inner_(inner) {}
+    // by_shape: matrix products (gemm, gemm_epilogue) are booked per shape, operand dtypes and
+    // epilogue instead of per op (`bench --profile-shapes`).
+    explicit ProfilingDevice(Device& inner, bool by_shape = false)
+        : inner_(inner), by_shape_(by_shape) {}
     void reset() { table_.clear(); }
     std::vector<OpProfile> table() const;  // sorted by time, descending
 
@@ -53,6 +56,7 @@ class ProfilingDevice : public Device {
     void timed(const std::string& op, double flops, double bytes, Fn&& fn);
 
     Device& inner_;
+    bool by_shape_ = false;
     std::map<std::string, OpProfile> table_;
 };
 

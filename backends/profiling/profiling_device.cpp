@@ -255,14 +255,47 @@ std::string grouped_variant(const Device& inner, const GemmArgs& g, const Tensor
                             GroupDim dim) {
     return inner.gemm_grouped_kernel(g, dim);
 }
+// A product's shape for ProfilingDevice's by-shape rows: " 16384x2304x768 NT f32*bf16" (m x n x
+// k, op(A) and op(B) transposed or not, A's and B's stored dtypes), then the batch and the
+// epilogue's parts ("+bias", "+gelu", "+gelu_grad", "+dbias") where there are any.
+std::string gemm_shape(const GemmArgs& g) {
+    std::string s = " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                    std::to_string(g.k) + " " + (g.ta == Trans::T ? "T" : "N") +
+                    (g.tb == Trans::T ? "T" : "N") + " " + dtype_name(g.a.dtype) + "*" +
+                    dtype_name(g.b.dtype);
+    if (g.compute != g.a.dtype || g.compute != g.b.dtype)
+        s += std::string("->") + dtype_name(g.compute);
+    if (g.batch > 1) s += " batch " + std::to_string(g.batch);
+    if (g.beta != 0.0f) s += " +C";
+    return s;
+}
+std::string epilogue_shape(const GemmEpilogue& e) {
+    std::string s;
+    if (e.bias) s += "+bias";
+    if (e.act == EpilogueAct::gelu) s += "+gelu";
+    if (e.act == EpilogueAct::gelu_grad) s += "+gelu_grad";
+    if (e.dbias) s += "+dbias";
+    return s.empty() ? s : " " + s;
+}
+template <typename... Args>
+std::string shape_of(const GemmArgs& g, const Args&... rest) {
+    std::string s = gemm_shape(g);
+    if constexpr (sizeof...(rest) == 1) s += epilogue_shape(rest...);
+    return s;
+}
+
 template <OpId O, typename... Args>
-std::string label(const char* name, const Device& inner, const Args&... args) {
+std::string label(const char* name, bool by_shape, const Device& inner, const Args&... args) {
     std::string variant;
     if constexpr (O == OpId::attention_fwd || O == OpId::attention_bwd)
         (attention_variant(variant, inner, args), ...);
     if constexpr (O == OpId::gemm_epilogue) variant = inner.gemm_epilogue_kernel(args...);
     if constexpr (O == OpId::gemm_grouped) variant = grouped_variant(inner, args...);
-    return variant.empty() ? std::string(name) : std::string(name) + "[" + variant + "]";
+    std::string l = variant.empty() ? std::string(name) : std::string(name) + "[" + variant + "]";
+    if constexpr (O == OpId::gemm || O == OpId::gemm_epilogue) {
+        if (by_shape) l += shape_of(args...);
+    }
+    return l;
 }
 
 // An op's formula when it has one, else the default (no FLOPs, every tensor view once).
@@ -293,11 +326,11 @@ void ProfilingDevice::timed(const std::string& op, double flops, double bytes, F
 // Every op: its cost (from the arguments, before the op runs), then the op timed on the
 // wrapped device.
 #define MT_PROFILED_ARGS(...) __VA_ARGS__
-#define MT_DEVICE_OP(name, params, args, ...)                                            \
-    void ProfilingDevice::name##_impl params {                                           \
-        const Cost c = cost<OpId::name>(inner_, MT_PROFILED_ARGS args);                  \
-        timed(label<OpId::name>(#name, inner_, MT_PROFILED_ARGS args), c.flops, c.bytes, \
-              [&] { inner_.name args; });                                                \
+#define MT_DEVICE_OP(name, params, args, ...)                                              \
+    void ProfilingDevice::name##_impl params {                                             \
+        const Cost c = cost<OpId::name>(inner_, MT_PROFILED_ARGS args);                    \
+        timed(label<OpId::name>(#name, by_shape_, inner_, MT_PROFILED_ARGS args), c.flops, \
+              c.bytes, [&] { inner_.name args; });                                         \
     }
 #include "moetrain/device_ops.def"
 #undef MT_PROFILED_ARGS

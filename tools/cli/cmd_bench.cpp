@@ -41,7 +41,7 @@ struct BenchArgs {
     int batch = 0, seq = 0, steps = 10, warmup = 2, generate = 0;
     double peak_gflops = 0, bandwidth_gbs = 0;  // 0: the device's (device_peak.h)
     uint64_t seed = 1337;
-    bool profile = false;
+    bool profile = false, profile_shapes = false;
     std::string recompute = "none";
     std::string precision = "fp32";
     bool attention16 = false;
@@ -69,11 +69,15 @@ std::vector<int32_t> random_tokens(std::mt19937& rng, int vocab, int64_t n) {
 void print_profile(const ProfilingDevice& prof, int steps) {
     auto table = prof.table();
     double total = 0;
-    for (const auto& p : table) total += p.seconds;
-    std::printf("%-16s %6s %8s %10s %9s %8s\n", "op", "share", "calls", "ms/step", "GFLOP/s",
+    int width = 16;  // the op column: as wide as the longest name (by-shape rows are long)
+    for (const auto& p : table) {
+        total += p.seconds;
+        width = std::max(width, static_cast<int>(p.op.size()));
+    }
+    std::printf("%-*s %6s %8s %10s %9s %8s\n", width, "op", "share", "calls", "ms/step", "GFLOP/s",
                 "GB/s");
     for (const auto& p : table) {
-        std::printf("%-16s %5.1f%% %8lld %10.2f %9.1f %8.1f\n", p.op.c_str(),
+        std::printf("%-*s %5.1f%% %8lld %10.2f %9.1f %8.1f\n", width, p.op.c_str(),
                     100.0 * p.seconds / total, static_cast<long long>(p.calls / steps),
                     1000.0 * p.seconds / steps, p.seconds > 0 ? p.flops / p.seconds / 1e9 : 0.0,
                     p.seconds > 0 ? p.bytes / p.seconds / 1e9 : 0.0);
@@ -275,7 +279,8 @@ void run_bench(const BenchArgs& a) {
              cfg.max_seq_len);
     auto opened = a.dev.open();
     std::unique_ptr<ProfilingDevice> profiler;
-    if (a.profile) profiler = std::make_unique<ProfilingDevice>(*opened);
+    if (a.profile || a.profile_shapes)
+        profiler = std::make_unique<ProfilingDevice>(*opened, a.profile_shapes);
     Device& device = profiler ? *profiler : *opened;
     // The peaks are found (or probed) on the device itself, before any step is timed.
     const DeviceInfo info = device_info(a.dev.device);
@@ -321,6 +326,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     add_int_option(cmd, "--seed", a->seed, "init and data seed", uint64_t{0})
         ->capture_default_str();
     cmd->add_flag("--profile", a->profile, "print a per-op time table (share, GFLOP/s, GB/s)");
+    cmd->add_flag("--profile-shapes", a->profile_shapes,
+                  "as --profile, with the matrix products split by shape, operand dtypes and "
+                  "epilogue");
     cmd->add_option("--recompute", a->recompute,
                     "gradient checkpointing: none | block (keep layer inputs) | ffn (recompute "
                     "FFN / MoE internals)")
