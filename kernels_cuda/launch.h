@@ -85,6 +85,21 @@ inline Geom warp_per_item(int64_t items) {
             0};
 }
 
+// ---- skinny products (gemv.cuh): one warp per output column, 8 warps per block ----
+constexpr int64_t kGemvMaxRows = 4;  // rows of A (decode batch) the kernel takes
+constexpr int64_t kGemvGroup = 8;    // elements of k a lane takes at a time (16 bytes of bf16)
+constexpr unsigned kGemvWarps = 8;
+// Whether a product takes the skinny kernel: one product (batch 1) of m in [1, kGemvMaxRows]
+// rows of A, op(A) = A and op(B) = B^T (B stored [n, k]: a linear layer's weight), n, k >= 1.
+inline bool gemv_shape(int64_t m, int64_t n, int64_t k, int64_t batch, bool a_transposed,
+                       bool b_transposed) {
+    return batch == 1 && m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 1 && !a_transposed &&
+           b_transposed;
+}
+inline Geom gemv_geometry(int64_t n) {
+    return {clamp_blocks(ceil_div(n, kGemvWarps), 2147483647), 1, 1, kGemvWarps * kWarp, 0};
+}
+
 // ---- column sums over rows (bias / norm gain and bias gradients), deterministic (colsum.cuh) ----
 // A block of 8 warps covers 32 column items (4 adjacent columns on the 16-byte path, else 1) of
 // a chunk of rows; warp w sums rows w, w + 8, ... of the chunk. Chunks are a power of two >= 32

@@ -8,6 +8,7 @@
 // the gemm tests (f32 products).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "moetrain/profiling.h"
 #include "op_test_util.h"
@@ -22,11 +23,14 @@ struct EpilogueCase {
     int64_t m, n, k;
 };
 
-// What gemm_epilogue_kernel must say for (n, gelu): cuda(sim) runs cuBLASLt unless GELU's input
-// cannot be stored with ld n; the other backends have one way only.
-std::string expected_kernel(const Device& dev, int64_t n, EpilogueAct act) {
+// What gemm_epilogue_kernel must say: cuda(sim) runs the GELU backward unfused, up to 4 rows
+// against a B stored [n, k] on its skinny kernel (gemv), and cuBLASLt unless GELU's input cannot
+// be stored with ld n; the other backends have one way only.
+std::string expected_kernel(const Device& dev, const GemmArgs& g, EpilogueAct act) {
     if (dev.backend_name() != "cuda" && dev.backend_name() != "cudasim") return "";
-    return act != EpilogueAct::none && n % 8 != 0 ? "unfused" : "cublaslt";
+    if (act == EpilogueAct::gelu_grad) return "unfused";
+    if (g.m <= 4 && g.ta == Trans::N && g.tb == Trans::T) return "gemv";
+    return act != EpilogueAct::none && g.n % 8 != 0 ? "unfused" : "cublaslt";
 }
 
 void run_case(Device& dev, Trans ta, Trans tb, const EpilogueCase& c, bool bias, EpilogueAct act,
@@ -52,7 +56,7 @@ void run_case(Device& dev, Trans ta, Trans tb, const EpilogueCase& c, bool bias,
     if (bias) e.bias = to_device(dev, bv);
     e.act = act;
     if (act != EpilogueAct::none) e.pre_act = to_device(dev, pre0);
-    CHECK(dev.gemm_epilogue_kernel(g, e) == expected_kernel(dev, c.n, act));
+    CHECK(dev.gemm_epilogue_kernel(g, e) == expected_kernel(dev, g, act));
     dev.gemm_epilogue(g, e);
 
     ref::Vec pre = c0;
@@ -72,7 +76,8 @@ void run_case(Device& dev, Trans ta, Trans tb, const EpilogueCase& c, bool bias,
 }  // namespace
 
 TEST_CASE("ops: gemm_epilogue bias, gelu, gelu_grad, every transpose, cuBLASLt and fallback") {
-    // n = 8, 16, 24, 40: cuBLASLt on cuda; n = 12, 5 with GELU: the unfused fallback.
+    // n = 8, 16, 24, 40: cuBLASLt on cuda; n = 12, 5 with GELU: the unfused fallback (gelu_grad:
+    // always the unfused ops on cuda, CudaDevice::lt_fuses).
     const EpilogueCase cases[] = {{1, 8, 3},  {7, 16, 5}, {33, 24, 65},
                                   {5, 12, 7}, {9, 5, 4},  {64, 40, 17}};
     for_each_test_device([&](Device& dev) {
@@ -271,12 +276,36 @@ TEST_CASE("ops: gemm_epilogue is booked under the way it ran (--profile)") {
                                           zeros(dev, k * n), zeros(dev, m * n));
             prof.gemm_epilogue(
                 g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = zeros(dev, m * n)});
-            const std::string kernel = expected_kernel(dev, n, EpilogueAct::gelu);
+            const std::string kernel = expected_kernel(dev, g, EpilogueAct::gelu);
             const auto table = prof.table();
             REQUIRE(table.size() == 1);
             CHECK(table[0].op ==
                   (kernel.empty() ? "gemm_epilogue" : "gemm_epilogue[" + kernel + "]"));
             CHECK(table[0].flops == doctest::Approx(2.0 * m * n * k + 10.0 * m * n));
         }
+    });
+}
+
+TEST_CASE("ops: --profile-shapes books each product under its shape, dtypes and epilogue") {
+    for_each_test_device([&](Device& dev) {
+        ProfilingDevice prof(dev, true);
+        const int64_t m = 3, n = 16, k = 4;
+        GemmArgs g = dense_gemm(Trans::N, Trans::N, m, n, k, zeros(dev, m * k), zeros(dev, k * n),
+                                zeros(dev, m * n));
+        prof.gemm_epilogue(g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = zeros(dev, m * n)});
+        prof.gemm(g);
+        g.beta = 1.0f;
+        g.compute = DType::bf16;
+        prof.gemm(g);
+        prof.gemm(g);
+        const std::string kernel = expected_kernel(dev, g, EpilogueAct::gelu);
+        std::map<std::string, int64_t> calls;
+        for (const OpProfile& p : prof.table()) calls[p.op] = p.calls;
+        const std::string fused =
+            kernel.empty() ? "gemm_epilogue" : "gemm_epilogue[" + kernel + "]";
+        CHECK(calls[fused + " 3x16x4 NN f32*f32 +gelu"] == 1);
+        CHECK(calls["gemm 3x16x4 NN f32*f32"] == 1);
+        CHECK(calls["gemm 3x16x4 NN f32*f32->bf16 +C"] == 2);
+        CHECK(calls.size() == 3);
     });
 }

@@ -24,7 +24,9 @@
 # $OUT/gpu-check-prebuilt-<host>-<time>.md with the full log next to it; the exit status is
 # non-zero when a part failed. Environment: OUT (default gpu-check-reports), BUDGET_S,
 # BENCH_STEPS (default 10), PYTHON (the host's Python with torch, default python3),
-# DOCTEST_ARGS (e.g. -tc='ops:*'), PEER_ARGS (more arguments for every peer), CHECK_DEVICE (default cuda; cpu: a dry run of this script on
+# DOCTEST_ARGS (e.g. -tc='ops:*'), QUICK=1 (skips the reruns on the WMMA attention kernels and the
+# cuBLAS-tiled grouped GEMM, the MQA / head_dim 128 attention lines and the grouped profiles:
+# the parts a change elsewhere leaves as they were), PEER_ARGS (more arguments for every peer), CHECK_DEVICE (default cuda; cpu: a dry run of this script on
 # a machine without a GPU, every size shrunk to B=1 T=64 and 2 steps).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -35,6 +37,7 @@ BUDGET_S=${BUDGET_S:-480}
 BENCH_STEPS=${BENCH_STEPS:-10}
 PYTHON=${PYTHON:-python3}
 DEV=${CHECK_DEVICE:-cuda}
+QUICK=${QUICK:-0}
 read -r -a DOCTEST_EXTRA <<<"${DOCTEST_ARGS:-}"
 read -r -a PEER_EXTRA <<<"${PEER_ARGS:-}"  # e.g. --attention math on a dry run with torch 1.x
 # shape B T: the batch and sequence of a benchmark (B=1 T=64 on a dry run)
@@ -155,7 +158,7 @@ if [ "$DEV" != cuda ]; then test_devices=cpu; fi
 part "doctest suite on $test_devices" 240 env MOETRAIN_TEST_DEVICES=$test_devices \
     "$BUNDLE/bin/moetrain_tests" "${DOCTEST_EXTRA[@]}"
 part "gradcheck on $DEV (tiny: dense + MoE)" 60 "$MT" gradcheck --preset tiny --device "$DEV"
-if [ "$DEV" = cuda ]; then
+if [ "$DEV" = cuda ] && [ "$QUICK" != 1 ]; then
     # The suite ran the default grouped GEMM (CUTLASS on compute capability 9.0); the grouped op
     # tests and the MoE model tests again on the cuBLAS tiling, which other GPUs take.
     # The suite ran cuDNN's attention where it loads (the default); which kernels the 16-bit
@@ -241,10 +244,12 @@ done
 
 # The MoE rows again with the cuBLAS tiling (MOETRAIN_CUDA_GROUPED_GEMM=cublas), against the
 # same peers' tokens/s measured above.
+if [ "$QUICK" != 1 ]; then
 say ""
 say "| config, B x T, cuBLAS-tiled grouped GEMM | moetrain | moetrain / best peer |"
 say "|---|---|---|"
-for spec in "moe-mini moe-mini 64 256" "seed-moe-8l seed-moe-8l 8 1024"; do
+fi
+[ "$QUICK" = 1 ] || for spec in "moe-mini moe-mini 64 256" "seed-moe-8l seed-moe-8l 8 1024"; do
     read -r name conf batch seq <<<"$spec"
     read -r batch seq <<<"$(shape "$batch" "$seq")"
     within 40 "bench $name bf16 cublas" || continue
@@ -356,7 +361,7 @@ except Exception:
     "$PYTHON" -c 'import json,sys; c=json.load(sys.stdin); c.update(n_layers=2, d_model=2048,
 n_heads=16, n_kv_heads=16, head_dim=128, d_ff=8192, max_seq_len=2048); print(json.dumps(c))' \
         >"$WORK/attn-hd128.json"
-for spec in "attn-mqa 8 1024 12 1 64" "attn-hd128 4 2048 16 16 128"; do
+[ "$QUICK" = 1 ] || for spec in "attn-mqa 8 1024 12 1 64" "attn-hd128 4 2048 16 16 128"; do
     read -r conf ab at ah ak ahd <<<"$spec"
     read -r ab at <<<"$(shape "$ab" "$at")"
     if part "profile $conf bf16 ${ab}x$at (2 layers, 3 steps)" 60 "$MT" bench \
@@ -370,7 +375,7 @@ done
 
 # The grouped products' share of a moe-mini bf16 step, on each grouped GEMM path.
 read -r mb mt <<<"$(shape 64 256)"
-for gg in cublas cutlass; do
+[ "$QUICK" = 1 ] || for gg in cublas cutlass; do
     if part "profile moe-mini bf16 ${mb}x$mt, $gg grouped GEMM (3 steps)" 90 \
         env MOETRAIN_CUDA_GROUPED_GEMM=$gg "$MT" bench --config "$WORK/moe-mini.json" \
         --device "$DEV" --precision bf16 --attention16 --batch "$mb" --seq "$mt" --steps 3 \

@@ -117,6 +117,11 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
     // n 16-bit elements (dtype from) at src widened to f32 into dst (on the stream): the outputs
     // of the cuDNN attention path (kernels_cuda/convert.cu).
     void widen_operand(float* dst, DType from, const void* src, int64_t n);
+    // Whether gemm / gemm_epilogue run (g, e) as the skinny product of kernels_cuda/gemv.cuh
+    // (mtk::gemv_shape: the decode step's few rows against a weight; bias and GELU epilogues),
+    // and that product (kernels_cuda/gemv.cu).
+    static bool gemv_takes(const GemmArgs& g, const GemmEpilogue& e);
+    void gemv(const GemmArgs& g, const GemmEpilogue& e);
     // cuBLAS products on the stream (cuda_gemm.cpp; cublas_calls.h has the contracts).
     void cublas_strided(const GemmArgs& g, const void* a, const void* b, float* c);
     void cublas_batched(const GemmArgs& g, const void* const* a_ptrs, const void* const* b_ptrs,
@@ -159,6 +164,8 @@ class CudaDevice final : public Device, public TensorPointers<CudaBuffer> {
                              const Tensor& o, const Tensor& lse, const AttnDims& d, float scale);
     // gemm_epilogue's cuBLASLt shape (cuda_gemm.cpp; LtMatmul::supported says whether it runs).
     LtShape lt_shape(const GemmArgs& g, const GemmEpilogue& e) const;
+    // Whether gemm_epilogue runs (g, e) as one cuBLASLt product (else the unfused ops).
+    bool lt_fuses(const GemmArgs& g, const GemmEpilogue& e) const;
 
     // Throws naming `what` if a graph is being captured (host transfers cannot be captured).
     void not_capturing(const char* what) const;

@@ -1,10 +1,11 @@
 // CudaDevice::gemm with cuBLAS (cublas_calls.h), gemm_epilogue with cuBLASLt (cublaslt_calls.h),
-// and the cuBLAS products the grouped GEMM
-// (kernels_cuda/grouped_gemm.cu) queues, on the device stream.
+// the decode step's skinny products on kernels_cuda/gemv.cuh instead (gemv_takes), and the
+// cuBLAS products the grouped GEMM (kernels_cuda/grouped_gemm.cu) queues, on the device stream.
 #include "cuda/cublas_calls.h"
 #include "cuda/cublaslt_calls.h"
 #include "cuda/cuda_context.h"
 #include "cuda/cuda_device.h"
+#include "launch.h"
 #include "shared/gemm_dtypes.h"
 
 namespace moetrain::cuda {
@@ -47,8 +48,18 @@ CudaDevice::GemmOperands CudaDevice::gemm_operands(const GemmArgs& g, size_t ext
     return ops;
 }
 
+// Float operands of any of the three dtypes (16-bit ones are the compute type: gemm checks), no
+// bias gradient and no GELU backward; the rest is mtk::gemv_shape.
+bool CudaDevice::gemv_takes(const GemmArgs& g, const GemmEpilogue& e) {
+    auto is_float = [](DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; };
+    return mtk::gemv_shape(g.m, g.n, g.k, g.batch, g.ta == Trans::T, g.tb == Trans::T) &&
+           is_float(g.a.dtype) && is_float(g.b.dtype) && !e.dbias &&
+           e.act != EpilogueAct::gelu_grad;
+}
+
 void CudaDevice::gemm_impl(const GemmArgs& g) {
     if (g.m == 0 || g.n == 0) return;
+    if (gemv_takes(g, {})) return gemv(g, {});
     const GemmOperands ops = gemm_operands(g);
     launched("gemm");
     cublas_strided(g, ops.a, ops.b, f32(g.c));
@@ -78,8 +89,16 @@ LtShape CudaDevice::lt_shape(const GemmArgs& g, const GemmEpilogue& e) const {
     return s;
 }
 
+// Whether cuBLASLt runs (g, e) fused. Not the GELU backward (DGELU): on the H200 cuBLASLt's
+// DGELU product of gpt2-124m's FFN (16384 x 3072 x 768, f32 aux) took 0.55 ms, 3.2x the plain
+// product, more than the plain product and act_bwd over the output take (docs/BENCHMARKS.md).
+bool CudaDevice::lt_fuses(const GemmArgs& g, const GemmEpilogue& e) const {
+    return e.act != EpilogueAct::gelu_grad && ctx_->lt().supported(lt_shape(g, e));
+}
+
 std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilogue& e) const {
-    return ctx_->lt().supported(lt_shape(g, e)) ? "cublaslt" : "unfused";
+    if (gemv_takes(g, e)) return "gemv";
+    return lt_fuses(g, e) ? "cublaslt" : "unfused";
 }
 
 // One cuBLASLt product with the epilogue where cuBLASLt has an algorithm for it, else the
@@ -89,8 +108,9 @@ std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilog
 // do). Under 16-bit compute it sums the rounded dy the product reads.
 void CudaDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
     if (g.m == 0 || g.n == 0 || g.k == 0) return gemm_epilogue_unfused(g, e);
+    if (gemv_takes(g, e)) return gemv(g, e);
+    if (!lt_fuses(g, e)) return gemm_epilogue_unfused(g, e);
     const LtShape s = lt_shape(g, e);
-    if (!ctx_->lt().supported(s)) return gemm_epilogue_unfused(g, e);
     const size_t dbias_bytes = e.dbias ? static_cast<size_t>(g.m) * sizeof(float) : 0;
     const GemmOperands ops = gemm_operands(g, dbias_bytes);
     auto* dbias_part = static_cast<float*>(ops.extra);

@@ -18,8 +18,11 @@ namespace moetrain {
 // captured with.
 uint64_t next_buffer_generation();
 
-// Default bound on the logits buffer (elements): 16M floats.
-constexpr int64_t kLogitBudget = int64_t{1} << 24;
+// Default bound on the logits buffer (elements): 128M floats (512 MB). Each chunk's weight
+// gradient product reads and writes the whole f32 [V, D] head gradient, so small chunks cost
+// that traffic many times over: at 16M floats gpt2-124m's 16 x 1024 step ran 49 chunks of 333
+// rows, whose head products took 17 ms of a ~60 ms step on the H200 (docs/BENCHMARKS.md).
+constexpr int64_t kLogitBudget = int64_t{1} << 27;
 
 // Rows of logits computed at once so that rows * V <= budget (at least one row).
 int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
