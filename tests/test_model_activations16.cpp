@@ -123,7 +123,10 @@ TEST_CASE("act16: bf16 / fp16 activation storage is bit-identical to f32 storage
                     bits::check_bits(got.fb.grads, want.fb.grads, "gradients", &want.layout);
                     bits::check_bits(got.logits, want.logits, "logits");
                     CHECK(got.fb.routing == want.fb.routing);
-                    const int64_t saved = 2 * elements16(nc.cfg, mode, int64_t{kB} * kT);
+                    // 16-bit storage also adds the rounded logits gradient [N, V] (one chunk).
+                    const int64_t N = int64_t{kB} * kT;
+                    const int64_t saved =
+                        2 * elements16(nc.cfg, mode, N) - 2 * N * nc.cfg.vocab_size;
                     CHECK(saved > 0);
                     CHECK(want.workspace_bytes - got.workspace_bytes == saved);
                 }
@@ -141,6 +144,7 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
         const Workspace& f32 = ModelAccess::impl(m).workspaces.get(kB, kT, true);
         const int64_t fp32_bytes = f32.bytes;
         for (const Tensor* t : tensors_of(f32)) CHECK((!*t || t->dtype == DType::f32));
+        CHECK_FALSE(f32.dlogits16);
         // The switch alone changes nothing in fp32.
         ModelAccess::impl(m).workspaces.set_activations16(false);
         CHECK(ModelAccess::impl(m).workspaces.get(kB, kT, true).bytes == fp32_bytes);
@@ -149,7 +153,11 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
         m.set_precision(Precision::bf16);  // replans the training workspace
         const Workspace& ws = ModelAccess::impl(m).workspaces.get(kB, kT, true);
         CHECK(ws.stored16 == DType::bf16);
-        CHECK(ws.bytes == fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, int64_t{kB} * kT));
+        const int64_t N = int64_t{kB} * kT;
+        CHECK(ws.bytes ==
+              fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, N) + 2 * N * nc.cfg.vocab_size);
+        CHECK(ws.dlogits16.dtype == DType::bf16);
+        CHECK(ws.dlogits16.numel() == ws.logits.numel());
         for (const LayerActs& a : ws.layers) {
             CHECK(a.n1.y.dtype == DType::bf16);
             CHECK(a.n1.y32.buf == ws.nf.y.buf);
@@ -169,6 +177,7 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
         CHECK(ws.nf.y.dtype == DType::f32);
         const Workspace& inf = ModelAccess::impl(m).workspaces.get(kB, kT + 1, false);
         for (const Tensor* t : tensors_of(inf)) CHECK((!*t || t->dtype == DType::f32));
+        CHECK_FALSE(inf.dlogits16);
         m.set_precision(Precision::fp32);  // back to f32 storage
         CHECK(ModelAccess::impl(m).workspaces.get(kB, kT, true).bytes == fp32_bytes);
     }

@@ -31,9 +31,16 @@ void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* 
         linear_fwd(dev, logits, xf, out_proj(c, w.lm_head), rows, 0.0f);
         dev.cross_entropy(ws.losses.view(r0, {rows}), logits, ws.targets.view(r0, {rows}), rows, V,
                           gw ? grad_scale : 0.0f);
-        if (gw)  // logits now hold d loss / d logits
-            linear_bwd(dev, ws.g.dxn.view(r0 * D, {rows, D}), out_proj(c, gw->lm_head), logits, xf,
-                       out_proj(c, w.lm_head), rows, false);
+        if (!gw) return;
+        // logits now hold d loss / d logits; under 16-bit products they are rounded once here
+        // for both gradient products (each would otherwise round its own copy).
+        Tensor dlogits = logits;
+        if (ws.dlogits16) {
+            dlogits = ws.dlogits16.view(0, {rows, V});
+            dev.convert(dlogits, logits);
+        }
+        linear_bwd(dev, ws.g.dxn.view(r0 * D, {rows, D}), out_proj(c, gw->lm_head), dlogits, xf,
+                   out_proj(c, w.lm_head), rows, false);
     });
     dev.sum(ce_out, ws.losses, ws.N, ce_scale, true);
     if (gw)

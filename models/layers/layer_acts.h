@@ -84,6 +84,9 @@ struct Workspace {
     Tensor x_final;  // residual stream after the last layer [N, D]
     NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
     Tensor logits;   // one chunk of logits [logit_rows, V]
+    // Training with 16-bit products: the chunk's logits gradient rounded once, read by both of
+    // the head's gradient products [logit_rows, V] (else empty: they read `logits`).
+    Tensor dlogits16;
     int64_t logit_rows = 0;
     Tensor losses;  // per-token cross-entropy [N]
     GradScratch g;

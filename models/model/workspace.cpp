@@ -155,6 +155,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->nf = p.norm(false);  // f32: the transient of the 16-bit layer norm outputs
     ws->logit_rows = logit_chunk_rows(N, V, logit_budget);
     ws->logits = p.f32({ws->logit_rows, V});
+    if (training && ws->stored16 != DType::f32) ws->dlogits16 = p.gemm_only({ws->logit_rows, V});
     ws->losses = p.f32({N});
 
     if (training) {
