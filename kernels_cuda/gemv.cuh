@@ -63,6 +63,7 @@ __device__ __forceinline__ void gemv_group(float (&v)[8], const void* p, int kin
         } else {
             const uint4 h = load_vec<uint4>(static_cast<const uint16_t*>(p) + i);
             const unsigned w[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
             for (int u = 0; u < 4; ++u) {
                 const auto lo = static_cast<uint16_t>(w[u] & 0xffffu);
                 const auto hi = static_cast<uint16_t>(w[u] >> 16);
@@ -71,8 +72,10 @@ __device__ __forceinline__ void gemv_group(float (&v)[8], const void* p, int kin
             }
         }
     } else {
+#pragma unroll
         for (int u = 0; u < 8; ++u) v[u] = u < left ? gemv_element(p, kind, i + u) : 0.0f;
     }
+#pragma unroll
     for (int u = 0; u < 8; ++u) v[u] = gemv_round(v[u], kind, compute);
 }
 
@@ -83,20 +86,39 @@ __global__ void gemv_rows_kernel(GemvArgs p) {
     const int ak = static_cast<int>(p.a_kind), bk = static_cast<int>(p.b_kind);
     const int ck = static_cast<int>(p.compute);
     float acc[MR];
+#pragma unroll
     for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
+    // kGemvBatch of the lane's groups at a time: their loads are issued together, then summed in
+    // group order (the order of one group at a time, so the batching does not change the bits).
     const int64_t groups = (p.k + kGemvGroup - 1) / kGemvGroup;
-    for (int64_t g = lane_id(); g < groups; g += kWarp) {
-        const int64_t i = g * kGemvGroup, left = p.k - i;
-        float bv[8];
-        gemv_group<Vec>(bv, p.b, bk, ck, col * p.ldb + i, left);
+    for (int64_t g0 = lane_id(); g0 < groups; g0 += kWarp * kGemvBatch) {
+        float bv[kGemvBatch][8] = {};
+#pragma unroll
+        for (int j = 0; j < kGemvBatch; ++j) {
+            const int64_t i = (g0 + j * kWarp) * kGemvGroup;
+            if (i < p.k) gemv_group<Vec>(bv[j], p.b, bk, ck, col * p.ldb + i, p.k - i);
+        }
+#pragma unroll
         for (int r = 0; r < MR; ++r) {
-            float av[8];
-            gemv_group<Vec>(av, p.a, ak, ck, r * p.lda + i, left);
-            for (int u = 0; u < 8; ++u) acc[r] += av[u] * bv[u];
+            float av[kGemvBatch][8] = {};
+#pragma unroll
+            for (int j = 0; j < kGemvBatch; ++j) {
+                const int64_t i = (g0 + j * kWarp) * kGemvGroup;
+                if (i < p.k) gemv_group<Vec>(av[j], p.a, ak, ck, r * p.lda + i, p.k - i);
+            }
+#pragma unroll
+            for (int j = 0; j < kGemvBatch; ++j) {
+                if ((g0 + j * kWarp) * kGemvGroup < p.k) {
+#pragma unroll
+                    for (int u = 0; u < 8; ++u) acc[r] += av[j][u] * bv[j][u];
+                }
+            }
         }
     }
+#pragma unroll
     for (int r = 0; r < MR; ++r) acc[r] = warp_sum(acc[r]);
     if (lane_id() != 0) return;
+#pragma unroll
     for (int r = 0; r < MR; ++r) {
         float v = p.alpha * acc[r];
         float* c = p.c + r * p.ldc + col;

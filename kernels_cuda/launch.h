@@ -85,10 +85,11 @@ inline Geom warp_per_item(int64_t items) {
             0};
 }
 
-// ---- skinny products (gemv.cuh): one warp per output column, 8 warps per block ----
+// ---- skinny products (gemv.cuh): one warp per output column, 4 warps per block ----
 constexpr int64_t kGemvMaxRows = 4;  // rows of A (decode batch) the kernel takes
 constexpr int64_t kGemvGroup = 8;    // elements of k a lane takes at a time (16 bytes of bf16)
-constexpr unsigned kGemvWarps = 8;
+constexpr int kGemvBatch = 4;        // groups a lane loads before it sums them
+constexpr unsigned kGemvWarps = 4;
 // Whether a product takes the skinny kernel: one product (batch 1) of m in [1, kGemvMaxRows]
 // rows of A, op(A) = A and op(B) = B^T (B stored [n, k]: a linear layer's weight), n, k >= 1.
 inline bool gemv_shape(int64_t m, int64_t n, int64_t k, int64_t batch, bool a_transposed,

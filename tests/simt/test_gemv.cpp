@@ -92,8 +92,10 @@ Result run(const GemvCase& s, const Vec& a, FloatKind ak, const Vec& b, FloatKin
 }  // namespace
 
 TEST_CASE("simt: gemv rows against the float64 reference") {
-    const GemvCase cases[] = {{1, 37, 64, 64},   {2, 5, 100, 100}, {3, 9, 8, 8},
-                              {4, 33, 769, 800}, {1, 1, 1, 1},     {4, 8, 24, 48}};
+    // k = 2056 and 1100: groups beyond one batch of kGemvBatch x 32, the last batch partial.
+    const GemvCase cases[] = {{1, 37, 64, 64},    {2, 5, 100, 100},  {3, 9, 8, 8},
+                              {4, 33, 769, 800},  {1, 1, 1, 1},      {4, 8, 24, 48},
+                              {2, 7, 2056, 2056}, {1, 3, 1100, 1100}};
     struct Types {
         FloatKind a, b, compute;
     };
