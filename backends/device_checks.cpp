@@ -112,9 +112,12 @@ class OpArgs {
     const char* op_;
 };
 
-// Whether the first nx elements of x and the first ny of y share a byte (same dtype).
+// Whether the first nx elements of x and the first ny of y share a byte.
 bool overlap(const Tensor& x, int64_t nx, const Tensor& y, int64_t ny) {
-    return x.buf == y.buf && x.offset < y.offset + ny && y.offset < x.offset + nx;
+    const auto sx = static_cast<int64_t>(dtype_size(x.dtype));
+    const auto sy = static_cast<int64_t>(dtype_size(y.dtype));
+    return x.buf == y.buf && x.offset * sx < (y.offset + ny) * sy &&
+           y.offset * sy < (x.offset + nx) * sx;
 }
 
 // The weight-gradient bias epilogue (GemmEpilogue::dbias): the column sums of the stored A.
@@ -124,7 +127,9 @@ void check_epilogue_dbias(const OpArgs& c, const GemmArgs& g, const GemmEpilogue
     MT_CHECK(g.alpha == 1.0f, "gemm_epilogue: alpha ", g.alpha, " with dbias (must be 1)");
     MT_CHECK(!e.bias && e.act == EpilogueAct::none,
              "gemm_epilogue: dbias with a bias or an activation");
-    c.f32(g.a, g.k * g.m, "a");  // summed as f32 (bias_grad)
+    // A: f32, or stored in the 16-bit compute type (a gradient rounded once for both products;
+    // check_gemm checked its dtype against the compute type).
+    c.tensor(g.a, g.a.dtype, g.k * g.m, "a");
     c.f32(e.dbias, g.m, "dbias");
     MT_CHECK(!overlap(e.dbias, g.m, g.c, g.m * g.n), "gemm_epilogue: dbias overlaps C");
     MT_CHECK(!overlap(e.dbias, g.m, g.a, g.k * g.m), "gemm_epilogue: dbias overlaps A");

@@ -123,10 +123,7 @@ TEST_CASE("act16: bf16 / fp16 activation storage is bit-identical to f32 storage
                     bits::check_bits(got.fb.grads, want.fb.grads, "gradients", &want.layout);
                     bits::check_bits(got.logits, want.logits, "logits");
                     CHECK(got.fb.routing == want.fb.routing);
-                    // 16-bit storage also adds the rounded logits gradient [N, V] (one chunk).
-                    const int64_t N = int64_t{kB} * kT;
-                    const int64_t saved =
-                        2 * elements16(nc.cfg, mode, N) - 2 * N * nc.cfg.vocab_size;
+                    const int64_t saved = 2 * elements16(nc.cfg, mode, int64_t{kB} * kT);
                     CHECK(saved > 0);
                     CHECK(want.workspace_bytes - got.workspace_bytes == saved);
                 }
@@ -145,6 +142,7 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
         const int64_t fp32_bytes = f32.bytes;
         for (const Tensor* t : tensors_of(f32)) CHECK((!*t || t->dtype == DType::f32));
         CHECK_FALSE(f32.dlogits16);
+        CHECK_FALSE(f32.g.dy16);
         // The switch alone changes nothing in fp32.
         ModelAccess::impl(m).workspaces.set_activations16(false);
         CHECK(ModelAccess::impl(m).workspaces.get(kB, kT, true).bytes == fp32_bytes);
@@ -153,11 +151,15 @@ TEST_CASE("act16: the 16-bit tensors have the compute dtype; fp32 and inference 
         m.set_precision(Precision::bf16);  // replans the training workspace
         const Workspace& ws = ModelAccess::impl(m).workspaces.get(kB, kT, true);
         CHECK(ws.stored16 == DType::bf16);
+        // The gradients both products of a layer read are rounded once: dy16 and dlogits16
+        // (bf16, in either storage mode), absent in fp32.
         const int64_t N = int64_t{kB} * kT;
-        CHECK(ws.bytes ==
-              fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, N) + 2 * N * nc.cfg.vocab_size);
+        const int64_t grads16 = ws.g.dy16.numel() + ws.dlogits16.numel();
+        CHECK(ws.bytes == fp32_bytes - 2 * elements16(nc.cfg, Recompute::none, N) + 2 * grads16);
         CHECK(ws.dlogits16.dtype == DType::bf16);
         CHECK(ws.dlogits16.numel() == ws.logits.numel());
+        CHECK(ws.g.dy16.dtype == DType::bf16);
+        CHECK(ws.g.dy16.numel() >= N * nc.cfg.d_model);
         for (const LayerActs& a : ws.layers) {
             CHECK(a.n1.y.dtype == DType::bf16);
             CHECK(a.n1.y32.buf == ws.nf.y.buf);

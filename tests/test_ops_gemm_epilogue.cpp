@@ -131,10 +131,15 @@ TEST_CASE("ops: gemm_epilogue dbias adds the bias gradient of a weight-gradient 
         int64_t m, n, k;
         float beta;
         DType compute;
+        bool a16 = false;
     };
-    const DbiasCase cases[] = {{8, 16, 5, 0.0f, DType::f32},    {24, 12, 33, 1.0f, DType::f32},
-                               {1, 3, 64, 1.0f, DType::f32},    {5, 8, 0, 1.0f, DType::f32},
-                               {16, 24, 40, 1.0f, DType::bf16}, {9, 8, 17, 0.0f, DType::f16}};
+    // a16: dy stored in the 16-bit compute type (the model's gradient rounded once for both
+    // products, round_dy_once): every backend then sums the rounded dy.
+    const DbiasCase cases[] = {
+        {8, 16, 5, 0.0f, DType::f32},          {24, 12, 33, 1.0f, DType::f32},
+        {1, 3, 64, 1.0f, DType::f32},          {5, 8, 0, 1.0f, DType::f32},
+        {16, 24, 40, 1.0f, DType::bf16},       {9, 8, 17, 0.0f, DType::f16},
+        {16, 24, 40, 1.0f, DType::bf16, true}, {9, 8, 17, 0.0f, DType::f16, true}};
     for_each_test_device([&](Device& dev) {
         uint64_t seed = 11;
         for (const auto& c : cases) {
@@ -142,13 +147,15 @@ TEST_CASE("ops: gemm_epilogue dbias adds the bias gradient of a weight-gradient 
             CAPTURE(c.n);
             CAPTURE(c.k);
             CAPTURE(dtype_name(c.compute));
+            CAPTURE(c.a16);
             Rng rng(seed++);
             // (k == 0: one unread element each, so that the tensors exist)
             auto dy = rng.normal(std::max<int64_t>(1, c.k * c.m)),
                  x = rng.normal(std::max<int64_t>(1, c.k * c.n)), c0 = rng.normal(c.m * c.n);
             auto db0 = rng.normal(c.m);
-            GemmArgs g = dense_gemm(Trans::T, Trans::N, c.m, c.n, c.k, to_device(dev, dy),
-                                    to_device(dev, x), to_device(dev, c0));
+            const Tensor a = c.a16 ? to_device_as(dev, dy, c.compute) : to_device(dev, dy);
+            GemmArgs g = dense_gemm(Trans::T, Trans::N, c.m, c.n, c.k, a, to_device(dev, x),
+                                    to_device(dev, c0));
             g.beta = c.beta;
             g.compute = c.compute;
             const GemmEpilogue e{.dbias = to_device(dev, db0)};
@@ -166,12 +173,13 @@ TEST_CASE("ops: gemm_epilogue dbias adds the bias gradient of a weight-gradient 
             ref::Vec want = c0, db = db0;
             ref::gemm(ref::gemm_dims(g), ref::rounded(dy, c.compute), ref::rounded(x, c.compute),
                       want);  // the product rounds its operands to the compute dtype
-            ref::bias_grad(db, dy, c.k, c.m);
+            ref::bias_grad(db, c.a16 ? ref::rounded(dy, c.compute) : dy, c.k, c.m);
             const double depth = std::sqrt(static_cast<double>(c.k) + 1);
             check_close(from_device(dev, g.c), want, Tol{1e-4, 2e-5 * depth}, "dW");
             // The sums of the f32 dy (cpu, opencl, the fallback) or, on cuda with 16-bit
-            // products, of the rounded dy the product reads (2^-9 relative each).
-            const double rel = c.compute == DType::f32 ? 2e-5 : 4e-3;
+            // products, of the rounded dy the product reads (2^-9 relative each); of the
+            // stored 16-bit dy everywhere (a16).
+            const double rel = c.compute == DType::f32 || c.a16 ? 2e-5 : 4e-3;
             check_close(from_device(dev, e.dbias), db, Tol{1e-4, rel * depth}, "dbias");
         }
     });
@@ -245,10 +253,9 @@ TEST_CASE("ops: gemm_epilogue rejects what it cannot apply") {
             dev.gemm_epilogue(wgrad(), GemmEpilogue{.bias = zeros(dev, n), .dbias = zeros(dev, m)}),
             doctest::Contains("dbias with a bias"), Error);
         g = wgrad();
-        g.a = zeros(dev, k * m, DType::bf16);
-        g.compute = DType::bf16;
-        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, db), doctest::Contains("tensor 'a' is bf16"),
-                             Error);
+        g.a = zeros(dev, k * m, DType::bf16);  // a 16-bit dy must be of the compute type
+        g.compute = DType::f16;
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, db), doctest::Contains("A is bf16"), Error);
         CHECK_THROWS_WITH_AS(dev.gemm_epilogue(wgrad(), GemmEpilogue{.dbias = zeros(dev, m - 1)}),
                              doctest::Contains("dbias"), Error);
         g = wgrad();

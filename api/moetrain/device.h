@@ -71,7 +71,8 @@ struct GemmEpilogue {
     Tensor pre_act = {};                  // gelu / gelu_grad: f32 [m, n] (row stride n)
     // The bias gradient of a weight-gradient product dW [m, n] (+)= dy^T x, added to (f32 [m],
     // may be empty): dbias[i] += sum over the k rows of dy [k, m], i.e. of op(A)[i, :]. Needs A
-    // = dy f32 stored densely and transposed (ta T, lda m), alpha 1, no bias and act none.
+    // = dy (f32, or stored in the 16-bit compute type) stored densely and transposed (ta T, lda
+    // m), alpha 1, no bias and act none.
     Tensor dbias = {};
 };
 

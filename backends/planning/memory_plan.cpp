@@ -25,9 +25,10 @@ double bytes_of(std::initializer_list<const Tensor*> ts) {
 // The workspace buffers that are scratch rather than saved activations.
 double scratch_bytes(const Workspace& ws) {
     const GradScratch& g = ws.g;
-    return bytes_of({&ws.ids, &ws.targets, &ws.pos_ids, &ws.logits, &ws.dlogits16, &ws.losses,
-                     &g.dres, &g.dxn, &g.dq, &g.dk, &g.dv, &g.d_o, &g.dgate, &g.dup, &g.dh,
-                     &g.drows, &g.dxg, &g.dw, &g.dlogits});
+    return bytes_of({&ws.ids,    &ws.targets, &ws.pos_ids, &ws.logits, &ws.dlogits16,
+                     &ws.losses, &g.dres,     &g.dxn,      &g.dq,      &g.dk,
+                     &g.dv,      &g.d_o,      &g.dgate,    &g.dup,     &g.dh,
+                     &g.drows,   &g.dxg,      &g.dw,       &g.dlogits, &g.dy16});
 }
 
 // The backends' op scratch is one area grown to the largest request (cpu, cuda), counted here

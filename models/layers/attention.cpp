@@ -59,14 +59,14 @@ void attention_bwd(Device& dev, const ModelConfig& c, const AttnW& w, const Attn
                    const Tensor& xn, const AttnActs& a, const Tensor& dres, const GradScratch& g,
                    const Tensor& dxn, int B, int T, DType compute) {
     const int64_t N = int64_t{B} * T;
-    linear_bwd(dev, g.d_o, gw.wo, dres, a.o, w.wo, N, false);
+    linear_bwd(dev, g.d_o, gw.wo, dres, a.o, w.wo, N, false, g.dy16);
     AttnDims d{B, T, T, T, c.n_heads, c.n_kv_heads, c.head_dim};
     d.compute = compute;
     dev.attention_bwd(g.dq, g.dk, g.dv, g.d_o, a.q, a.k, a.v, a.o, a.lse, d, attn_scale(c));
     rope_qk(dev, c, g.dq, g.dk, B, T, 0, Tensor{}, true);
-    linear_bwd(dev, dxn, gw.wq, g.dq, xn, w.wq, N, false);
-    linear_bwd(dev, dxn, gw.wk, g.dk, xn, w.wk, N, true);
-    linear_bwd(dev, dxn, gw.wv, g.dv, xn, w.wv, N, true);
+    linear_bwd(dev, dxn, gw.wq, g.dq, xn, w.wq, N, false, g.dy16);
+    linear_bwd(dev, dxn, gw.wk, g.dk, xn, w.wk, N, true, g.dy16);
+    linear_bwd(dev, dxn, gw.wv, g.dv, xn, w.wv, N, true, g.dy16);
 }
 
 }  // namespace moetrain

@@ -38,8 +38,9 @@ void project_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w
 
 // dx (=|+=) dy @ W_g and gW_g += dy^T @ x over the rows of each group g.
 void project_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy,
-                 const Tensor& x, const LinearW& w, const FfnRows& r, bool accumulate_dx) {
-    if (!grouped(r)) return linear_bwd(dev, dx, gw, dy, x, w, r.rows, accumulate_dx);
+                 const Tensor& x, const LinearW& w, const FfnRows& r, bool accumulate_dx,
+                 const Tensor& dy16) {
+    if (!grouped(r)) return linear_bwd(dev, dx, gw, dy, x, w, r.rows, accumulate_dx, dy16);
     GemmArgs g = linear_dx_gemm(dx, dy, w, r.rows, accumulate_dx);
     g.stride_b = w.out * w.in;
     dev.gemm_grouped(g, r.counts, r.groups, GroupDim::m);
@@ -81,19 +82,21 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
     if (kind == FfnKind::gelu && !grouped(rows)) {
         // A dense GELU FFN: the down projection's input gradient comes out of its product
         // already multiplied by gelu'(up) (the epilogue reads the kept pre-activation).
-        dev.gemm_epilogue(linear_dx_gemm(g.dup, dy, down_of(w), R, false),
+        // Both products read dy, rounded once under 16-bit products.
+        const Tensor d = round_dy_once(dev, dy, g.dy16, down_of(w), R);
+        dev.gemm_epilogue(linear_dx_gemm(g.dup, d, down_of(w), R, false),
                           GemmEpilogue{.act = EpilogueAct::gelu_grad, .pre_act = a.up});
-        linear_bwd(dev, Tensor{}, down_of(gw), dy, a.h, down_of(w), R, false);
+        linear_bwd(dev, Tensor{}, down_of(gw), d, a.h, down_of(w), R, false);
     } else {
-        project_bwd(dev, g.dh, down_of(gw), dy, a.h, down_of(w), rows, false);
+        project_bwd(dev, g.dh, down_of(gw), dy, a.h, down_of(w), rows, false, g.dy16);
         if (kind == FfnKind::swiglu)
             dev.swiglu_bwd(g.dgate, g.dup, g.dh, a.gate, a.up, R * F);
         else
             dev.act_bwd(act_of(kind), g.dup, g.dh, a.up, R * F);
     }
-    project_bwd(dev, dx, up_of(gw), g.dup, x, up_of(w), rows, accumulate_dx);
+    project_bwd(dev, dx, up_of(gw), g.dup, x, up_of(w), rows, accumulate_dx, g.dy16);
     if (kind == FfnKind::swiglu)
-        project_bwd(dev, dx, gate_of(gw), g.dgate, x, gate_of(w), rows, true);
+        project_bwd(dev, dx, gate_of(gw), g.dgate, x, gate_of(w), rows, true, g.dy16);
 }
 
 }  // namespace moetrain

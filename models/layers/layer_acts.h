@@ -69,6 +69,9 @@ struct GradScratch {
     Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
     Tensor dw;               // d loss / d topk_w [N, k]
     Tensor dlogits;          // d loss / d router logits [N, E]
+    // Under 16-bit products: an f32 gradient rounded once for both gradient products of a
+    // linear layer (round_dy_once), [N, widest dense linear output]; else empty.
+    Tensor dy16;
 };
 
 struct Workspace {
@@ -78,14 +81,15 @@ struct Workspace {
     bool training = false;
     Recompute recompute = Recompute::none;  // what the backward recomputes (training only)
     DType stored16 = DType::f32;            // dtype of the GEMM-only activations (f32: all fp32)
-    int64_t bytes = 0;                      // device bytes of every buffer planned below
-    Tensor ids, targets, pos_ids;           // i32 [N]
+    DType grads16 = DType::f32;    // training: the products' 16-bit dtype for dy16 / dlogits16
+    int64_t bytes = 0;             // device bytes of every buffer planned below
+    Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
     NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
     Tensor logits;   // one chunk of logits [logit_rows, V]
-    // Training with 16-bit products: the chunk's logits gradient rounded once, read by both of
-    // the head's gradient products [logit_rows, V] (else empty: they read `logits`).
+    // Training with 16-bit products (grads16): the chunk's logits gradient rounded once, read by
+    // both of the head's gradient products [logit_rows, V] (else empty: they read `logits`).
     Tensor dlogits16;
     int64_t logit_rows = 0;
     Tensor losses;  // per-token cross-entropy [N]

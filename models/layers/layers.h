@@ -17,9 +17,15 @@ namespace moetrain {
 // beta = 0 overwrites y, beta = 1 accumulates into it.
 void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w, int64_t rows,
                 float beta);
-// dx (=|+=) dy @ w (skipped when dx is empty); gw.w += dy^T @ x; gw.b += colsum(dy).
+// dx (=|+=) dy @ w (skipped when dx is empty); gw.w += dy^T @ x; gw.b += colsum(dy). dy16: the
+// workspace's 16-bit gradient scratch (GradScratch::dy16, may be empty), see round_dy_once.
 void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
-                const LinearW& w, int64_t rows, bool accumulate_dx);
+                const LinearW& w, int64_t rows, bool accumulate_dx, const Tensor& dy16 = {});
+// The dy both gradient products of w read: under 16-bit products an f32 dy is rounded once into
+// dy16 (when given: at least rows * w.out elements of w's dtype) instead of by each product;
+// otherwise dy itself. The bits are the same either way.
+Tensor round_dy_once(Device& dev, const Tensor& dy, const Tensor& dy16, const LinearW& w,
+                     int64_t rows);
 // The three products of a linear layer over `rows` rows as GemmArgs (biases not included):
 // y = x @ w^T (+ beta y), dx = dy @ w (+ dx), gw.w += dy^T @ x. The grouped MoE experts run
 // the same products with one weight per row group (ffn.cpp, Device::gemm_grouped).

@@ -43,11 +43,25 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
         dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
 }
 
+Tensor round_dy_once(Device& dev, const Tensor& dy, const Tensor& dy16, const LinearW& w,
+                     int64_t rows) {
+    if (!dy16 || w.w.dtype == DType::f32 || dy.dtype != DType::f32 || dy16.dtype != w.w.dtype)
+        return dy;
+    MT_CHECK(dy16.numel() >= rows * w.out, "dy16 holds ", dy16.numel(), " elements, not ",
+             rows * w.out);
+    const Tensor d = dy16.view(0, {rows, w.out});
+    dev.convert(d, dy);
+    return d;
+}
+
 // With a bias, the weight gradient's product also sums dy into the bias gradient
-// (Device::gemm_epilogue's dbias): dy is read once for both.
-void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy, const Tensor& x,
-                const LinearW& w, int64_t rows, bool accumulate_dx) {
+// (Device::gemm_epilogue's dbias): dy is read once for both. When both products run, dy is
+// rounded once for them (round_dy_once).
+void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& dy_in,
+                const Tensor& x, const LinearW& w, int64_t rows, bool accumulate_dx,
+                const Tensor& dy16) {
     if (rows == 0) return;
+    const Tensor dy = dx ? round_dy_once(dev, dy_in, dy16, w, rows) : dy_in;
     if (dx) dev.gemm(linear_dx_gemm(dx, dy, w, rows, accumulate_dx));
     if (gw.b)
         dev.gemm_epilogue(linear_dw_gemm(gw, dy, x, w, rows), GemmEpilogue{.dbias = gw.b});

@@ -107,7 +107,7 @@ uint64_t next_buffer_generation() {
 
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
                                           bool training, int64_t logit_budget, Recompute recompute,
-                                          DType stored16) {
+                                          DType stored16, DType grads16) {
     auto ws = std::make_unique<Workspace>();
     ws->generation = next_buffer_generation();
     ws->B = B;
@@ -116,6 +116,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->training = training;
     ws->recompute = training ? recompute : Recompute::none;
     ws->stored16 = training ? stored16 : DType::f32;
+    ws->grads16 = training ? grads16 : DType::f32;
     const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
     Planner p{dev, c, N, ws->bytes, ws->stored16, training};
     ws->ids = p.i32({N});
@@ -155,7 +156,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->nf = p.norm(false);  // f32: the transient of the 16-bit layer norm outputs
     ws->logit_rows = logit_chunk_rows(N, V, logit_budget);
     ws->logits = p.f32({ws->logit_rows, V});
-    if (training && ws->stored16 != DType::f32) ws->dlogits16 = p.gemm_only({ws->logit_rows, V});
+    if (ws->grads16 != DType::f32) ws->dlogits16 = p.alloc(ws->grads16, {ws->logit_rows, V});
     ws->losses = p.f32({N});
 
     if (training) {
@@ -177,6 +178,14 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
             g.dxg = p.f32({N * k, D});
             g.dw = p.f32({N, k});
             g.dlogits = p.f32({N, E});
+        }
+        if (ws->grads16 != DType::f32) {
+            // The widest output of a dense linear layer: attention's, the dense FFN's or the
+            // shared experts' hidden (the routed experts' grouped products are not shared).
+            int64_t cols = std::max({D, H * h, K * h});
+            if (any_dense) cols = std::max<int64_t>(cols, c.d_ff);
+            if (c.moe) cols = std::max<int64_t>(cols, int64_t{c.moe->n_shared_experts} * c.d_ff);
+            g.dy16 = p.alloc(ws->grads16, {N, cols});
         }
     }
     bind_f32_transients(*ws);

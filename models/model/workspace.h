@@ -28,10 +28,12 @@ constexpr int64_t kLogitBudget = int64_t{1} << 27;
 int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);
 
 // `stored16`: the dtype training workspaces store the GEMM-only activations in (the compute
-// dtype of mixed precision, or f32); inference workspaces keep everything in f32.
+// dtype of mixed precision, or f32); inference workspaces keep everything in f32. `grads16`:
+// the products' dtype under mixed precision (f32 otherwise), which training workspaces round
+// the gradients both products of a layer read into once (GradScratch::dy16, dlogits16).
 std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int B, int T,
                                           bool training, int64_t logit_budget, Recompute recompute,
-                                          DType stored16);
+                                          DType stored16, DType grads16);
 
 // ---- workspace_storage16.cpp ----
 // Whether layer l's FFN-norm output n2.y may be 16-bit: not when a softmax router reads it

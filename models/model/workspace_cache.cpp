@@ -24,7 +24,8 @@ Workspace& WorkspaceCache::get(int B, int T, bool training) {
     }
     auto& slot = workspaces_[key];
     const DType stored16 = activations16_ ? compute_dtype(store_.precision) : DType::f32;
-    slot = plan_workspace(dev_, cfg_, B, T, training, logit_budget, recompute_, stored16);
+    slot = plan_workspace(dev_, cfg_, B, T, training, logit_budget, recompute_, stored16,
+                          compute_dtype(store_.precision));
     return *slot;
 }
 
