@@ -13,7 +13,8 @@
 #      the same run: gpt2-124m bf16 16x1024 (eager + SDPA, torch.compile), gpt2-124m fp32 (no
 #      TF32) 16x1024, moe-mini bf16 64x256 and seed-moe with 8 layers bf16 8x1024 (experts
 #      through torch._grouped_mm); then the two MoE rows again with the cuBLAS tiling;
-#   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound;
+#   5. decode ms/token of gpt2-124m bf16 at batch 1 against the bandwidth bound (run before
+#      the training table, so that a short budget still measures it);
 #   6. one `bench --profile` (gpt2-124m bf16 16x1024) and attention forward + backward per
 #      layer from it against SDPA at the same shape (bench/attention_sdpa.py), and the same
 #      at seed-moe's MQA shape and at head_dim 128 from 2-layer models' profiles; the same step's
@@ -174,6 +175,21 @@ if [ "$DEV" = cuda ] && [ "$QUICK" != 1 ]; then
         "$BUNDLE/bin/moetrain_tests" -tc='*gemm_grouped*,*MoE*,*moe*,*expert*'
 fi
 
+# Decode first: ~10 s, and a short budget (QUICK=1) still measures it.
+say ""
+say "## Decode"
+if within 60 "decode"; then
+    dec=$(capture 120 "$MT" bench --preset gpt2-124m --device "$DEV" --precision bf16 \
+        --attention16 --batch 1 --seq 64 --generate "$([ "$DEV" = cuda ] && echo 128 || echo 8)" --warmup 1)
+    if [ -n "$(json_get "$dec" ms_per_step)" ]; then
+        say "- decode gpt2-124m bf16, batch 1: $(json_get "$dec" ms_per_step) ms/token;" \
+            "bandwidth bound $(json_get "$dec" bandwidth_bound_tokens_per_s) tokens/s" \
+            "($(json_get "$dec" bandwidth_gbs) GB/s, $(json_get "$dec" bandwidth_source))"
+    else
+        say "- decode gpt2-124m bf16: FAILED"
+        status=1
+    fi
+fi
 say ""
 say "## Training tokens/s against the PyTorch peers (median of $BENCH_STEPS steps, same run)"
 say ""
@@ -270,19 +286,7 @@ print(cell + " | " + (f"**{t / float(best):.2f}x**" if best else ""))' "$tps" "$
 done
 
 say ""
-say "## Decode and attention"
-if within 60 "decode"; then
-    dec=$(capture 120 "$MT" bench --preset gpt2-124m --device "$DEV" --precision bf16 \
-        --attention16 --batch 1 --seq 64 --generate "$([ "$DEV" = cuda ] && echo 128 || echo 8)" --warmup 1)
-    if [ -n "$(json_get "$dec" ms_per_step)" ]; then
-        say "- decode gpt2-124m bf16, batch 1: $(json_get "$dec" ms_per_step) ms/token;" \
-            "bandwidth bound $(json_get "$dec" bandwidth_bound_tokens_per_s) tokens/s" \
-            "($(json_get "$dec" bandwidth_gbs) GB/s, $(json_get "$dec" bandwidth_source))"
-    else
-        say "- decode gpt2-124m bf16: FAILED"
-        status=1
-    fi
-fi
+say "## Attention and profiles"
 # attn_vs_sdpa PROFILE LAYERS B H K T HD: attention_fwd + attention_bwd ms/step of a profile's
 # table (booked with the kernel variant: attention_fwd[cudnn], attention_bwd[wmma], ...) per
 # layer, against SDPA at the same shape, as one report line.
