@@ -101,8 +101,9 @@ std::string CudaDevice::gemm_epilogue_kernel(const GemmArgs& g, const GemmEpilog
     return lt_fuses(g, e) ? "cublaslt" : "unfused";
 }
 
-// One cuBLASLt product with the epilogue where cuBLASLt has an algorithm for it, else the
-// unfused ops (visible: gemm_epilogue_kernel, and `bench --profile`'s gemm_epilogue[unfused]).
+// Decode's skinny products on the gemv kernel; else one cuBLASLt product with the epilogue where
+// cuBLASLt fuses it (lt_fuses), else the unfused ops (visible: gemm_epilogue_kernel, and `bench
+// --profile`'s gemm_epilogue[gemv] / [cublaslt] / [unfused]).
 // A bias gradient (e.dbias): cuBLASLt's BGRADB writes it into the scratch after the converted
 // operands, and add_f32 adds it to dbias (the epilogue cannot accumulate, the model's gradients
 // do). Under 16-bit compute it sums the rounded dy the product reads.

@@ -23,7 +23,8 @@ void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& 
                 const LinearW& w, int64_t rows, bool accumulate_dx, const Tensor& dy16 = {});
 // The dy both gradient products of w read: under 16-bit products an f32 dy is rounded once into
 // dy16 (when given: at least rows * w.out elements of w's dtype) instead of by each product;
-// otherwise dy itself. The bits are the same either way.
+// otherwise dy itself. The products' bits are the same either way (they round dy anyway); a
+// bias gradient then sums the rounded dy on every backend (cpu / opencl summed the f32 dy).
 Tensor round_dy_once(Device& dev, const Tensor& dy, const Tensor& dy16, const LinearW& w,
                      int64_t rows);
 // The three products of a linear layer over `rows` rows as GemmArgs (biases not included):
