@@ -59,8 +59,8 @@ struct GemmArgs {
 // What Device::gemm_epilogue applies to one product before it is stored (on cuda: a cuBLASLt
 // epilogue, so the product's output is written once instead of being re-read by add_bias or
 // act_fwd; the GELU backward runs unfused there, and decode's 1-4 row products take the skinny
-// kernel with the same epilogue). pre = alpha * op(A) @ op(B) + beta * C + bias (bias broadcast over the
-// rows, fp32), then by `act` (GELU: the tanh approximation of Act::gelu):
+// kernel with the same epilogue). pre = alpha * op(A) @ op(B) + beta * C + bias (bias broadcast
+// over the rows, fp32), then by `act` (GELU: the tanh approximation of Act::gelu):
 enum class EpilogueAct : uint8_t {
     none,       // C = pre
     gelu,       // C = gelu(pre), and pre_act = pre (the backward's input)
