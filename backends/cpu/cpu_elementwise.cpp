@@ -35,16 +35,8 @@ void CpuDevice::add_bias_impl(const Tensor& y, const Tensor& bias, int64_t rows,
 }
 
 void CpuDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
-    float* db = f32(dbias);
     const float* pdy = f32(dy);
-    cpu::for_column_blocks(rows, cols, [&](int64_t c0, int64_t c1) {
-        double acc[cpu::kColBlock] = {};
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* row = pdy + r * cols;
-            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
-        }
-        for (int64_t c = c0; c < c1; ++c) db[c] += static_cast<float>(acc[c - c0]);
-    });
+    cpu::add_column_sums(f32(dbias), rows, cols, [&](int64_t i) { return pdy[i]; });
 }
 
 }  // namespace moetrain

@@ -58,6 +58,18 @@ void for_column_blocks(int64_t rows, int64_t cols, F&& body) {
         body(blk * kColBlock, std::min(cols, (blk + 1) * kColBlock));
 }
 
+// db[c] += the sum over the rows of value(r * cols + c) for c < cols (a bias gradient: the
+// column sums of a rows x cols matrix), in double, row by row within each column block.
+template <typename Value>
+void add_column_sums(float* db, int64_t rows, int64_t cols, Value&& value) {
+    for_column_blocks(rows, cols, [&](int64_t c0, int64_t c1) {
+        double acc[kColBlock] = {};
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += value(r * cols + c);
+        for (int64_t c = c0; c < c1; ++c) db[c] += static_cast<float>(acc[c - c0]);
+    });
+}
+
 // Sum over i < n of the double partials part(i0, i1) of fixed chunks, added in chunk order.
 template <typename F>
 double chunked_sum(int64_t n, F&& part) {
