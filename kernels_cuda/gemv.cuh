@@ -79,6 +79,18 @@ __device__ __forceinline__ void gemv_group(float (&v)[8], const void* p, int kin
     for (int u = 0; u < 8; ++u) v[u] = gemv_round(v[u], kind, compute);
 }
 
+// The kGemvBatch groups g0, g0 + 32, ... of the row starting at element `row` (those inside its
+// k elements; the others stay zero).
+template <bool Vec>
+__device__ __forceinline__ void gemv_batch(float (&v)[kGemvBatch][8], const void* ptr, int kind,
+                                           int compute, int64_t row, int64_t g0, int64_t k) {
+#pragma unroll
+    for (int j = 0; j < kGemvBatch; ++j) {
+        const int64_t i = (g0 + j * kWarp) * kGemvGroup;
+        if (i < k) gemv_group<Vec>(v[j], ptr, kind, compute, row + i, k - i);
+    }
+}
+
 template <int MR, bool Vec>
 __global__ void gemv_rows_kernel(GemvArgs p) {
     const int64_t col = int64_t{blockIdx.x} * kGemvWarps + warp_id();
@@ -93,19 +105,11 @@ __global__ void gemv_rows_kernel(GemvArgs p) {
     const int64_t groups = (p.k + kGemvGroup - 1) / kGemvGroup;
     for (int64_t g0 = lane_id(); g0 < groups; g0 += kWarp * kGemvBatch) {
         float bv[kGemvBatch][8] = {};
-#pragma unroll
-        for (int j = 0; j < kGemvBatch; ++j) {
-            const int64_t i = (g0 + j * kWarp) * kGemvGroup;
-            if (i < p.k) gemv_group<Vec>(bv[j], p.b, bk, ck, col * p.ldb + i, p.k - i);
-        }
+        gemv_batch<Vec>(bv, p.b, bk, ck, col * p.ldb, g0, p.k);
 #pragma unroll
         for (int r = 0; r < MR; ++r) {
             float av[kGemvBatch][8] = {};
-#pragma unroll
-            for (int j = 0; j < kGemvBatch; ++j) {
-                const int64_t i = (g0 + j * kWarp) * kGemvGroup;
-                if (i < p.k) gemv_group<Vec>(av[j], p.a, ak, ck, r * p.lda + i, p.k - i);
-            }
+            gemv_batch<Vec>(av, p.a, ak, ck, r * p.lda, g0, p.k);
 #pragma unroll
             for (int j = 0; j < kGemvBatch; ++j) {
                 if ((g0 + j * kWarp) * kGemvGroup < p.k) {
