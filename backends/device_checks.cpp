@@ -61,6 +61,13 @@ class OpArgs {
         for (const Want& w : wants) f32(w.t, w.n, w.arg);
     }
     void i32(const Tensor& t, int64_t n, const char* arg) const { tensor(t, DType::i32, n, arg); }
+    // An f32, bf16 or f16 tensor of at least n elements (an output stored in its own dtype).
+    void floating(const Tensor& t, int64_t n, const char* arg) const {
+        view(t, arg);
+        MT_CHECK(is_float_type(t.dtype), op_, ": tensor '", arg, "' is ", dtype_name(t.dtype),
+                 ", expected f32, bf16 or f16");
+        tensor(t, t.dtype, n, arg);
+    }
     // An argument that may be empty ("may be empty" in the op's contract).
     void f32_opt(const Tensor& t, int64_t n, const char* arg) const {
         if (t.buf) f32(t, n, arg);
@@ -392,13 +399,20 @@ void Device::check_expert_bias_update(const Tensor& bias, const Tensor& counts, 
 // ---- loss, reductions ----
 
 void Device::check_cross_entropy(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                                 int64_t N, int64_t V, float) const {
+                                 int64_t N, int64_t V, float, const Tensor& dlogits) const {
     const OpArgs c(tensor_owner(), "cross_entropy");
     c.sizes({N, V});
     MT_CHECK(V >= 1, "cross_entropy: vocabulary size must be >= 1");
     c.f32(losses, N, "losses");
     c.f32(logits, N * V, "logits");
     c.i32(targets, N, "targets");
+    if (!dlogits.buf || N * V == 0) return;
+    c.floating(dlogits, N * V, "dlogits");
+    const bool in_place =
+        dlogits.buf == logits.buf && dlogits.offset == logits.offset && dlogits.dtype == DType::f32;
+    MT_CHECK(in_place || !overlap(dlogits, N * V, logits, N * V),
+             "cross_entropy: dlogits overlaps the logits (pass the logits themselves, or a "
+             "separate tensor)");
 }
 
 // ---- optimizers ----
@@ -453,6 +467,7 @@ void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B
 #define F32(t, n) c.f32(t, n, #t);
 #define I32(t, n) c.i32(t, n, #t);
 #define F32_OPT(t, n) c.f32_opt(t, n, #t);
+#define FLOAT(t, n) c.floating(t, n, #t);
 #define VIEW(t) c.view(t, #t);
 #define GNORM(gnorm_sq, clip) c.gnorm(gnorm_sq, clip);
 #pragma GCC diagnostic push
@@ -469,6 +484,7 @@ void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B
 #undef F32
 #undef I32
 #undef F32_OPT
+#undef FLOAT
 #undef VIEW
 #undef GNORM
 

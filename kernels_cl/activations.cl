@@ -8,11 +8,12 @@ inline float mt_act_grad(int act, float z) {
     return act == 0 ? mt_gelu_grad(z) : act == 1 ? mt_relu_grad(z) : mt_silu_grad(z);
 }
 
+/* y of dtype y_kind (0 f32, 1 bf16, 2 f16: mt_store_float). */
 __kernel void mt_act_fwd(__global float* y, long y_off, __global const float* x, long x_off, long n,
-                         int act) {
+                         int act, int y_kind) {
     long i = get_global_id(0);
     if (i >= n) return;
-    y[y_off + i] = mt_act(act, x[x_off + i]);
+    mt_store_float(y, y_off + i, mt_act(act, x[x_off + i]), y_kind);
 }
 
 __kernel void mt_act_bwd(__global float* dx, long dx_off, __global const float* dy, long dy_off,
@@ -22,12 +23,13 @@ __kernel void mt_act_bwd(__global float* dx, long dx_off, __global const float* 
     dx[dx_off + i] = dy[dy_off + i] * mt_act_grad(act, x[x_off + i]);
 }
 
-/* h = silu(gate) * up */
+/* h = silu(gate) * up, h of dtype h_kind */
 __kernel void mt_swiglu_fwd(__global float* h, long h_off, __global const float* gate,
-                            long gate_off, __global const float* up, long up_off, long n) {
+                            long gate_off, __global const float* up, long up_off, long n,
+                            int h_kind) {
     long i = get_global_id(0);
     if (i >= n) return;
-    h[h_off + i] = mt_silu(gate[gate_off + i]) * up[up_off + i];
+    mt_store_float(h, h_off + i, mt_silu(gate[gate_off + i]) * up[up_off + i], h_kind);
 }
 
 /* dgate = dh * up * silu'(gate), dup = dh * silu(gate) */

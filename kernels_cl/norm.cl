@@ -2,16 +2,18 @@
  * the gain/bias gradients are column sums done in row chunks (partials, then mt_colsum_finish
  * of reduce.cl), so they are deterministic. */
 
+/* y of dtype y_kind (0 f32, 1 bf16, 2 f16: mt_store_float). */
 __kernel void mt_rmsnorm_fwd(__global float* y, long y_off, __global float* rstd, long rstd_off,
                              __global const float* x, long x_off, __global const float* g,
-                             long g_off, long dim, float eps) {
+                             long g_off, long dim, float eps, int y_kind) {
     MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
-    __global float* yr = y + y_off + r * dim;
+    long yr = y_off + r * dim;
     float ss = 0.0f;
     for (long c = lid; c < dim; c += lsz) ss += xr[c] * xr[c];
     ss = mt_wg_sum(ss, scratch);
     float rs = 1.0f / mt_sqrtf(ss / (float)dim + eps);
-    for (long c = lid; c < dim; c += lsz) yr[c] = xr[c] * rs * g[g_off + c];
+    for (long c = lid; c < dim; c += lsz)
+        mt_store_float(y, yr + c, xr[c] * rs * g[g_off + c], y_kind);
     if (lid == 0) rstd[rstd_off + r] = rs;
 }
 
@@ -48,14 +50,14 @@ __kernel void mt_rmsnorm_dg_partial(__global float* partial, long partial_off,
     partial[partial_off + ch * dim + c] = acc;
 }
 
-/* y = (x - mean) * rstd * g + b (has_b), two-pass mean / biased variance. */
+/* y = (x - mean) * rstd * g + b (has_b), two-pass mean / biased variance; y of dtype y_kind. */
 __kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* mean, long mean_off,
                                __global float* rstd, long rstd_off, __global const float* x,
                                long x_off, __global const float* g, long g_off,
-                               __global const float* b, long b_off, int has_b, long dim,
-                               float eps) {
+                               __global const float* b, long b_off, int has_b, long dim, float eps,
+                               int y_kind) {
     MT_ROW_PER_WORK_GROUP(xr, x + x_off, dim);
-    __global float* yr = y + y_off + r * dim;
+    long yr = y_off + r * dim;
     float s = 0.0f;
     for (long c = lid; c < dim; c += lsz) s += xr[c];
     float mu = mt_wg_sum(s, scratch) / (float)dim;
@@ -64,7 +66,7 @@ __kernel void mt_layernorm_fwd(__global float* y, long y_off, __global float* me
     float rs = 1.0f / mt_sqrtf(mt_wg_sum(v, scratch) / (float)dim + eps);
     for (long c = lid; c < dim; c += lsz) {
         float o = (xr[c] - mu) * rs * g[g_off + c];
-        yr[c] = has_b ? o + b[b_off + c] : o;
+        mt_store_float(y, yr + c, has_b ? o + b[b_off + c] : o, y_kind);
     }
     if (lid == 0) {
         mean[mean_off + r] = mu;

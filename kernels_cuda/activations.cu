@@ -12,7 +12,8 @@ static_assert(static_cast<int>(Act::gelu) == static_cast<int>(mtk::ActKind::gelu
               "mtk::ActKind mirrors moetrain::Act");
 
 void CudaDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t n) {
-    mtk::act_fwd(stream("act_fwd"), static_cast<mtk::ActKind>(act), f32(y), f32(x), n);
+    mtk::act_fwd(stream("act_fwd"), static_cast<mtk::ActKind>(act), raw(y), f32(x), n,
+                 float_kind(y.dtype));
     launched("act_fwd");
 }
 
@@ -23,7 +24,7 @@ void CudaDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const
 }
 
 void CudaDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
-    mtk::swiglu_fwd(stream("swiglu_fwd"), f32(h), f32(gate), f32(up), n);
+    mtk::swiglu_fwd(stream("swiglu_fwd"), raw(h), f32(gate), f32(up), n, float_kind(h.dtype));
     launched("swiglu_fwd");
 }
 

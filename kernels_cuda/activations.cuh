@@ -17,11 +17,12 @@ __device__ __forceinline__ float act_grad(int act, float z) {
     return act == 0 ? mt_gelu_grad(z) : act == 1 ? mt_relu_grad(z) : mt_silu_grad(z);
 }
 
-__global__ void act_fwd_kernel(int act, float* y, const float* x, VecSplit s) {
+// y / h of dtype y_kind (FloatKind): 16-bit outputs are the f32 values rounded (store_from_f32).
+__global__ void act_fwd_kernel(int act, void* y, int y_kind, const float* x, VecSplit s) {
     for_split_grid(s, [&](auto w, int64_t i) {
         auto v = load_lanes(w, x + i);
         for (int u = 0; u < w.n; ++u) v[u] = act_value(act, v[u]);
-        store_lanes(w, y + i, v);
+        store_from_f32(w, y, y_kind, i, v);
     });
 }
 
@@ -34,12 +35,13 @@ __global__ void act_bwd_kernel(int act, float* dx, const float* dy, const float*
     });
 }
 
-__global__ void swiglu_fwd_kernel(float* h, const float* gate, const float* up, VecSplit s) {
+__global__ void swiglu_fwd_kernel(void* h, int h_kind, const float* gate, const float* up,
+                                  VecSplit s) {
     for_split_grid(s, [&](auto w, int64_t i) {
         auto gv = load_lanes(w, gate + i);
         const auto uv = load_lanes(w, up + i);
         for (int u = 0; u < w.n; ++u) gv[u] = mt_silu(gv[u]) * uv[u];
-        store_lanes(w, h + i, gv);
+        store_from_f32(w, h, h_kind, i, gv);
     });
 }
 
@@ -71,11 +73,13 @@ __global__ void softmax_kernel(float* y, const float* x, int64_t cols) {
         y[blockIdx.x * cols + c] = expf(xr[c] - m) * inv;
 }
 
-void act_fwd(Stream s, ActKind act, float* y, const float* x, int64_t n) {
+void act_fwd(Stream s, ActKind act, void* y, const float* x, int64_t n,
+             FloatKind y_kind = FloatKind::f32) {
     if (n <= 0) return;
-    const VecSplit sp = vec_split(n, y, x);
+    const int yk = static_cast<int>(y_kind);
+    const VecSplit sp = vec_split(n, VecPtr{y, kind_bytes(yk)}, x);
     MT_LAUNCH(act_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act), y,
-              x, sp);
+              yk, x, sp);
 }
 
 void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, int64_t n) {
@@ -85,10 +89,12 @@ void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, 
               dy, x, sp);
 }
 
-void swiglu_fwd(Stream s, float* h, const float* gate, const float* up, int64_t n) {
+void swiglu_fwd(Stream s, void* h, const float* gate, const float* up, int64_t n,
+                FloatKind h_kind = FloatKind::f32) {
     if (n <= 0) return;
-    const VecSplit sp = vec_split(n, h, gate, up);
-    MT_LAUNCH(swiglu_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, h, gate, up, sp);
+    const int hk = static_cast<int>(h_kind);
+    const VecSplit sp = vec_split(n, VecPtr{h, kind_bytes(hk)}, gate, up);
+    MT_LAUNCH(swiglu_fwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, h, hk, gate, up, sp);
 }
 
 void swiglu_bwd(Stream s, float* dgate, float* dup, const float* dh, const float* gate,

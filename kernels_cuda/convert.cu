@@ -11,7 +11,7 @@ void CudaDevice::convert_impl(const Tensor& dst, const Tensor& src) {
     auto kind = [](DType t, const char* which) {
         MT_CHECK(t == DType::f32 || t == DType::bf16 || t == DType::f16, "convert: ", which, " is ",
                  dtype_name(t), " (f32 / bf16 / f16 only)");
-        return static_cast<mtk::FloatKind>(static_cast<int>(t));
+        return float_kind(t);
     };
     mtk::FloatKind dk = kind(dst.dtype, "destination"), sk = kind(src.dtype, "source");
     void* d = raw(dst);
@@ -21,13 +21,11 @@ void CudaDevice::convert_impl(const Tensor& dst, const Tensor& src) {
 }
 
 void CudaDevice::round_operand(void* dst, DType compute, const void* src, int64_t n) {
-    mtk::convert(stream("gemm"), dst, static_cast<mtk::FloatKind>(static_cast<int>(compute)), src,
-                 mtk::FloatKind::f32, n);
+    mtk::convert(stream("gemm"), dst, float_kind(compute), src, mtk::FloatKind::f32, n);
 }
 
 void CudaDevice::widen_operand(float* dst, DType from, const void* src, int64_t n) {
-    mtk::convert(stream("attention"), dst, mtk::FloatKind::f32, src,
-                 static_cast<mtk::FloatKind>(static_cast<int>(from)), n);
+    mtk::convert(stream("attention"), dst, mtk::FloatKind::f32, src, float_kind(from), n);
 }
 
 }  // namespace moetrain::cuda

@@ -1,40 +1,14 @@
 // Float format conversion between f32, bf16 and f16 buffers (round to nearest even), one
 // element per thread and step. 16-bit values are stored as their bit patterns (uint16_t).
 // Streams whole tensors (the 16-bit GEMM operands): four elements per access where both
-// pointers allow (float4 / 8 bytes of 16-bit values, vector_access.cuh), one at a time
-// elsewhere, the same rounding on both paths.
+// pointers allow (float4 / 8 bytes of 16-bit values, vector_access.cuh's load_as_f32 /
+// store_from_f32), one at a time elsewhere, the same rounding on both paths.
 #pragma once
 
 #include "common.cuh"
 #include "vector_access.cuh"
 
 namespace mtk {
-
-__host__ __device__ __forceinline__ int kind_bytes(int kind) {
-    return kind == 0 ? 4 : 2;
-}
-
-template <int W>
-__device__ __forceinline__ Lanes<float, W> load_as_f32(Width<W> w, const void* src, int kind,
-                                                       int64_t i) {
-    if (kind == 0) return load_lanes(w, static_cast<const float*>(src) + i);
-    const auto h = load_lanes(w, static_cast<const uint16_t*>(src) + i);
-    Lanes<float, W> v;
-    for (int u = 0; u < W; ++u) v[u] = kind == 1 ? bf16_bits_to_f32(h[u]) : f16_bits_to_f32(h[u]);
-    return v;
-}
-
-template <int W>
-__device__ __forceinline__ void store_from_f32(Width<W> w, void* dst, int kind, int64_t i,
-                                               const Lanes<float, W>& v) {
-    if (kind == 0) {
-        store_lanes(w, static_cast<float*>(dst) + i, v);
-        return;
-    }
-    Lanes<uint16_t, W> h;
-    for (int u = 0; u < W; ++u) h[u] = kind == 1 ? f32_to_bf16_bits(v[u]) : f32_to_f16_bits(v[u]);
-    store_lanes(w, static_cast<uint16_t*>(dst) + i, h);
-}
 
 __global__ void convert_kernel(void* dst, int dst_kind, const void* src, int src_kind, VecSplit s) {
     for_split_grid(s, [&](auto w, int64_t i) {

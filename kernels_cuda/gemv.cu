@@ -7,13 +7,12 @@
 namespace moetrain::cuda {
 
 void CudaDevice::gemv(const GemmArgs& g, const GemmEpilogue& e) {
-    auto kind = [](DType t) { return static_cast<mtk::FloatKind>(static_cast<int>(t)); };
     mtk::GemvArgs p;
     p.a = raw(g.a);
-    p.a_kind = kind(g.a.dtype);
+    p.a_kind = float_kind(g.a.dtype);
     p.lda = g.lda;
     p.b = raw(g.b);
-    p.b_kind = kind(g.b.dtype);
+    p.b_kind = float_kind(g.b.dtype);
     p.ldb = g.ldb;
     p.c = f32(g.c);
     p.ldc = g.ldc;
@@ -24,7 +23,7 @@ void CudaDevice::gemv(const GemmArgs& g, const GemmEpilogue& e) {
     p.beta = g.beta;
     p.bias = e.bias ? f32(e.bias) : nullptr;
     p.pre_act = e.act == EpilogueAct::gelu ? f32(e.pre_act) : nullptr;
-    p.compute = kind(g.compute);
+    p.compute = float_kind(g.compute);
     mtk::gemv_rows(stream("gemm"), p);
     launched("gemm");
 }

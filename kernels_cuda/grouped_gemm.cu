@@ -34,10 +34,6 @@ namespace {
 namespace gp = grouped;
 constexpr const char* kOp = "gemm_grouped";
 
-mtk::FloatKind kind_of(DType t) {
-    return static_cast<mtk::FloatKind>(static_cast<int>(t));
-}
-
 // Consecutive parts of one scratch block, in the order of gp::Plan.
 struct Carve {
     char* base;
@@ -135,10 +131,10 @@ void grouped_k(CudaDevice& dev, const GemmArgs& g, const int32_t* sizes, int64_t
     t.compute = g.compute;
     for (int64_t r = 0; r < p.rounds; ++r) {
         const int64_t t0 = r * p.per_round, count = std::min(p.per_round, p.tiles - t0);
-        mtk::grouped_pad(st, pa, kind_of(g.compute), a, kind_of(g.a.dtype), g.lda, g.m, table + t0,
-                         count, p.tile);
-        mtk::grouped_pad(st, pb, kind_of(g.compute), b, kind_of(g.b.dtype), g.ldb, g.n, table + t0,
-                         count, p.tile);
+        mtk::grouped_pad(st, pa, float_kind(g.compute), a, float_kind(g.a.dtype), g.lda, g.m,
+                         table + t0, count, p.tile);
+        mtk::grouped_pad(st, pb, float_kind(g.compute), b, float_kind(g.b.dtype), g.ldb, g.n,
+                         table + t0, count, p.tile);
         dev.launched(kOp);
         t.batch = count;
         dev.cublas_strided(t, pa, pb, partials);

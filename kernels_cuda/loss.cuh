@@ -1,13 +1,14 @@
 // Cross-entropy over the vocabulary, one block per row: losses[n] = lse - logit[target];
-// with grad_scale != 0 the logits row is overwritten by grad_scale * (softmax - onehot)
-// (zeros for an ignored row, target -1). Any other target outside [0, V) is reported and gives a
-// NaN loss. The row is read twice, not three times (llm.c's fused classifier does the same):
-// one pass keeps each thread's running maximum and its sum of exponentials rescaled to it (the
-// online softmax), the block combines them into the log-sum-exp, and the gradient pass reads the
-// row once more and overwrites it. Columns go to the threads in quads (thread i: columns
-// 4q .. 4q + 3 for q = i, i + blockDim, ..., in order), read and written as one float4 when the
-// row allows it (V % 4 == 0 and a 16-byte aligned row) and one by one otherwise: the same
-// values in the same order, so the same bits either way. Each thread's order is fixed and the
+// with grad_scale != 0 the gradient grad_scale * (softmax - onehot) (zeros for an ignored row,
+// target -1) is written to grad: the logits row itself, or a separate row of dtype grad_kind
+// (16-bit: rounded from the f32 value, store_from_f32). Any other target outside [0, V) is reported
+// and gives a NaN loss. The row is read twice, not three times (llm.c's fused classifier does the
+// same): one pass keeps each thread's running maximum and its sum of exponentials rescaled to it
+// (the online softmax), the block combines them into the log-sum-exp, and the gradient pass reads
+// the row once more and writes the gradient. Columns go to the threads in quads (thread i: columns
+// 4q .. 4q + 3 for q = i, i + blockDim, ..., in order), read and written as one vector when the
+// rows allow it (V % 4 == 0 and both rows at the start of a group) and one by one otherwise: the
+// same values in the same order, so the same bits either way. Each thread's order is fixed and the
 // block reductions have a fixed shape, so the result does not depend on scheduling. The target
 // logit is read into shared memory before the barrier that precedes any overwrite.
 #pragma once
@@ -42,13 +43,15 @@ __device__ __forceinline__ void online_softmax_add(float& m, float& s, float x) 
     }
 }
 
-__global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restrict__ logits,
+// grad may be logits (in place: each element is read before the same thread writes it).
+__global__ void cross_entropy_kernel(float* __restrict__ losses, const float* logits,
                                      const int32_t* __restrict__ targets, int64_t V,
-                                     float grad_scale, int32_t* err) {
+                                     float grad_scale, int32_t* err, void* grad, int grad_kind) {
     __shared__ float target_logit;
-    float* l = logits + blockIdx.x * V;
+    const float* l = logits + blockIdx.x * V;
+    void* gr = static_cast<char*>(grad) + blockIdx.x * V * kind_bytes(grad_kind);
     const int32_t t = targets[blockIdx.x];
-    const bool vec = rows_vectorisable(V, l);
+    const bool vec = rows_vectorisable(V, l, VecPtr{gr, kind_bytes(grad_kind)});
     float m = -INFINITY, s = 0.0f;  // this thread's maximum, sum of expf(x - m)
     for_row_quads(V, vec, [&](auto w, int64_t c0) {
         const auto x = load_lanes(w, l + c0);
@@ -72,15 +75,17 @@ __global__ void cross_entropy_kernel(float* __restrict__ losses, float* __restri
 #pragma unroll
         for (int u = 0; u < w.n; ++u)
             x[u] = t == -1 ? 0.0f : grad_scale * (expf(x[u] - lse) - (c0 + u == t ? 1.0f : 0.0f));
-        store_lanes(w, l + c0, x);
+        store_from_f32(w, gr, grad_kind, c0, x);
     });
 }
 
+// grad: where the gradient goes (nullptr: over the logits), of dtype grad_kind.
 void cross_entropy(Stream s, float* losses, float* logits, const int32_t* targets, int64_t N,
-                   int64_t V, float grad_scale, int32_t* err) {
+                   int64_t V, float grad_scale, int32_t* err, void* grad = nullptr,
+                   FloatKind grad_kind = FloatKind::f32) {
     if (N > 0 && V > 0)
         MT_LAUNCH(cross_entropy_kernel, per_row(N, V), s, losses, logits, targets, V, grad_scale,
-                  err);
+                  err, grad ? grad : logits, grad ? static_cast<int>(grad_kind) : 0);
 }
 
 }  // namespace mtk

@@ -9,7 +9,8 @@ namespace moetrain::cuda {
 void CudaDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tensor& x,
                                   const Tensor& g, int64_t rows, int64_t dim, float eps) {
     const char* op = "rmsnorm_fwd";
-    mtk::rmsnorm_fwd(stream(op), f32(y), f32(rstd), f32(x), f32(g), rows, dim, eps);
+    mtk::rmsnorm_fwd(stream(op), raw(y), f32(rstd), f32(x), f32(g), rows, dim, eps,
+                     float_kind(y.dtype));
     launched(op);
 }
 
@@ -27,8 +28,8 @@ void CudaDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const T
                                     const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
                                     int64_t dim, float eps) {
     const char* op = "layernorm_fwd";
-    mtk::layernorm_fwd(stream(op), f32(y), f32(mean), f32(rstd), f32(x), f32(g), f32(b), rows, dim,
-                       eps);
+    mtk::layernorm_fwd(stream(op), raw(y), f32(mean), f32(rstd), f32(x), f32(g), f32(b), rows, dim,
+                       eps, float_kind(y.dtype));
     launched(op);
 }
 

@@ -78,12 +78,18 @@ __device__ __forceinline__ void write_dx_row(const VecSplit& split, float* dxr, 
     });
 }
 
-__global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rstd,
+// The forward kernels write y in its dtype y_kind (FloatKind: 16-bit y rounded from the f32
+// value, store_from_f32).
+__device__ __forceinline__ void* out_row(void* y, int y_kind, int64_t dim) {
+    return static_cast<char*>(y) + blockIdx.x * dim * kind_bytes(y_kind);
+}
+
+__global__ void rmsnorm_fwd_kernel(void* __restrict__ y, int y_kind, float* __restrict__ rstd,
                                    const float* __restrict__ x, const float* __restrict__ g,
                                    int64_t dim, float eps, bool cached) {
     const float* xg = x + blockIdx.x * dim;
-    float* yr = y + blockIdx.x * dim;
-    const VecSplit split = vec_split(dim, yr, xg, g);
+    void* yr = out_row(y, y_kind, dim);
+    const VecSplit split = vec_split(dim, VecPtr{yr, kind_bytes(y_kind)}, xg, g);
     const auto rows = row_streams(split, cached, {xg}, dim);
     const float *cx = rows.cache[0], *xr = rows.read[0];
     float ss = 0.0f;
@@ -95,7 +101,7 @@ __global__ void rmsnorm_fwd_kernel(float* __restrict__ y, float* __restrict__ rs
         auto v = row_lanes(w, xg, cx, c);
         const auto gv = load_lanes(w, g + c);
         for (int u = 0; u < w.n; ++u) v[u] = v[u] * rs * gv[u];
-        store_lanes(w, yr + c, v);
+        store_from_f32(w, yr, y_kind, c, v);
     });
 }
 
@@ -117,13 +123,13 @@ __global__ void rmsnorm_bwd_kernel(float* __restrict__ dx, const float* __restri
         [&](float dyc, float xc, float gc) { return rs * gc * dyc - xc * rs * rs * rs * dot; });
 }
 
-__global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ mean,
+__global__ void layernorm_fwd_kernel(void* __restrict__ y, int y_kind, float* __restrict__ mean,
                                      float* __restrict__ rstd, const float* __restrict__ x,
                                      const float* __restrict__ g, const float* __restrict__ b,
                                      int64_t dim, float eps, bool cached) {
     const float* xg = x + blockIdx.x * dim;
-    float* yr = y + blockIdx.x * dim;
-    const VecSplit split = vec_split(dim, yr, xg, g, b);
+    void* yr = out_row(y, y_kind, dim);
+    const VecSplit split = vec_split(dim, VecPtr{yr, kind_bytes(y_kind)}, xg, g, b);
     const auto rows = row_streams(split, cached, {xg}, dim);
     const float *cx = rows.cache[0], *xr = rows.read[0];
     float s = 0.0f;
@@ -141,7 +147,7 @@ __global__ void layernorm_fwd_kernel(float* __restrict__ y, float* __restrict__ 
         const auto gv = load_lanes(w, g + c);
         const auto bv = b ? load_lanes(w, b + c) : decltype(gv){};  // zeros without a bias
         for (int u = 0; u < w.n; ++u) v[u] = (v[u] - mu) * rs * gv[u] + bv[u];
-        store_lanes(w, yr + c, v);
+        store_from_f32(w, yr, y_kind, c, v);
     });
 }
 
@@ -203,11 +209,12 @@ struct LnGradTerm {
     bool vectorisable() const { return rows_vectorisable(cols, dy, x); }
 };
 
-void rmsnorm_fwd(Stream s, float* y, float* rstd, const float* x, const float* g, int64_t rows,
-                 int64_t dim, float eps) {
+// y of dtype y_kind (f32, or the f32 values rounded to bf16 / f16).
+void rmsnorm_fwd(Stream s, void* y, float* rstd, const float* x, const float* g, int64_t rows,
+                 int64_t dim, float eps, FloatKind y_kind = FloatKind::f32) {
     if (rows > 0 && dim > 0)
-        MT_LAUNCH(rmsnorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, rstd, x, g, dim, eps,
-                  norm_row_cached(dim, 1));
+        MT_LAUNCH(rmsnorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, static_cast<int>(y_kind), rstd,
+                  x, g, dim, eps, norm_row_cached(dim, 1));
 }
 
 // scratch: norm_bwd_scratch_bytes(rows, dim) (also layernorm_bwd).
@@ -219,11 +226,13 @@ void rmsnorm_bwd(Stream s, float* dx, float* dg, const float* dy, const float* x
     colsum(s, RmsGainTerm{dy, x, rstd, dim}, rows, dim, ColsumOut<1>{{dg}}, scratch);
 }
 
-void layernorm_fwd(Stream s, float* y, float* mean, float* rstd, const float* x, const float* g,
-                   const float* b, int64_t rows, int64_t dim, float eps) {
+// y as rmsnorm_fwd's.
+void layernorm_fwd(Stream s, void* y, float* mean, float* rstd, const float* x, const float* g,
+                   const float* b, int64_t rows, int64_t dim, float eps,
+                   FloatKind y_kind = FloatKind::f32) {
     if (rows > 0 && dim > 0)
-        MT_LAUNCH(layernorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, mean, rstd, x, g, b, dim,
-                  eps, norm_row_cached(dim, 1));
+        MT_LAUNCH(layernorm_fwd_kernel, norm_rows(rows, dim, 1), s, y, static_cast<int>(y_kind),
+                  mean, rstd, x, g, b, dim, eps, norm_row_cached(dim, 1));
 }
 
 void layernorm_bwd(Stream s, float* dx, float* dg, float* db, const float* dy, const float* x,

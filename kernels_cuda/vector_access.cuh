@@ -115,6 +115,35 @@ __device__ __forceinline__ void store_lanes(Width<4>, uint16_t* p, const Lanes<u
                             v[2] | (static_cast<unsigned>(v[3]) << 16)));
 }
 
+// Streams whose dtype is a run-time FloatKind (0 f32, 1 bf16, 2 f16): the element size, and
+// lanes read widened to f32 / written from f32 (16-bit: rounded to nearest even), so that an
+// op's output stored in 16 bits has the bits of its f32 value followed by `convert`.
+__host__ __device__ __forceinline__ int kind_bytes(int kind) {
+    return kind == 0 ? 4 : 2;
+}
+
+template <int W>
+__device__ __forceinline__ Lanes<float, W> load_as_f32(Width<W> w, const void* src, int kind,
+                                                       int64_t i) {
+    if (kind == 0) return load_lanes(w, static_cast<const float*>(src) + i);
+    const auto h = load_lanes(w, static_cast<const uint16_t*>(src) + i);
+    Lanes<float, W> v;
+    for (int u = 0; u < W; ++u) v[u] = kind == 1 ? bf16_bits_to_f32(h[u]) : f16_bits_to_f32(h[u]);
+    return v;
+}
+
+template <int W>
+__device__ __forceinline__ void store_from_f32(Width<W> w, void* dst, int kind, int64_t i,
+                                               const Lanes<float, W>& v) {
+    if (kind == 0) {
+        store_lanes(w, static_cast<float*>(dst) + i, v);
+        return;
+    }
+    Lanes<uint16_t, W> h;
+    for (int u = 0; u < W; ++u) h[u] = kind == 1 ? f32_to_bf16_bits(v[u]) : f32_to_f16_bits(v[u]);
+    store_lanes(w, static_cast<uint16_t*>(dst) + i, h);
+}
+
 // Calls body(Width<W>{}, i) with the first element i of every group of s, then
 // body(Width<1>{}, i) for every single element; items are spread over the threads
 // t, t + stride, ... (grid-stride: global_thread(), grid_threads(); block-stride: threadIdx.x,

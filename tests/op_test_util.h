@@ -324,6 +324,17 @@ inline void check_close(const std::vector<double>& got, const std::vector<double
     CHECK(r.ok);
 }
 
+// The message of the moetrain::Error call() throws, or "(no error)".
+template <class F>
+std::string error_message(F&& call) {
+    try {
+        call();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
 inline void check_equal(const std::vector<int32_t>& got, const std::vector<int32_t>& want,
                         const std::string& what) {
     REQUIRE(got.size() >= want.size());

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_float_out.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_rowmath.h"
 #include "cpu/cpu_vecmath.h"
@@ -27,10 +28,10 @@ float act_derivative(float z) {
     return mt_silu_grad(z);
 }
 
+// y of dtype t: f32, or the f32 values rounded to bf16 / f16 (cpu_float_out.h).
 template <Act A>
-void act_fwd_loop(float* y, const float* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) y[i] = act_value<A>(x[i]);
+void act_fwd_loop(void* y, DType t, const float* x, int64_t n) {
+    cpu::map_out(y, t, n, [x](int64_t i) { return act_value<A>(x[i]); });
 }
 
 template <Act A>
@@ -42,17 +43,17 @@ void act_bwd_loop(float* dx, const float* dy, const float* x, int64_t n) {
 }  // namespace
 
 void CpuDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t n) {
-    float* py = f32(y);
+    void* py = raw(y);
     const float* px = f32(x);
     switch (act) {
         case Act::gelu:
-            act_fwd_loop<Act::gelu>(py, px, n);
+            act_fwd_loop<Act::gelu>(py, y.dtype, px, n);
             break;
         case Act::relu:
-            act_fwd_loop<Act::relu>(py, px, n);
+            act_fwd_loop<Act::relu>(py, y.dtype, px, n);
             break;
         case Act::silu:
-            act_fwd_loop<Act::silu>(py, px, n);
+            act_fwd_loop<Act::silu>(py, y.dtype, px, n);
             break;
     }
 }
@@ -74,9 +75,8 @@ void CpuDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const 
 }
 
 void CpuDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
-    const auto [ph, pg, pu] = f32s(h, gate, up);
-#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) ph[i] = mt_silu(pg[i]) * pu[i];
+    const auto [pg, pu] = f32s(gate, up);
+    cpu::map_out(raw(h), h.dtype, n, [pg, pu](int64_t i) { return mt_silu(pg[i]) * pu[i]; });
 }
 
 void CpuDevice::swiglu_bwd_impl(const Tensor& dgate, const Tensor& dup, const Tensor& dh,

@@ -1,10 +1,12 @@
 // CPU rmsnorm / layernorm forward and backward (MODEL.md 2). Row statistics are accumulated in
-// double over the fixed lanes of cpu_simd.h, one row per iteration. The backward makes one
+// double over the fixed lanes of cpu_simd.h, one row per iteration; a 16-bit y is each row's
+// f32 values rounded (cpu_float_out.h). The backward makes one
 // sweep over x and dy: each fixed chunk of rows writes its dx rows and its partial gain /
 // bias gradients, summed over the chunks in order (cpu_parallel.h): deterministic.
 #include <cmath>
 
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_float_out.h"
 #include "cpu/cpu_parallel.h"
 #include "cpu/cpu_simd.h"
 
@@ -12,7 +14,8 @@ namespace moetrain {
 
 void CpuDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tensor& x,
                                  const Tensor& g, int64_t rows, int64_t dim, float eps) {
-    const auto [py, prs, px, pg] = f32s(y, rstd, x, g);
+    const auto [prs, px, pg] = f32s(rstd, x, g);
+    const cpu::RowsOut out(raw(y), y.dtype, dim);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = px + r * dim;
@@ -20,9 +23,10 @@ void CpuDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tens
             dim, [&](int64_t c) { return static_cast<double>(xr[c]) * xr[c]; });
         const float rs = static_cast<float>(1.0 / std::sqrt(ms / static_cast<double>(dim) + eps));
         prs[r] = rs;
-        float* yr = py + r * dim;
+        float* yr = out.at(r);
 #pragma omp simd
         for (int64_t c = 0; c < dim; ++c) yr[c] = xr[c] * rs * pg[c];
+        out.done(r, yr);
     }
 }
 
@@ -60,7 +64,8 @@ void CpuDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tenso
 void CpuDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Tensor& rstd,
                                    const Tensor& x, const Tensor& g, const Tensor& b, int64_t rows,
                                    int64_t dim, float eps) {
-    const auto [py, pmu, prs, px, pg, pb] = f32s(y, mean, rstd, x, g, b);
+    const auto [pmu, prs, px, pg, pb] = f32s(mean, rstd, x, g, b);
+    const cpu::RowsOut out(raw(y), y.dtype, dim);
     const double nd = static_cast<double>(dim);
 #pragma omp parallel for schedule(static) if (rows * dim > cpu::kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
@@ -75,7 +80,7 @@ void CpuDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Te
         const float rs = static_cast<float>(1.0 / std::sqrt(var / nd + eps));
         pmu[r] = m;
         prs[r] = rs;
-        float* yr = py + r * dim;
+        float* yr = out.at(r);
         if (pb) {
 #pragma omp simd
             for (int64_t c = 0; c < dim; ++c) yr[c] = (xr[c] - m) * rs * pg[c] + pb[c];
@@ -83,6 +88,7 @@ void CpuDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Te
 #pragma omp simd
             for (int64_t c = 0; c < dim; ++c) yr[c] = (xr[c] - m) * rs * pg[c];
         }
+        out.done(r, yr);
     }
 }
 

@@ -43,6 +43,14 @@ class CudaContext;       // cuda_context.h
 struct LtShape;          // cublaslt_calls.h
 class CudaGraphRuntime;  // cuda_graph_runtime.h
 
+// The kernels' code of a float dtype (FloatKind has DType's values; f32, bf16 and f16 only).
+inline mtk::FloatKind float_kind(DType t) {
+    static_assert(static_cast<int>(DType::f32) == static_cast<int>(mtk::FloatKind::f32) &&
+                  static_cast<int>(DType::bf16) == static_cast<int>(mtk::FloatKind::bf16) &&
+                  static_cast<int>(DType::f16) == static_cast<int>(mtk::FloatKind::f16));
+    return static_cast<mtk::FloatKind>(static_cast<int>(t));
+}
+
 // Opens CUDA device `index` (already checked to exist and be usable).
 std::unique_ptr<Device> create_cuda_device(int index, const DeviceOptions& opts);
 

@@ -20,7 +20,8 @@ cl_int act_code(Act a) {
 
 void ClDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t n) {
     if (n == 0) return;
-    launch("activations", "mt_act_fwd", items(n), arg(y), arg(x), cl_long{n}, act_code(act));
+    launch("activations", "mt_act_fwd", items(n), arg(y), arg(x), cl_long{n}, act_code(act),
+           float_code(y.dtype));
 }
 
 void ClDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
@@ -32,7 +33,8 @@ void ClDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const T
 
 void ClDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {
     if (n == 0) return;
-    launch("activations", "mt_swiglu_fwd", items(n), arg(h), arg(gate), arg(up), cl_long{n});
+    launch("activations", "mt_swiglu_fwd", items(n), arg(h), arg(gate), arg(up), cl_long{n},
+           float_code(h.dtype));
 }
 
 void ClDevice::swiglu_bwd_impl(const Tensor& dgate, const Tensor& dup, const Tensor& dh,

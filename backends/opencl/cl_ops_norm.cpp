@@ -7,7 +7,7 @@ void ClDevice::rmsnorm_fwd_impl(const Tensor& y, const Tensor& rstd, const Tenso
                                 const Tensor& g, int64_t rows, int64_t dim, float eps) {
     if (rows == 0) return;
     launch("norm", "mt_rmsnorm_fwd", reduce_groups(rows), arg(y), arg(rstd), arg(x), arg(g),
-           cl_long{dim}, eps);
+           cl_long{dim}, eps, float_code(y.dtype));
 }
 
 void ClDevice::rmsnorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tensor& dy,
@@ -29,7 +29,7 @@ void ClDevice::layernorm_fwd_impl(const Tensor& y, const Tensor& mean, const Ten
                                   int64_t dim, float eps) {
     if (rows == 0) return;
     launch("norm", "mt_layernorm_fwd", reduce_groups(rows), arg(y), arg(mean), arg(rstd), arg(x),
-           arg(g), arg(b), cl_int{!b.empty()}, cl_long{dim}, eps);
+           arg(g), arg(b), cl_int{!b.empty()}, cl_long{dim}, eps, float_code(y.dtype));
 }
 
 void ClDevice::layernorm_bwd_impl(const Tensor& dx, const Tensor& dg, const Tensor& db,

@@ -17,6 +17,10 @@
 namespace moetrain {
 namespace {
 constexpr double F = 4.0;  // bytes per f32 / i32 element
+// Bytes per element of an output stored in its own dtype (f32 / bf16 / f16).
+double bytes_of(const Tensor& t) {
+    return static_cast<double>(dtype_size(t.dtype));
+}
 double d(int64_t v) {
     return static_cast<double>(v);
 }
@@ -105,18 +109,18 @@ Cost formula(Op<OpId::embedding_bwd>, Device&, const Tensor&, const Tensor&, con
              int64_t n, int64_t dim) {
     return {d(n * dim), 3 * F * d(n * dim)};
 }
-Cost formula(Op<OpId::rmsnorm_fwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
+Cost formula(Op<OpId::rmsnorm_fwd>, Device&, const Tensor& y, const Tensor&, const Tensor&,
              const Tensor&, int64_t rows, int64_t dim, float) {
-    return {4 * d(rows * dim), 2 * F * d(rows * dim)};
+    return {4 * d(rows * dim), (F + bytes_of(y)) * d(rows * dim)};
 }
 Cost formula(Op<OpId::rmsnorm_bwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
              const Tensor&, const Tensor&, const Tensor&, int64_t rows, int64_t dim,
              bool accumulate_dx) {
     return {8 * d(rows * dim), F * d(rows * dim) * (accumulate_dx ? 4 : 3)};
 }
-Cost formula(Op<OpId::layernorm_fwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
+Cost formula(Op<OpId::layernorm_fwd>, Device&, const Tensor& y, const Tensor&, const Tensor&,
              const Tensor&, const Tensor&, const Tensor&, int64_t rows, int64_t dim, float) {
-    return {6 * d(rows * dim), 2 * F * d(rows * dim)};
+    return {6 * d(rows * dim), (F + bytes_of(y)) * d(rows * dim)};
 }
 Cost formula(Op<OpId::layernorm_bwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
              const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
@@ -148,16 +152,16 @@ Cost formula(Op<OpId::attention_bwd>, Device& inner, const Tensor&, const Tensor
     double bytes = F * d(a.B) * (4 * d(a.Tq * a.H * a.hd) + 4 * Tk * d(a.K * a.hd));
     return {flops, bytes};
 }
-Cost formula(Op<OpId::act_fwd>, Device&, Act, const Tensor&, const Tensor&, int64_t n) {
-    return {10 * d(n), 2 * F * d(n)};
+Cost formula(Op<OpId::act_fwd>, Device&, Act, const Tensor& y, const Tensor&, int64_t n) {
+    return {10 * d(n), (F + bytes_of(y)) * d(n)};
 }
 Cost formula(Op<OpId::act_bwd>, Device&, Act, const Tensor&, const Tensor&, const Tensor&,
              int64_t n) {
     return {15 * d(n), 3 * F * d(n)};
 }
-Cost formula(Op<OpId::swiglu_fwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
+Cost formula(Op<OpId::swiglu_fwd>, Device&, const Tensor& h, const Tensor&, const Tensor&,
              int64_t n) {
-    return {6 * d(n), 3 * F * d(n)};
+    return {6 * d(n), (2 * F + bytes_of(h)) * d(n)};
 }
 Cost formula(Op<OpId::swiglu_bwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
              const Tensor&, const Tensor&, int64_t n) {
@@ -216,8 +220,9 @@ Cost formula(Op<OpId::expert_bias_update>, Device&, const Tensor&, const Tensor&
     return {3 * d(E), 3 * F * d(E)};
 }
 Cost formula(Op<OpId::cross_entropy>, Device&, const Tensor&, const Tensor&, const Tensor&,
-             int64_t N, int64_t V, float grad_scale) {
-    return {5 * d(N * V), F * d(N * V) * (grad_scale != 0 ? 2 : 1)};
+             int64_t N, int64_t V, float grad_scale, const Tensor& dlogits) {
+    const double written = grad_scale == 0 ? 0 : dlogits ? bytes_of(dlogits) : F;
+    return {5 * d(N * V), (F + written) * d(N * V)};
 }
 Cost formula(Op<OpId::sum>, Device&, const Tensor&, const Tensor&, int64_t n, float, bool) {
     return {d(n), F * d(n)};

@@ -55,10 +55,12 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, cons
              const FfnActs& a, const Tensor& y, float beta_y) {
     const int64_t F = w.F, R = rows.rows;
     if (R == 0) return;
-    const Tensor h = a.h32 ? a.h32.view(0, {R * F}) : a.h;  // a 16-bit h: f32 first, converted
-    if (kind == FfnKind::gelu && !grouped(rows)) {
-        // A dense GELU FFN: the up projection's epilogue adds the bias, keeps the
-        // pre-activation in a.up (the backward reads it) and writes h = gelu(up).
+    const Tensor h = a.h.view(0, {R * F});  // f32, or 16-bit: the activation op rounds it
+    if (kind == FfnKind::gelu && !grouped(rows) && w.w_up.dtype == DType::f32) {
+        // A dense GELU FFN with fp32 products: the up projection's epilogue adds the bias, keeps
+        // the pre-activation in a.up (the backward reads it) and writes h = gelu(up). Under
+        // 16-bit products GELU is act_fwd's, which writes h in its storage dtype (an epilogue's
+        // aux and output share one dtype, and a.up stays f32), in either storage mode.
         dev.gemm_epilogue(linear_fwd_gemm(h, x, up_of(w), R, 0.0f),
                           GemmEpilogue{.bias = w.b_up, .act = EpilogueAct::gelu, .pre_act = a.up});
     } else {
@@ -69,7 +71,6 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, cons
         else
             dev.act_fwd(act_of(kind), h, a.up, R * F);
     }
-    if (a.h32) dev.convert(a.h.view(0, {R * F}), h);
     if (!y) return;  // recompute for the backward: only the hidden activations are read
     project_fwd(dev, y, a.h, down_of(w), rows, beta_y);
 }

@@ -29,16 +29,13 @@ void head_fwd(Device& dev, const ModelConfig& c, const ModelW& w, const ModelW* 
         const Tensor logits = ws.logits.view(0, {rows, V});
         const Tensor xf = ws.nf.y.view(r0 * D, {rows, D});
         linear_fwd(dev, logits, xf, out_proj(c, w.lm_head), rows, 0.0f);
+        // d loss / d logits: over the logits, or under 16-bit products rounded once by the
+        // cross-entropy itself into dlogits16 for both gradient products (each would otherwise
+        // round its own copy).
+        const Tensor dlogits = gw && ws.dlogits16 ? ws.dlogits16.view(0, {rows, V}) : logits;
         dev.cross_entropy(ws.losses.view(r0, {rows}), logits, ws.targets.view(r0, {rows}), rows, V,
-                          gw ? grad_scale : 0.0f);
+                          gw ? grad_scale : 0.0f, dlogits);
         if (!gw) return;
-        // logits now hold d loss / d logits; under 16-bit products they are rounded once here
-        // for both gradient products (each would otherwise round its own copy).
-        Tensor dlogits = logits;
-        if (ws.dlogits16) {
-            dlogits = ws.dlogits16.view(0, {rows, V});
-            dev.convert(dlogits, logits);
-        }
         linear_bwd(dev, ws.g.dxn.view(r0 * D, {rows, D}), out_proj(c, gw->lm_head), dlogits, xf,
                    out_proj(c, w.lm_head), rows, false);
     });

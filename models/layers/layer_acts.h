@@ -10,8 +10,9 @@
 // Mixed precision (bf16 / fp16 training workspaces): the activations whose only readers are
 // matrix products (norm outputs feeding projections, expert input rows, FFN hiddens) are
 // stored in the 16-bit compute dtype — the products round their operands to it anyway, so
-// the results are bit-identical to fp32 storage. Their f32 values are first written to a
-// transient f32 buffer shared by all layers (`y32` / `h32`, see workspace_storage16.cpp).
+// the results are bit-identical to fp32 storage. The norm and activation ops write them in 16
+// bits directly; a hash-routed MoE layer widens its 16-bit FFN-norm output into a shared f32
+// buffer for the expert-row gather (`y32`, see workspace_storage16.cpp).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,8 @@ namespace moetrain {
 
 struct NormActs {
     Tensor y, mean, rstd;  // y [N, D]; mean (layernorm only), rstd [N]
-    Tensor y32;            // y 16-bit: the shared f32 buffer the norm writes first; else empty
+    Tensor y32;  // a hash-routed MoE layer's 16-bit n2.y: the shared f32 buffer it is widened
+                 // into for the expert-row gather; else empty
 };
 
 struct AttnActs {
@@ -33,7 +35,6 @@ struct AttnActs {
 
 struct FfnActs {
     Tensor gate, up, h;  // [rows, F]: pre-activations (gate: swiglu only) and the hidden h
-    Tensor h32;          // h 16-bit: the shared f32 buffer the activation writes first
 };
 
 struct MoeActs {

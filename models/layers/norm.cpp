@@ -1,6 +1,6 @@
 // RMSNorm / LayerNorm layers (MODEL.md 2), forward and backward, over rows of d_model. A
-// 16-bit output (mixed-precision storage, workspace.h) is computed in its f32 transient and
-// converted; the backward reads only x and the statistics.
+// 16-bit output (mixed-precision storage, workspace.h) is written by the norm op itself, rounded
+// from its f32 value; the backward reads only x and the statistics.
 #include "layers/layers.h"
 
 namespace moetrain {
@@ -8,12 +8,11 @@ namespace moetrain {
 void norm_fwd(Device& dev, const ModelConfig& c, const NormW& w, const Tensor& x, const NormActs& a,
               int64_t rows) {
     const float eps = static_cast<float>(c.norm_eps);
-    const Tensor y = a.y32 ? a.y32.view(0, {rows, c.d_model}) : a.y;  // f32 first (16-bit y)
+    const Tensor y = a.y.view(0, {rows, c.d_model});
     if (c.norm == NormKind::rmsnorm)
         dev.rmsnorm_fwd(y, a.rstd, x, w.g, rows, c.d_model, eps);
     else
         dev.layernorm_fwd(y, a.mean, a.rstd, x, w.g, w.b, rows, c.d_model, eps);
-    if (a.y32) dev.convert(a.y.view(0, {rows, c.d_model}), y);
 }
 
 void norm_bwd(Device& dev, const ModelConfig& c, const NormW& w, const NormW& gw, const Tensor& dy,

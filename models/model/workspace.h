@@ -39,10 +39,9 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
 // Whether layer l's FFN-norm output n2.y may be 16-bit: not when a softmax router reads it
 // (the router's product and its weight gradient run in fp32).
 bool norm2_gemm_only(const ModelConfig& c, int layer);
-// Points every 16-bit norm output at the f32 transient nf.y (free whenever a layer norm runs:
-// the head reads it only after the last layer's forward and before the backward starts) and
-// every 16-bit FFN hidden at g.dh (backward scratch, free during the forward and during a
-// layer's recompute, which precedes that layer's backward).
+// Points the 16-bit FFN-norm output of every MoE layer (hash routing) at the f32 transient nf.y,
+// which the layer widens it into for the expert-row gather (nf.y is free during every layer's
+// forward: the head reads it only after the last layer's forward and before the backward).
 void bind_f32_transients(Workspace& ws);
 
 }  // namespace moetrain

@@ -41,6 +41,15 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
            (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
+// The bits of f32 values rounded to bf16 (or f16), dtype.h's round to nearest even: what an op's
+// 16-bit output must hold.
+inline std::vector<uint16_t> rounded16(const FVec& v, bool bf16) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+        h[i] = bf16 ? moetrain::f32_to_bf16(v[i]) : moetrain::f32_to_f16(v[i]);
+    return h;
+}
+
 // Runs op(seed) -> Result under both schedules; CHECKs the results are bit-identical (Result
 // must be comparable with ==, e.g. a tuple of vectors) and returns the first one.
 template <typename Op>

@@ -124,3 +124,48 @@ TEST_CASE(
         check_close(grads.second, wdu, Tol{1e-5, 1e-6}, "swiglu dup");
     }
 }
+
+// A 16-bit output (mixed-precision storage of the FFN hidden) holds the f32 output rounded to
+// nearest even, bit for bit, on every placement (output at the first offset, inputs at the other).
+TEST_CASE("simt: activations act_fwd, swiglu_fwd write a 16-bit output as the rounded f32 one") {
+    for (int64_t n : vector_sizes()) {
+        CAPTURE(n);
+        Rng rng(static_cast<uint64_t>(n) + 25);
+        Vec x = rng.normal(n, 3.0), up = rng.normal(n);
+        if (n > 2) x[1] = 1e6;  // f16 overflows to Inf
+        const FVec fx = to_f32(x), fu = to_f32(up);
+        auto groups = [&](const Placement& p) { return groups_possible(p, n, 4); };
+        for (auto kind : {mtk::FloatKind::bf16, mtk::FloatKind::f16}) {
+            CAPTURE(static_cast<int>(kind));
+            const bool bf16 = kind == mtk::FloatKind::bf16;
+            for (Act a : {Act::gelu, Act::relu, Act::silu}) {
+                CAPTURE(static_cast<int>(a));
+                const auto ak = static_cast<mtk::ActKind>(a);
+                FVec y32(n);
+                mtk::act_fwd(nullptr, ak, y32.data(), fx.data(), n);
+                auto y = across_placements(
+                    "act_fwd 16-bit y",
+                    [&](const Placement& p) {
+                        Placed<uint16_t> out(std::vector<uint16_t>(n, 0), p.offset(0));
+                        Placed<float> in(fx, p.offset(1));
+                        mtk::act_fwd(nullptr, ak, out.data(), in.data(), n, kind);
+                        return out.values();
+                    },
+                    groups);
+                CHECK_MESSAGE(y == rounded16(y32, bf16), "act_fwd: 16-bit y != rounded f32 y");
+            }
+            FVec h32(n);
+            mtk::swiglu_fwd(nullptr, h32.data(), fx.data(), fu.data(), n);
+            auto h = across_placements(
+                "swiglu_fwd 16-bit h",
+                [&](const Placement& p) {
+                    Placed<uint16_t> out(std::vector<uint16_t>(n, 0), p.offset(0));
+                    Placed<float> g(fx, p.offset(1)), u(fu, p.offset(2));
+                    mtk::swiglu_fwd(nullptr, out.data(), g.data(), u.data(), n, kind);
+                    return out.values();
+                },
+                groups);
+            CHECK_MESSAGE(h == rounded16(h32, bf16), "swiglu_fwd: 16-bit h != rounded f32 h");
+        }
+    }
+}

@@ -14,6 +14,16 @@ namespace {
 const std::vector<std::pair<int64_t, int64_t>> kShapes = {{1, 1},    {3, 7},   {2, 33},
                                                           {130, 17}, {5, 257}, {2, 1023}};
 const Tol kTol{2e-4, 2e-5};
+
+// Whether a row pass gets groups of four: some row (starting at p.first + r * dim) agrees with
+// the gain (at p.rest) on the alignment and is long enough past its head.
+bool some_row_grouped(const Placement& p, int64_t rows, int64_t dim) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t start = p.first + r * dim;
+        if (start % 4 == p.rest % 4 && dim - (4 - start % 4) % 4 >= 4) return true;
+    }
+    return false;
+}
 }  // namespace
 
 TEST_CASE("simt: norm rmsnorm forward and backward") {
@@ -110,12 +120,7 @@ TEST_CASE("simt: norm output passes on aligned, offset and mismatched arguments"
         // column sums of the gradients (dy and x at the first offset, dg / db aligned): when
         // every row of dy and x starts aligned.
         auto groups = [&](const Placement& p) {
-            if (dim % 4 == 0 && p.first % 4 == 0) return true;
-            for (int64_t r = 0; r < rows; ++r) {
-                const int64_t start = p.first + r * dim;
-                if (start % 4 == p.rest % 4 && dim - (4 - start % 4) % 4 >= 4) return true;
-            }
-            return false;
+            return (dim % 4 == 0 && p.first % 4 == 0) || some_row_grouped(p, rows, dim);
         };
         Rng rng(static_cast<uint64_t>(rows * 53 + dim));
         Vec x = rng.normal(rows * dim, 2.0), g = rng.uniform(dim, 0.5, 1.5), b = rng.normal(dim);
@@ -173,6 +178,47 @@ TEST_CASE("simt: norm output passes on aligned, offset and mismatched arguments"
         check_close(std::get<3>(ln), wldx, Tol{1e-3, 1e-4}, "layernorm dx");
         check_close(std::get<4>(ln), wldg, Tol{1e-3, 1e-4}, "layernorm dg");
         check_close(std::get<5>(ln), wldb, kTol, "layernorm db");
+    }
+}
+
+// A 16-bit y (mixed-precision storage) holds the f32 y rounded to nearest even, bit for bit, on
+// every placement (y and x rows at the first offset, the gain and bias at the other: a row gets
+// groups where its start and the gain agree on the alignment, 16-bit or not).
+TEST_CASE("simt: norm forward writes a 16-bit y as the rounded f32 y") {
+    for (auto [rows, dim] :
+         {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 64}, {5, 257}, {70, 68}}) {
+        CAPTURE(rows);
+        CAPTURE(dim);
+        auto groups = [&](const Placement& p) { return some_row_grouped(p, rows, dim); };
+        Rng rng(static_cast<uint64_t>(rows * 59 + dim));
+        Vec x = rng.normal(rows * dim, 3.0), g = rng.uniform(dim, 0.5, 1.5), b = rng.normal(dim);
+        FVec fx = to_f32(x), fg = to_f32(g), fb = to_f32(b);
+        FVec rms32(rows * dim), ln32(rows * dim), rstd(rows), mean(rows);
+        mtk::rmsnorm_fwd(nullptr, rms32.data(), rstd.data(), fx.data(), fg.data(), rows, dim,
+                         1e-5f);
+        mtk::layernorm_fwd(nullptr, ln32.data(), mean.data(), rstd.data(), fx.data(), fg.data(),
+                           fb.data(), rows, dim, 1e-5f);
+        for (auto kind : {mtk::FloatKind::bf16, mtk::FloatKind::f16}) {
+            CAPTURE(static_cast<int>(kind));
+            const bool bf16 = kind == mtk::FloatKind::bf16;
+            auto y = across_placements(
+                "norm fwd 16-bit y",
+                [&](const Placement& p) {
+                    Placed<uint16_t> ry(std::vector<uint16_t>(rows * dim, 0), p.first),
+                        ly(std::vector<uint16_t>(rows * dim, 0), p.first);
+                    Placed<float> px(fx, p.first), pg(fg, p.rest), pb(fb, p.rest);
+                    FVec rs(rows), mu(rows), lrs(rows);
+                    mtk::rmsnorm_fwd(nullptr, ry.data(), rs.data(), px.data(), pg.data(), rows, dim,
+                                     1e-5f, kind);
+                    mtk::layernorm_fwd(nullptr, ly.data(), mu.data(), lrs.data(), px.data(),
+                                       pg.data(), pb.data(), rows, dim, 1e-5f, kind);
+                    return std::make_pair(ry.values(), ly.values());
+                },
+                groups);
+            CHECK_MESSAGE(y.first == rounded16(rms32, bf16), "rmsnorm: 16-bit y != rounded f32 y");
+            CHECK_MESSAGE(y.second == rounded16(ln32, bf16),
+                          "layernorm: 16-bit y != rounded f32 y");
+        }
     }
 }
 
@@ -241,11 +287,11 @@ TEST_CASE("simt: norm rows give the same bits from shared memory and from global
                             g2 = cached ? mtk::norm_rows(rows, dim, 2) : mtk::per_row(rows, dim);
             FVec y(rows * dim), mean(rows), rstd(rows), ry(rows * dim), rrstd(rows);
             FVec dx = dx0, rdx = dx0;
-            MT_LAUNCH(mtk::layernorm_fwd_kernel, g1, nullptr, y.data(), mean.data(), rstd.data(),
+            MT_LAUNCH(mtk::layernorm_fwd_kernel, g1, nullptr, y.data(), 0, mean.data(), rstd.data(),
                       x.data(), g.data(), b.data(), dim, 1e-5f, cached);
             MT_LAUNCH(mtk::layernorm_bwd_kernel, g2, nullptr, dx.data(), dy.data(), x.data(),
                       g.data(), mean.data(), rstd.data(), dim, true, cached);
-            MT_LAUNCH(mtk::rmsnorm_fwd_kernel, g1, nullptr, ry.data(), rrstd.data(), x.data(),
+            MT_LAUNCH(mtk::rmsnorm_fwd_kernel, g1, nullptr, ry.data(), 0, rrstd.data(), x.data(),
                       g.data(), dim, 1e-5f, cached);
             MT_LAUNCH(mtk::rmsnorm_bwd_kernel, g2, nullptr, rdx.data(), dy.data(), x.data(),
                       g.data(), rrstd.data(), dim, false, cached);
