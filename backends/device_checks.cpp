@@ -23,6 +23,14 @@ bool is_float_type(DType t) {
     return t == DType::f32 || t == DType::bf16 || t == DType::f16;
 }
 
+// Whether the first nx elements of x and the first ny of y share a byte.
+bool overlap(const Tensor& x, int64_t nx, const Tensor& y, int64_t ny) {
+    const auto sx = static_cast<int64_t>(dtype_size(x.dtype));
+    const auto sy = static_cast<int64_t>(dtype_size(y.dtype));
+    return x.buf == y.buf && x.offset * sx < (y.offset + ny) * sy &&
+           y.offset * sy < (x.offset + nx) * sx;
+}
+
 // The checks of one op call: `owner` is the device whose buffers the op accepts.
 class OpArgs {
   public:
@@ -72,6 +80,12 @@ class OpArgs {
     void f32_opt(const Tensor& t, int64_t n, const char* arg) const {
         if (t.buf) f32(t, n, arg);
     }
+    // A 16-bit output y shares no byte with the input x (written values would be re-read).
+    void apart16(const Tensor& y, int64_t ny, const Tensor& x, int64_t nx, const char* y_arg,
+                 const char* x_arg) const {
+        MT_CHECK(y.dtype == DType::f32 || !overlap(y, ny, x, nx), op_, ": the 16-bit '", y_arg,
+                 "' overlaps '", x_arg, "'");
+    }
     // A device-side value (device.h): an i32 [1] tensor, or empty.
     void device_value(const Tensor& t, const char* arg) const {
         if (t.buf) i32(t, 1, arg);
@@ -118,14 +132,6 @@ class OpArgs {
     const Device* owner_;
     const char* op_;
 };
-
-// Whether the first nx elements of x and the first ny of y share a byte.
-bool overlap(const Tensor& x, int64_t nx, const Tensor& y, int64_t ny) {
-    const auto sx = static_cast<int64_t>(dtype_size(x.dtype));
-    const auto sy = static_cast<int64_t>(dtype_size(y.dtype));
-    return x.buf == y.buf && x.offset * sx < (y.offset + ny) * sy &&
-           y.offset * sy < (x.offset + nx) * sx;
-}
 
 // The weight-gradient bias epilogue (GemmEpilogue::dbias): the column sums of the stored A.
 void check_epilogue_dbias(const OpArgs& c, const GemmArgs& g, const GemmEpilogue& e) {
@@ -192,7 +198,10 @@ void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const
     const OpArgs c(tensor_owner(), "gemm_epilogue");
     MT_CHECK(g.batch == 1, "gemm_epilogue: batch ", g.batch, " (one product only)");
     MT_CHECK(g.ldc == g.n, "gemm_epilogue: ldc ", g.ldc, " != n ", g.n, " (C must be dense)");
-    if (e.bias) c.f32(e.bias, g.n, "bias");
+    if (e.bias) {
+        c.f32(e.bias, g.n, "bias");
+        MT_CHECK(!overlap(e.bias, g.n, g.c, g.m * g.n), "gemm_epilogue: bias overlaps C");
+    }
     if (e.dbias) check_epilogue_dbias(c, g, e);
     if (e.act == EpilogueAct::none) {
         MT_CHECK(!e.pre_act, "gemm_epilogue: pre_act is given without gelu");
@@ -202,7 +211,20 @@ void Device::check_gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) const
              "gemm_epilogue: a bias with gelu_grad (the backward takes none)");
     MT_CHECK(g.beta == 0.0f, "gemm_epilogue: beta ", g.beta, " with gelu (must be 0)");
     c.f32(e.pre_act, g.m * g.n, "pre_act");
-    MT_CHECK(!overlap(e.pre_act, g.m * g.n, g.c, g.m * g.n), "gemm_epilogue: pre_act overlaps C");
+    // pre_act is written (gelu) or read while C is written (gelu_grad): it may share no byte
+    // with C, nor under gelu (written while they are read) with A, B or the bias.
+    const int64_t mn = g.m * g.n;
+    MT_CHECK(!overlap(e.pre_act, mn, g.c, mn), "gemm_epilogue: pre_act overlaps C");
+    if (e.act == EpilogueAct::gelu && g.k > 0) {
+        const int64_t a_span =
+            gemm_span(1, 0, g.ta == Trans::N ? g.m : g.k, g.ta == Trans::N ? g.k : g.m, g.lda);
+        const int64_t b_span =
+            gemm_span(1, 0, g.tb == Trans::N ? g.k : g.n, g.tb == Trans::N ? g.n : g.k, g.ldb);
+        MT_CHECK(!overlap(e.pre_act, mn, g.a, a_span), "gemm_epilogue: pre_act overlaps A");
+        MT_CHECK(!overlap(e.pre_act, mn, g.b, b_span), "gemm_epilogue: pre_act overlaps B");
+    }
+    if (e.act == EpilogueAct::gelu && e.bias)
+        MT_CHECK(!overlap(e.pre_act, mn, e.bias, g.n), "gemm_epilogue: pre_act overlaps the bias");
 }
 
 void Device::check_gemm_grouped(const GemmArgs& g, const Tensor& group_rows, int64_t groups,
@@ -468,6 +490,7 @@ void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B
 #define I32(t, n) c.i32(t, n, #t);
 #define F32_OPT(t, n) c.f32_opt(t, n, #t);
 #define FLOAT(t, n) c.floating(t, n, #t);
+#define APART16(y, ny, x, nx) c.apart16(y, ny, x, nx, #y, #x);
 #define VIEW(t) c.view(t, #t);
 #define GNORM(gnorm_sq, clip) c.gnorm(gnorm_sq, clip);
 #pragma GCC diagnostic push
@@ -485,6 +508,7 @@ void Device::check_sample(const Tensor& out_ids, const Tensor& logits, int64_t B
 #undef I32
 #undef F32_OPT
 #undef FLOAT
+#undef APART16
 #undef VIEW
 #undef GNORM
 

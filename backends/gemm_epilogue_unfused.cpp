@@ -12,14 +12,9 @@ void Device::gemm_epilogue_unfused(const GemmArgs& g, const GemmEpilogue& e) {
     if (e.act != EpilogueAct::gelu) {
         gemm_impl(g);
         if (e.bias) add_bias_impl(g.c, e.bias, g.m, g.n);
-        // A = dy stored [k, m] densely (checked): its column sums are the bias gradient. A dy
-        // stored in 16 bits is widened first (bias_grad sums f32).
-        if (e.dbias && g.a.dtype == DType::f32) bias_grad_impl(e.dbias, g.a, g.k, g.m);
-        if (e.dbias && g.a.dtype != DType::f32 && g.k > 0) {
-            const Tensor a32 = alloc(DType::f32, {g.k * g.m});
-            convert_impl(a32, g.a.view(0, {g.k * g.m}));
-            bias_grad_impl(e.dbias, a32, g.k, g.m);
-        }
+        // A = dy stored [k, m] densely (checked): its column sums are the bias gradient
+        // (bias_grad reads a dy stored in 16 bits as it is).
+        if (e.dbias) bias_grad_impl(e.dbias, g.a, g.k, g.m);
         // The GELU backward in place: every backend's act_bwd reads element i of dy and x
         // before it writes element i of dx.
         if (e.act == EpilogueAct::gelu_grad)

@@ -16,11 +16,12 @@ __kernel void mt_act_fwd(__global float* y, long y_off, __global const float* x,
     mt_store_float(y, y_off + i, mt_act(act, x[x_off + i]), y_kind);
 }
 
+/* dx of dtype dx_kind (an f32 dx may be dy: each work-item reads its element first). */
 __kernel void mt_act_bwd(__global float* dx, long dx_off, __global const float* dy, long dy_off,
-                         __global const float* x, long x_off, long n, int act) {
+                         __global const float* x, long x_off, long n, int act, int dx_kind) {
     long i = get_global_id(0);
     if (i >= n) return;
-    dx[dx_off + i] = dy[dy_off + i] * mt_act_grad(act, x[x_off + i]);
+    mt_store_float(dx, dx_off + i, dy[dy_off + i] * mt_act_grad(act, x[x_off + i]), dx_kind);
 }
 
 /* h = silu(gate) * up, h of dtype h_kind */

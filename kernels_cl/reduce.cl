@@ -46,12 +46,12 @@ __kernel void mt_sum_finish(__global float* out, long out_off, __global const fl
 /* partial[ch, c] = sum of src[r, c] over the rows of chunk ch; 2-D range (c, ch). */
 __kernel void mt_colsum_partial(__global float* partial, long partial_off,
                                 __global const float* src, long src_off, long rows, long cols,
-                                long chunk_rows) {
+                                long chunk_rows, int src_kind) {
     long c = get_global_id(0), ch = get_global_id(1);
     if (c >= cols) return;
     long r0 = ch * chunk_rows, r1 = min(rows, r0 + chunk_rows);
     float acc = 0.0f;
-    for (long r = r0; r < r1; ++r) acc += src[src_off + r * cols + c];
+    for (long r = r0; r < r1; ++r) acc += mt_load_float(src, src_off + r * cols + c, src_kind);
     partial[partial_off + ch * cols + c] = acc;
 }
 

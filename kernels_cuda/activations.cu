@@ -19,7 +19,8 @@ void CudaDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t
 
 void CudaDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
                               int64_t n) {
-    mtk::act_bwd(stream("act_bwd"), static_cast<mtk::ActKind>(act), f32(dx), f32(dy), f32(x), n);
+    mtk::act_bwd(stream("act_bwd"), static_cast<mtk::ActKind>(act), raw(dx), f32(dy), f32(x), n,
+                 float_kind(dx.dtype));
     launched("act_bwd");
 }
 

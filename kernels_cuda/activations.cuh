@@ -26,12 +26,14 @@ __global__ void act_fwd_kernel(int act, void* y, int y_kind, const float* x, Vec
     });
 }
 
-__global__ void act_bwd_kernel(int act, float* dx, const float* dy, const float* x, VecSplit s) {
+// dx of dtype dx_kind; an f32 dx may be dy (each element is read before it is written).
+__global__ void act_bwd_kernel(int act, void* dx, int dx_kind, const float* dy, const float* x,
+                               VecSplit s) {
     for_split_grid(s, [&](auto w, int64_t i) {
         auto d = load_lanes(w, dy + i);
         const auto xv = load_lanes(w, x + i);
         for (int u = 0; u < w.n; ++u) d[u] = d[u] * act_grad(act, xv[u]);
-        store_lanes(w, dx + i, d);
+        store_from_f32(w, dx, dx_kind, i, d);
     });
 }
 
@@ -82,11 +84,13 @@ void act_fwd(Stream s, ActKind act, void* y, const float* x, int64_t n,
               yk, x, sp);
 }
 
-void act_bwd(Stream s, ActKind act, float* dx, const float* dy, const float* x, int64_t n) {
+void act_bwd(Stream s, ActKind act, void* dx, const float* dy, const float* x, int64_t n,
+             FloatKind dx_kind = FloatKind::f32) {
     if (n <= 0) return;
-    const VecSplit sp = vec_split(n, dx, dy, x);
+    const int dk = static_cast<int>(dx_kind);
+    const VecSplit sp = vec_split(n, VecPtr{dx, kind_bytes(dk)}, dy, x);
     MT_LAUNCH(act_bwd_kernel, elementwise(sp.groups, vec_singles(sp)), s, static_cast<int>(act), dx,
-              dy, x, sp);
+              dk, dy, x, sp);
 }
 
 void swiglu_fwd(Stream s, void* h, const float* gate, const float* up, int64_t n,

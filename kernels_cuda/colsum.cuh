@@ -2,15 +2,15 @@
 // pass (the bias gradient: K = 1; LayerNorm's gain and bias gradients: K = 2).
 //
 // A block of 8 warps covers 32 column items of a chunk of rows: an item is 4 adjacent columns,
-// read with 16-byte accesses, when every stream allows it for every row (cols % 4 == 0 and the
-// pointers 16-byte aligned), else one column. Warp w sums rows w, w + 8, ... of the chunk in row
-// order (four rows' loads issued before their adds), then warp 0 adds the other warps' sums in
-// warp order. Stage 1 writes one partial per (chunk, column) to scratch; stage 2 is the same
-// kernel over the [chunks, cols] partials as a single chunk, adding to out. With one chunk
-// stage 1 adds to out itself. The order of every column's sum depends on rows and cols only
-// (launch.h chunks them counting 4 columns per item on either path), so both access paths and
-// every placement give the same bits. The per-element term is a functor so each op sums exactly
-// its own product.
+// read with one vector access, when every stream allows it for every row (cols % 4 == 0 and the
+// pointers aligned to four elements: 16 bytes, 8 for a 16-bit dy), else one column. Warp w sums
+// rows w, w + 8, ... of the chunk in row order (four rows' loads issued before their adds), then
+// warp 0 adds the other warps' sums in warp order. Stage 1 writes one partial per (chunk, column)
+// to scratch; stage 2 is the same kernel over the [chunks, cols] partials as a single chunk, adding
+// to out. With one chunk stage 1 adds to out itself. The order of every column's sum depends on
+// rows and cols only (launch.h chunks them counting 4 columns per item on either path), so both
+// access paths and every placement give the same bits. The per-element term is a functor so each op
+// sums exactly its own product.
 #pragma once
 
 #include "common.cuh"
@@ -95,13 +95,14 @@ __global__ void colsum_kernel(Term term, int64_t rows, int64_t cols, int64_t row
 // term = m[r, c]
 struct MatrixTerm {
     static constexpr int kOutputs = 1;
-    const float* m;
+    const void* m;  // of dtype kind (FloatKind), widened exactly
+    int kind;
     int64_t cols;
     template <int W>
     __device__ ColLanes<1, W> operator()(Width<W> w, int64_t r, int64_t c) const {
-        return {{load_lanes(w, m + r * cols + c)}};
+        return {{load_as_f32(w, m, kind, r * cols + c)}};
     }
-    bool vectorisable() const { return rows_vectorisable(cols, m); }
+    bool vectorisable() const { return rows_vectorisable(cols, VecPtr{m, kind_bytes(kind)}); }
 };
 
 // Stage 2: the K outputs' partials, [K][chunks][cols] (a "row" is a chunk).

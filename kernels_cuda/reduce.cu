@@ -9,9 +9,8 @@ namespace moetrain::cuda {
 
 void CudaDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
     float* db = f32(dbias);
-    const float* d = f32(dy);
     auto* tmp = static_cast<float*>(scratch(mtk::colsum_scratch_bytes(rows, cols)));
-    mtk::bias_grad(stream("bias_grad"), db, d, rows, cols, tmp);
+    mtk::bias_grad(stream("bias_grad"), db, raw(dy), rows, cols, tmp, float_kind(dy.dtype));
     launched("bias_grad");
 }
 

@@ -45,9 +45,11 @@ void sum_squares(Stream s, float* out, const float* x, int64_t n, bool accumulat
     reduce<true>(s, out, x, n, 1.0f, accumulate, scratch);
 }
 
-void bias_grad(Stream s, float* dbias, const float* dy, int64_t rows, int64_t cols,
-               float* scratch) {
-    colsum(s, MatrixTerm{dy, cols}, rows, cols, ColsumOut<1>{{dbias}}, scratch);
+// dy of dtype dy_kind (f32, or 16-bit values widened exactly).
+void bias_grad(Stream s, float* dbias, const void* dy, int64_t rows, int64_t cols, float* scratch,
+               FloatKind dy_kind = FloatKind::f32) {
+    colsum(s, MatrixTerm{dy, static_cast<int>(dy_kind), cols}, rows, cols, ColsumOut<1>{{dbias}},
+           scratch);
 }
 
 }  // namespace mtk

@@ -1,11 +1,13 @@
 // Generation with the KV cache: greedy tokens equal the argmax of a full forward recomputed
 // at every step (dense, MoE softmax, MoE hash, rope and learned positions, batched prompts),
-// seeded sampling, the per-token callback, and the error cases.
+// seeded sampling, the per-token callback, the error cases, and one kv_append per layer and
+// forward.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "moetrain/generate.h"
+#include "moetrain/profiling.h"
 #include "op_test_util.h"
 #include "reference_model.h"
 
@@ -129,4 +131,29 @@ TEST_CASE("generate: errors name the problem") {
     o.top_p = 1;
     CHECK_THROWS_WITH_AS(generate_batch(m, {{1, 2}, {3}}, o), doctest::Contains("equal lengths"),
                          Error);
+}
+
+// The keys and values of a layer are appended to its cache by one kv_append (the caches and the
+// workspace's k / v rows lie back to back), for the prefill and every decode step: as many
+// kv_append calls as attention forwards, with the tokens of the reference run.
+TEST_CASE("generate: one kv_append per layer and forward stores both keys and values") {
+    for (const ModelConfig& c : gen_configs()) {
+        std::unique_ptr<Device> cpu = open_device("cpu");
+        ProfilingDevice prof(*cpu);
+        Model m(prof, c), ref(*cpu, c);
+        m.init_weights(3);
+        ref.init_weights(3);
+        GenerateOptions o;
+        o.max_new_tokens = 5;
+        const std::vector<int32_t> prompt = {1, 2, 3, 4};
+        const std::vector<int32_t> got = generate(m, prompt, o);
+        CHECK(got == generate(ref, prompt, o));
+        int64_t appends = 0, attentions = 0;
+        for (const OpProfile& p : prof.table()) {
+            if (p.op == "kv_append") appends += p.calls;
+            if (p.op.rfind("attention_fwd", 0) == 0) attentions += p.calls;
+        }
+        CHECK(attentions >= c.n_layers);
+        CHECK(appends == attentions);
+    }
 }

@@ -23,6 +23,7 @@ const std::set<std::string> kTestedOps = {
     "backend_name",
     "name",
     "alloc_buffer",
+    "max_buffer_bytes",
     "upload",
     "download",
     "copy",

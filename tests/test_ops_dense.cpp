@@ -108,6 +108,31 @@ TEST_CASE("ops: add_bias bias_grad") {
     });
 }
 
+// A dy stored in 16 bits (the gradient the model rounds once for both products): the bias
+// gradient of its values, bit for bit the sums of its f32 widening (same order), at an odd
+// element offset too (the CUDA column sums' 16-byte and single-element paths).
+TEST_CASE("ops: bias_grad of a bf16 / f16 dy equals that of its f32 widening") {
+    for_each_shape({{1, 1}, {7, 65}, {300, 256}}, [&](Device& dev, auto rows, auto cols) {
+        Rng rng(static_cast<uint64_t>(rows * 1001 + cols));
+        const auto dy = rng.normal(rows * cols), db = rng.normal(cols);
+        for (DType t : {DType::bf16, DType::f16}) {
+            for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+                CAPTURE(dtype_name(t));
+                CAPTURE(offset);
+                std::vector<double> padded(static_cast<size_t>(offset), 0.0);
+                padded.insert(padded.end(), dy.begin(), dy.end());
+                const Tensor d16 = to_device_as(dev, padded, t).view(offset, {rows * cols});
+                Tensor d32 = zeros(dev, rows * cols), want = to_device(dev, db),
+                       got = to_device(dev, db);
+                dev.convert(d32, d16);
+                dev.bias_grad(want, d32, rows, cols);
+                dev.bias_grad(got, d16, rows, cols);
+                CHECK(from_device(dev, got) == from_device(dev, want));
+            }
+        }
+    });
+}
+
 TEST_CASE("ops: embedding_fwd embedding_bwd with duplicate ids") {
     for_each_test_device([&](Device& dev) {
         for (auto [n, dim, rows] :

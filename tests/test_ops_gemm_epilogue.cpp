@@ -232,6 +232,35 @@ TEST_CASE("ops: gemm_epilogue rejects what it cannot apply") {
             doctest::Contains("overlaps"), Error);
         dev.gemm_epilogue(
             g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = both.view(m * n, {m * n})});
+        // pre_act written over an operand or the bias, a bias inside C: refused (the kernels
+        // would read values already overwritten), adjacent views accepted.
+        g = good();
+        const Tensor ap = zeros(dev, m * k + m * n);
+        g.a = ap.view(0, {m * k});
+        CHECK_THROWS_WITH_AS(
+            dev.gemm_epilogue(
+                g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = ap.view(m * k - 1, {m * n})}),
+            doctest::Contains("pre_act overlaps A"), Error);
+        dev.gemm_epilogue(
+            g, GemmEpilogue{.act = EpilogueAct::gelu, .pre_act = ap.view(m * k, {m * n})});
+        g = good();
+        const Tensor bp = zeros(dev, k * n + m * n);
+        g.b = bp.view(m * n, {k * n});
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, GemmEpilogue{.act = EpilogueAct::gelu,
+                                                               .pre_act = bp.view(1, {m * n})}),
+                             doctest::Contains("pre_act overlaps B"), Error);
+        const Tensor biasp = zeros(dev, m * n + n);
+        CHECK_THROWS_WITH_AS(
+            dev.gemm_epilogue(good(), GemmEpilogue{.bias = biasp.view(m * n, {n}),
+                                                   .act = EpilogueAct::gelu,
+                                                   .pre_act = biasp.view(1, {m * n})}),
+            doctest::Contains("pre_act overlaps the bias"), Error);
+        g = good();
+        const Tensor cb = zeros(dev, m * n + n);
+        g.c = cb.view(0, {m * n});
+        CHECK_THROWS_WITH_AS(dev.gemm_epilogue(g, GemmEpilogue{.bias = cb.view(m * n - 1, {n})}),
+                             doctest::Contains("bias overlaps C"), Error);
+        dev.gemm_epilogue(g, GemmEpilogue{.bias = cb.view(m * n, {n})});
 
         // dbias: a weight-gradient product dW [m, n] = dy^T x with dy [k, m] stored densely.
         auto wgrad = [&] {

@@ -46,6 +46,24 @@ TEST_CASE("ops: alloc_buffer is zeroed, upload download round trip") {
     });
 }
 
+// The largest single buffer: what planners cap their buffers to (the logits chunk). OpenCL
+// reports its device's CL_DEVICE_MAX_MEM_ALLOC_SIZE and refuses one byte more in one line; the
+// others are bounded by free memory only.
+TEST_CASE("ops: max_buffer_bytes bounds one allocation") {
+    for_each_test_device([&](Device& dev) {
+        const size_t max = dev.max_buffer_bytes();
+        CHECK(max >= size_t{1} << 20);
+        if (dev.backend_name() == "opencl") {
+            CHECK(max < SIZE_MAX);
+            CHECK_THROWS_WITH_AS(dev.alloc_buffer(max + 1),
+                                 doctest::Contains("exceeds the device's largest allocation"),
+                                 Error);
+        } else {
+            CHECK(max == SIZE_MAX);
+        }
+    });
+}
+
 TEST_CASE("ops: copy between views") {
     for_each_test_device([&](Device& dev) {
         Rng rng(3);

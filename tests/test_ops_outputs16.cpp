@@ -1,9 +1,9 @@
 // Op tests, outputs stored in 16 bits (device_ops.def's FLOAT outputs: rmsnorm_fwd / layernorm_fwd
-// y, act_fwd y, swiglu_fwd h, and cross_entropy's dlogits). Mixed-precision training stores these
-// in bf16 / fp16 and the ops write them directly, so on every test device a 16-bit output must
-// hold exactly the bits of the same op's f32 output rounded by `convert` (round to nearest even),
-// for both 16-bit dtypes, at an odd element offset too (the CUDA kernels' 16-byte and
-// single-element paths), with the op's other outputs unchanged; and an output of another dtype
+// y, act_fwd y, act_bwd dx, swiglu_fwd h, and cross_entropy's dlogits). Mixed-precision training
+// stores these in bf16 / fp16 and the ops write them directly, so on every test device a 16-bit
+// output must hold exactly the bits of the same op's f32 output rounded by `convert` (round to
+// nearest even), for both 16-bit dtypes, at an odd element offset too (the CUDA kernels' 16-byte
+// and single-element paths), with the op's other outputs unchanged; and an output of another dtype
 // (or overlapping the logits) is refused at the front door.
 #include <cstring>
 #include <string>
@@ -88,7 +88,7 @@ TEST_CASE("ops: rmsnorm_fwd / layernorm_fwd write a 16-bit y as the rounded f32 
     });
 }
 
-TEST_CASE("ops: act_fwd / swiglu_fwd write a 16-bit output as the rounded f32 output") {
+TEST_CASE("ops: act_fwd / act_bwd / swiglu_fwd write a 16-bit output as the rounded f32 one") {
     for_each_test_device([&](Device& dev) {
         for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{4099}}) {
             CAPTURE(n);
@@ -96,11 +96,14 @@ TEST_CASE("ops: act_fwd / swiglu_fwd write a 16-bit output as the rounded f32 ou
             auto xs = rng.normal(n, 4.0);
             if (n > 3) xs[1] = 0.0, xs[2] = 1e6, xs[3] = -30.0;  // 1e6: f16 overflows to Inf
             Tensor x = to_device(dev, xs), up = to_device(dev, rng.normal(n, 2.0));
+            Tensor dy = to_device(dev, rng.normal(n, 1e3));  // large: the f16 gradient overflows
             for (int64_t offset : {int64_t{0}, int64_t{3}}) {
                 for (Act a : {Act::gelu, Act::relu, Act::silu}) {
                     CAPTURE(static_cast<int>(a));
                     check_rounded_output(dev, n, offset, "act_fwd y",
                                          [&](const Tensor& y) { dev.act_fwd(a, y, x, n); });
+                    check_rounded_output(dev, n, offset, "act_bwd dx",
+                                         [&](const Tensor& d) { dev.act_bwd(a, d, dy, x, n); });
                 }
                 check_rounded_output(dev, n, offset, "swiglu_fwd h",
                                      [&](const Tensor& h) { dev.swiglu_fwd(h, x, up, n); });
@@ -150,6 +153,22 @@ TEST_CASE("ops: a 16-bit output op refuses an output of another dtype") {
         Tensor t = zeros(dev, 64), ints = zeros(dev, 64, DType::i32);
         CHECK(error_message([&] { dev.act_fwd(Act::gelu, ints, t, 8); }) ==
               "act_fwd: tensor 'y' is i32, expected f32, bf16 or f16");
+        // A 16-bit output over its own input: refused (an f32 one may be the input itself).
+        const Tensor h16 = zeros(dev, 64, DType::bf16);
+        CHECK(error_message([&] { dev.act_fwd(Act::gelu, h16, h16, 8); }) ==
+              "act_fwd: tensor 'x' is bf16, expected f32");
+        Tensor both = zeros(dev, 64);
+        Tensor as16 = both;
+        as16.dtype = DType::bf16;  // the same bytes seen as bf16
+        CHECK(error_message([&] { dev.act_bwd(Act::gelu, as16.view(0, {8}), both, t, 8); }) ==
+              "act_bwd: the 16-bit 'dx' overlaps 'dy'");
+        CHECK(error_message([&] { dev.swiglu_fwd(as16.view(0, {8}), t, both, 8); }) ==
+              "swiglu_fwd: the 16-bit 'h' overlaps 'up'");
+        CHECK(error_message([&] { dev.rmsnorm_fwd(as16.view(0, {8}), t, both, t, 2, 4, 1e-5f); }) ==
+              "rmsnorm_fwd: the 16-bit 'y' overlaps 'x'");
+        dev.act_bwd(Act::gelu, t, t, both, 8);  // f32 in place: allowed
+        CHECK(error_message([&] { dev.act_bwd(Act::gelu, ints, t, t, 8); }) ==
+              "act_bwd: tensor 'dx' is i32, expected f32, bf16 or f16");
         CHECK(error_message([&] { dev.swiglu_fwd(ints, t, t, 8); }) ==
               "swiglu_fwd: tensor 'h' is i32, expected f32, bf16 or f16");
         CHECK(error_message([&] { dev.rmsnorm_fwd(ints, t, t, t, 2, 4, 1e-5f); }) ==

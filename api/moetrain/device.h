@@ -18,6 +18,7 @@
 //    its work and the next download() or synchronize() throws naming the op and the value).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -175,6 +176,9 @@ class Device {
 
     // ---- memory ----
     virtual std::shared_ptr<Buffer> alloc_buffer(size_t bytes) = 0;  // zero-initialised
+    // The largest single buffer alloc_buffer accepts (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE;
+    // the others are bounded only by free memory). Planners cap their largest buffers to it.
+    virtual size_t max_buffer_bytes() const { return SIZE_MAX; }
     Tensor alloc(DType dtype, Shape shape) {
         Tensor t;
         t.buf = alloc_buffer(static_cast<size_t>(shape.numel()) * dtype_size(dtype));

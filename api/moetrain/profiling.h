@@ -43,6 +43,7 @@ class ProfilingDevice : public Device {
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override {
         return inner_.alloc_buffer(bytes);
     }
+    size_t max_buffer_bytes() const override { return inner_.max_buffer_bytes(); }
     void synchronize() override { inner_.synchronize(); }
     const Device* tensor_owner() const override { return inner_.tensor_owner(); }
 

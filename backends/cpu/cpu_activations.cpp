@@ -34,10 +34,10 @@ void act_fwd_loop(void* y, DType t, const float* x, int64_t n) {
     cpu::map_out(y, t, n, [x](int64_t i) { return act_value<A>(x[i]); });
 }
 
+// dx of dtype t (as act_fwd_loop's y); an f32 dx may be dy (element i is read before written).
 template <Act A>
-void act_bwd_loop(float* dx, const float* dy, const float* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > cpu::kParallelMin)
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * act_derivative<A>(x[i]);
+void act_bwd_loop(void* dx, DType t, const float* dy, const float* x, int64_t n) {
+    cpu::map_out(dx, t, n, [dy, x](int64_t i) { return dy[i] * act_derivative<A>(x[i]); });
 }
 
 }  // namespace
@@ -60,16 +60,17 @@ void CpuDevice::act_fwd_impl(Act act, const Tensor& y, const Tensor& x, int64_t 
 
 void CpuDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const Tensor& x,
                              int64_t n) {
-    const auto [pdx, pdy, px] = f32s(dx, dy, x);
+    const auto [pdy, px] = f32s(dy, x);
+    void* pdx = raw(dx);
     switch (act) {
         case Act::gelu:
-            act_bwd_loop<Act::gelu>(pdx, pdy, px, n);
+            act_bwd_loop<Act::gelu>(pdx, dx.dtype, pdy, px, n);
             break;
         case Act::relu:
-            act_bwd_loop<Act::relu>(pdx, pdy, px, n);
+            act_bwd_loop<Act::relu>(pdx, dx.dtype, pdy, px, n);
             break;
         case Act::silu:
-            act_bwd_loop<Act::silu>(pdx, pdy, px, n);
+            act_bwd_loop<Act::silu>(pdx, dx.dtype, pdy, px, n);
             break;
     }
 }

@@ -34,9 +34,19 @@ void CpuDevice::add_bias_impl(const Tensor& y, const Tensor& bias, int64_t rows,
     }
 }
 
+// A dy stored in 16 bits is summed widened in place, in the f32 path's order.
 void CpuDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t rows, int64_t cols) {
-    const float* pdy = f32(dy);
-    cpu::add_column_sums(f32(dbias), rows, cols, [&](int64_t i) { return pdy[i]; });
+    float* db = f32(dbias);
+    if (dy.dtype == DType::f32) {
+        const float* pdy = f32(dy);
+        cpu::add_column_sums(db, rows, cols, [&](int64_t i) { return pdy[i]; });
+        return;
+    }
+    const auto* h = static_cast<const uint16_t*>(raw(dy));
+    if (dy.dtype == DType::bf16)
+        cpu::add_column_sums(db, rows, cols, [&](int64_t i) { return bf16_to_f32(h[i]); });
+    else
+        cpu::add_column_sums(db, rows, cols, [&](int64_t i) { return f16_to_f32(h[i]); });
 }
 
 }  // namespace moetrain

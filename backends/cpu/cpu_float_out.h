@@ -1,7 +1,7 @@
 // Op outputs stored in their tensor's dtype (device_ops.def's FLOAT outputs: the norms' y,
-// act_fwd's y, swiglu_fwd's h): the f32 values an op computes are written as they are into an
-// f32 tensor, or rounded to nearest even into a bf16 / f16 one (dtype.h's conversions), which
-// gives the same bits as an f32 output followed by `convert`.
+// act_fwd's y, act_bwd's dx, swiglu_fwd's h, cross_entropy's dlogits): the f32 values an op
+// computes are written as they are into an f32 tensor, or rounded to nearest even into a bf16 / f16
+// one (dtype.h's conversions), which gives the same bits as an f32 output followed by `convert`.
 #pragma once
 
 #include <cstdint>

@@ -150,18 +150,10 @@ void CpuDevice::gemm_impl(const GemmArgs& g) {
         gemm16(*this, g, a, b, c);
 }
 
-// The epilogue after the product, as add_bias and act_fwd (Device::gemm_epilogue_unfused). The
-// bias gradient of a dy stored in 16 bits (the model's rounded copy) sums its widened values in
-// place, in bias_grad's order: the bits of widening a copy, without the copy.
+// The epilogue after the product, as add_bias, act_fwd / act_bwd and bias_grad
+// (Device::gemm_epilogue_unfused).
 void CpuDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
-    if (!e.dbias || g.a.dtype == DType::f32 || g.m == 0 || g.n == 0 || g.k == 0)
-        return gemm_epilogue_unfused(g, e);
-    gemm_impl(g);  // dbias comes without a bias or an activation (checked)
-    const auto* dy = static_cast<const uint16_t*>(raw(g.a));
-    if (g.a.dtype == DType::bf16)
-        cpu::add_column_sums(f32(e.dbias), g.k, g.m, [&](int64_t i) { return bf16_to_f32(dy[i]); });
-    else
-        cpu::add_column_sums(f32(e.dbias), g.k, g.m, [&](int64_t i) { return f16_to_f32(dy[i]); });
+    gemm_epilogue_unfused(g, e);
 }
 
 }  // namespace moetrain

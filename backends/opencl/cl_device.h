@@ -36,12 +36,13 @@ struct DevPtr {
     cl_long off;
 };
 
-// The code convert.cl gives a floating dtype: 0 f32, 1 bf16, 2 f16, which are DType's own values.
+// The code the kernels (float16.clh) give a floating dtype: 0 f32, 1 bf16, 2 f16, which are
+// DType's own values.
 inline cl_int float_code(DType t) {
     static_assert(static_cast<int>(DType::f32) == 0 && static_cast<int>(DType::bf16) == 1 &&
                   static_cast<int>(DType::f16) == 2);
     if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
-        fail("convert: only f32, bf16 and f16 tensors can be converted, got ", dtype_name(t));
+        fail("OpenCL kernels: only f32, bf16 and f16 floats, got ", dtype_name(t));
     return static_cast<cl_int>(t);
 }
 
@@ -92,6 +93,7 @@ class ClDevice : public Device {
     std::string name() const override { return name_; }
 
     std::shared_ptr<Buffer> alloc_buffer(size_t bytes) override;  // cl_device.cpp
+    size_t max_buffer_bytes() const override { return max_alloc_; }
     void synchronize() override;
 
     // ---- helpers for the op files ----

@@ -104,7 +104,8 @@ void ClDevice::gemm_grouped_impl(const GemmArgs& g, const Tensor& group_rows, in
     run_grouped_on_host(g, rows.data(), groups, dim, [&](const GemmArgs& e) { gemm(e); });
 }
 
-// The epilogue after the product, as add_bias and act_fwd (Device::gemm_epilogue_unfused).
+// The epilogue after the product, as add_bias, act_fwd / act_bwd and bias_grad
+// (Device::gemm_epilogue_unfused).
 void ClDevice::gemm_epilogue_impl(const GemmArgs& g, const GemmEpilogue& e) {
     gemm_epilogue_unfused(g, e);
 }

@@ -28,7 +28,7 @@ void ClDevice::act_bwd_impl(Act act, const Tensor& dx, const Tensor& dy, const T
                             int64_t n) {
     if (n == 0) return;
     launch("activations", "mt_act_bwd", items(n), arg(dx), arg(dy), arg(x), cl_long{n},
-           act_code(act));
+           act_code(act), float_code(dx.dtype));
 }
 
 void ClDevice::swiglu_fwd_impl(const Tensor& h, const Tensor& gate, const Tensor& up, int64_t n) {

@@ -26,7 +26,7 @@ void ClDevice::bias_grad_impl(const Tensor& dbias, const Tensor& dy, int64_t row
     DevPtr d = arg(dy);
     ColumnPartials p = column_partials(0, rows, cols);
     launch("reduce", "mt_colsum_partial", items2(cols, p.chunks), p.buf, d, cl_long{rows},
-           cl_long{cols}, cl_long{p.chunk_rows});
+           cl_long{cols}, cl_long{p.chunk_rows}, float_code(dy.dtype));
     finish_column_sums(db, p, cols, true);
 }
 

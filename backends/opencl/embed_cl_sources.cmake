@@ -1,6 +1,6 @@
-# Build step (cmake -P): turns the OpenCL prelude (mt_math.h, common.clh) and the kernel family
-# files into one C++ file of raw string literals, so the module never looks for files at run
-# time. Inputs: OUT (generated .cpp), PRELUDE (list of headers), FAMILIES (list of .cl files).
+# Build step (cmake -P): turns the OpenCL prelude (driver_fixes.clh, mt_math.h, float16.clh,
+# common.clh) and the kernel family files into one C++ file of raw string literals, so the
+# module never looks for files at run time. Inputs: OUT (generated .cpp), PRELUDE (list of headers), FAMILIES (list of .cl files).
 set(delim "mtcl")
 function(mt_read_source path out_var)
   file(READ "${path}" text)

@@ -46,7 +46,10 @@ double conversion_scratch(const ModelConfig& c, const Workspace& ws) {
         rows = std::max(rows, N * k);
     }
     const double layer = rows * (widest + D);
-    const double head = static_cast<double>(ws.logit_rows) * (c.vocab_size + D);
+    // The head converts its f32 input rows (forward and weight gradient); its logits gradient
+    // too unless the cross-entropy writes it in 16 bits (Workspace::dlogits16).
+    const double head =
+        static_cast<double>(ws.logit_rows) * (D + (ws.dlogits16 ? 0.0 : c.vocab_size));
     return 2.0 * std::max(layer, head);
 }
 

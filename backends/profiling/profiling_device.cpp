@@ -97,9 +97,9 @@ Cost formula(Op<OpId::add_bias>, Device&, const Tensor&, const Tensor&, int64_t 
              int64_t cols) {
     return {d(rows * cols), 2 * F * d(rows * cols)};
 }
-Cost formula(Op<OpId::bias_grad>, Device&, const Tensor&, const Tensor&, int64_t rows,
+Cost formula(Op<OpId::bias_grad>, Device&, const Tensor&, const Tensor& dy, int64_t rows,
              int64_t cols) {
-    return {d(rows * cols), F * d(rows * cols)};
+    return {d(rows * cols), bytes_of(dy) * d(rows * cols)};
 }
 Cost formula(Op<OpId::embedding_fwd>, Device&, const Tensor&, const Tensor&, const Tensor&,
              int64_t n, int64_t dim, bool accumulate) {
@@ -155,9 +155,9 @@ Cost formula(Op<OpId::attention_bwd>, Device& inner, const Tensor&, const Tensor
 Cost formula(Op<OpId::act_fwd>, Device&, Act, const Tensor& y, const Tensor&, int64_t n) {
     return {10 * d(n), (F + bytes_of(y)) * d(n)};
 }
-Cost formula(Op<OpId::act_bwd>, Device&, Act, const Tensor&, const Tensor&, const Tensor&,
+Cost formula(Op<OpId::act_bwd>, Device&, Act, const Tensor& dx, const Tensor&, const Tensor&,
              int64_t n) {
-    return {15 * d(n), 3 * F * d(n)};
+    return {15 * d(n), (2 * F + bytes_of(dx)) * d(n)};
 }
 Cost formula(Op<OpId::swiglu_fwd>, Device&, const Tensor& h, const Tensor&, const Tensor&,
              int64_t n) {

@@ -62,8 +62,10 @@ std::vector<std::vector<int32_t>> generate_batch(Model& model,
     const int64_t kv_row = int64_t{c.n_kv_heads} * c.head_dim;
     std::vector<KvSlot> cache(static_cast<size_t>(c.n_layers));
     for (auto& slot : cache) {
-        slot.k = dev.alloc(DType::f32, {B, S, kv_row});
-        slot.v = dev.alloc(DType::f32, {B, S, kv_row});
+        // Keys then values in one buffer: one kv_append stores both (attention_fwd).
+        const Tensor kv = dev.alloc(DType::f32, {2, B, S, kv_row});
+        slot.k = kv.view(0, {B, S, kv_row});
+        slot.v = kv.view(int64_t{B} * S * kv_row, {B, S, kv_row});
         slot.S = S;
     }
     const Tensor logits = dev.alloc(DType::f32, {B, c.vocab_size});

@@ -24,6 +24,27 @@ void rope_qk(Device& dev, const ModelConfig& c, const Tensor& q, const Tensor& k
     dev.rope(k, B, T, c.n_kv_heads, c.head_dim, theta, pos0, pos_dev, inverse);
 }
 
+// Whether `second` starts right where `first` ([n] elements) ends, in the same buffer.
+bool follows(const Tensor& first, const Tensor& second, int64_t n) {
+    return first.buf == second.buf && first.dtype == second.dtype &&
+           second.offset == first.offset + n;
+}
+
+// cache.k/v[b, p + t] = k/v[b, t]: one kv_append over 2B "batches" when the keys' and values'
+// caches and rows each lie back to back (generate's caches, the planned workspaces), else two.
+void append_kv(Device& dev, const KvSlot& cache, const AttnActs& a, int B, int T, int64_t kv_row,
+               int64_t pos0, const Tensor& pos_dev) {
+    const int64_t cache_n = int64_t{B} * cache.S * kv_row, rows_n = int64_t{B} * T * kv_row;
+    if (follows(cache.k, cache.v, cache_n) && follows(a.k, a.v, rows_n)) {
+        dev.kv_append(cache.k.view(0, {2 * int64_t{B}, cache.S, kv_row}),
+                      a.k.view(0, {2 * int64_t{B}, T, kv_row}), 2 * B, T, cache.S, kv_row, pos0,
+                      pos_dev);
+        return;
+    }
+    dev.kv_append(cache.k, a.k, B, T, cache.S, kv_row, pos0, pos_dev);
+    dev.kv_append(cache.v, a.v, B, T, cache.S, kv_row, pos0, pos_dev);
+}
+
 }  // namespace
 
 void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tensor& xn,
@@ -43,8 +64,7 @@ void attention_fwd(Device& dev, const ModelConfig& c, const AttnW& w, const Tens
     if (cache) {
         MT_CHECK(pos0 + T <= cache->S, "KV cache overflow: positions up to ", pos0 + T,
                  " but the cache holds ", cache->S);
-        dev.kv_append(cache->k, a.k, B, T, cache->S, kv_row, pos0, pos_dev);
-        dev.kv_append(cache->v, a.v, B, T, cache->S, kv_row, pos0, pos_dev);
+        append_kv(dev, *cache, a, B, T, kv_row, pos0, pos_dev);
         keys = cache->k;
         values = cache->v;
         d.Tk = pos0 + T;

@@ -80,22 +80,28 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
              const Tensor& dx, bool accumulate_dx) {
     const int64_t F = w.F, R = rows.rows;
     if (R == 0) return;
-    if (kind == FfnKind::gelu && !grouped(rows)) {
-        // A dense GELU FFN: the down projection's input gradient comes out of its product
-        // already multiplied by gelu'(up) (the epilogue reads the kept pre-activation).
-        // Both products read dy, rounded once under 16-bit products.
-        const Tensor d = round_dy_once(dev, dy, g.dy16, down_of(w), R);
-        dev.gemm_epilogue(linear_dx_gemm(g.dup, d, down_of(w), R, false),
+    // The up projection's dy: g.dup (f32), or, for a dense GELU / ReLU FFN under 16-bit
+    // products, the activation backward's output rounded into dy16 as it is stored, which both
+    // up-projection products read (round_dy_once leaves a 16-bit dy as it is). dy16 is free by
+    // then: the down projection's two products, which read it, come first.
+    const bool dup16 = !grouped(rows) && kind != FfnKind::swiglu && g.dy16 &&
+                       w.w_up.dtype != DType::f32 && g.dy16.dtype == w.w_up.dtype;
+    const Tensor dup = dup16 ? g.dy16.view(0, {R, F}) : g.dup;
+    if (kind == FfnKind::gelu && !grouped(rows) && !dup16) {
+        // A dense GELU FFN with fp32 products: the down projection's input gradient comes out
+        // of its product already multiplied by gelu'(up) (the epilogue reads the kept
+        // pre-activation).
+        dev.gemm_epilogue(linear_dx_gemm(g.dup, dy, down_of(w), R, false),
                           GemmEpilogue{.act = EpilogueAct::gelu_grad, .pre_act = a.up});
-        linear_bwd(dev, Tensor{}, down_of(gw), d, a.h, down_of(w), R, false);
+        linear_bwd(dev, Tensor{}, down_of(gw), dy, a.h, down_of(w), R, false);
     } else {
         project_bwd(dev, g.dh, down_of(gw), dy, a.h, down_of(w), rows, false, g.dy16);
         if (kind == FfnKind::swiglu)
             dev.swiglu_bwd(g.dgate, g.dup, g.dh, a.gate, a.up, R * F);
         else
-            dev.act_bwd(act_of(kind), g.dup, g.dh, a.up, R * F);
+            dev.act_bwd(act_of(kind), dup, g.dh, a.up, R * F);
     }
-    project_bwd(dev, dx, up_of(gw), g.dup, x, up_of(w), rows, accumulate_dx, g.dy16);
+    project_bwd(dev, dx, up_of(gw), dup, x, up_of(w), rows, accumulate_dx, g.dy16);
     if (kind == FfnKind::swiglu)
         project_bwd(dev, dx, gate_of(gw), g.dgate, x, gate_of(w), rows, true, g.dy16);
 }

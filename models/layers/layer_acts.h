@@ -65,13 +65,13 @@ struct GradScratch {
     Tensor dres;             // d loss / d residual stream [N, D]
     Tensor dxn;              // d loss / d norm output [N, D]
     Tensor dq, dk, dv, d_o;  // like q, k, v, o
-    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use (dh is
-                             // also the forward's f32 transient of 16-bit hiddens)
+    Tensor dgate, dup, dh;   // FFN hidden gradients, sized for the widest FFN use
     Tensor drows, dxg;       // MoE expert row gradients [N*k, D]
     Tensor dw;               // d loss / d topk_w [N, k]
     Tensor dlogits;          // d loss / d router logits [N, E]
     // Under 16-bit products: an f32 gradient rounded once for both gradient products of a
-    // linear layer (round_dy_once), [N, widest dense linear output]; else empty.
+    // linear layer (round_dy_once), [N, widest dense linear output]; a dense GELU / ReLU FFN's
+    // act_bwd writes the up projection's dy there directly; else empty.
     Tensor dy16;
 };
 
@@ -87,7 +87,7 @@ struct Workspace {
     Tensor ids, targets, pos_ids;  // i32 [N]
     std::vector<LayerActs> layers;
     Tensor x_final;  // residual stream after the last layer [N, D]
-    NormActs nf;     // final norm (y f32: also the transient of 16-bit layer norm outputs)
+    NormActs nf;     // final norm (y f32: also where a hash-routed layer widens its 16-bit n2.y)
     Tensor logits;   // one chunk of logits [logit_rows, V]
     // Training with 16-bit products (grads16): the chunk's logits gradient rounded once, read by
     // both of the head's gradient products [logit_rows, V] (else empty: they read `logits`).

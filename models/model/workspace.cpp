@@ -72,8 +72,9 @@ struct Planner {
         a.n1 = norm(true);
         a.n2 = norm(n2_gemm_only);
         a.attn.q = f32({N, H * h});
-        a.attn.k = f32({N, K * h});
-        a.attn.v = f32({N, K * h});
+        const Tensor kv = f32({2, N, K * h});  // v right after k: one kv_append for both
+        a.attn.k = kv.view(0, {N, K * h});
+        a.attn.v = kv.view(N * K * h, {N, K * h});
         a.attn.o = f32({N, H * h});
         a.attn.lse = f32({int64_t{B} * H * T});
     }
@@ -153,7 +154,7 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
         ws->layers.assign(static_cast<size_t>(c.n_layers), shared);
         ws->x_final = shared.x_in;
     }
-    ws->nf = p.norm(false);  // f32: the transient of the 16-bit layer norm outputs
+    ws->nf = p.norm(false);  // f32: also where a hash-routed layer widens its 16-bit n2.y
     ws->logit_rows = logit_chunk_rows(N, V, logit_budget);
     ws->logits = p.f32({ws->logit_rows, V});
     if (ws->grads16 != DType::f32) ws->dlogits16 = p.alloc(ws->grads16, {ws->logit_rows, V});

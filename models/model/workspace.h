@@ -23,6 +23,9 @@ uint64_t next_buffer_generation();
 // that traffic many times over: at 16M floats gpt2-124m's 16 x 1024 step ran 49 chunks of 333
 // rows, whose head products took 17 ms of a ~60 ms step on the H200 (docs/BENCHMARKS.md).
 constexpr int64_t kLogitBudget = int64_t{1} << 27;
+// The bound of inference workspaces (elements): 16M floats (64 MB). Their head has no weight
+// gradient to amortise, and up to four inference shapes are kept beside the training one.
+constexpr int64_t kInferenceLogitBudget = int64_t{1} << 24;
 
 // Rows of logits computed at once so that rows * V <= budget (at least one row).
 int64_t logit_chunk_rows(int64_t N, int64_t V, int64_t budget);

@@ -1,6 +1,7 @@
 // WorkspaceCache (workspace_cache.h): the planned workspaces by (B, T, training).
 #include "model/workspace_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace moetrain {
@@ -24,7 +25,12 @@ Workspace& WorkspaceCache::get(int B, int T, bool training) {
     }
     auto& slot = workspaces_[key];
     const DType stored16 = activations16_ ? compute_dtype(store_.precision) : DType::f32;
-    slot = plan_workspace(dev_, cfg_, B, T, training, logit_budget, recompute_, stored16,
+    // The logits chunk: the training bound, the smaller inference one, and a buffer the device
+    // can allocate at all (an OpenCL device's largest allocation).
+    int64_t budget = training ? logit_budget : std::min(logit_budget, kInferenceLogitBudget);
+    const size_t max_floats = dev_.max_buffer_bytes() / sizeof(float);
+    if (max_floats < static_cast<size_t>(budget)) budget = static_cast<int64_t>(max_floats);
+    slot = plan_workspace(dev_, cfg_, B, T, training, budget, recompute_, stored16,
                           compute_dtype(store_.precision));
     return *slot;
 }

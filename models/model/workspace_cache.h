@@ -17,7 +17,8 @@ class WorkspaceCache {
     WorkspaceCache(Device& dev, const ModelConfig& cfg, const ParamStore& store);
 
     // Bound on the logits chunk (elements) of workspaces planned from now on; tests shrink it
-    // to exercise the chunked head.
+    // to exercise the chunked head. Inference workspaces take at most kInferenceLogitBudget,
+    // and every chunk fits the device's largest buffer (Device::max_buffer_bytes).
     int64_t logit_budget = kLogitBudget;
 
     // The workspace of shape (B, T), planned on first use (valid until the next call). A

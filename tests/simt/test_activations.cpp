@@ -127,13 +127,13 @@ TEST_CASE(
 
 // A 16-bit output (mixed-precision storage of the FFN hidden) holds the f32 output rounded to
 // nearest even, bit for bit, on every placement (output at the first offset, inputs at the other).
-TEST_CASE("simt: activations act_fwd, swiglu_fwd write a 16-bit output as the rounded f32 one") {
+TEST_CASE("simt: activations act_fwd, act_bwd, swiglu_fwd write 16-bit outputs as rounded f32") {
     for (int64_t n : vector_sizes()) {
         CAPTURE(n);
         Rng rng(static_cast<uint64_t>(n) + 25);
-        Vec x = rng.normal(n, 3.0), up = rng.normal(n);
+        Vec x = rng.normal(n, 3.0), up = rng.normal(n), dy = rng.normal(n, 1e3);
         if (n > 2) x[1] = 1e6;  // f16 overflows to Inf
-        const FVec fx = to_f32(x), fu = to_f32(up);
+        const FVec fx = to_f32(x), fu = to_f32(up), fdy = to_f32(dy);
         auto groups = [&](const Placement& p) { return groups_possible(p, n, 4); };
         for (auto kind : {mtk::FloatKind::bf16, mtk::FloatKind::f16}) {
             CAPTURE(static_cast<int>(kind));
@@ -153,6 +153,18 @@ TEST_CASE("simt: activations act_fwd, swiglu_fwd write a 16-bit output as the ro
                     },
                     groups);
                 CHECK_MESSAGE(y == rounded16(y32, bf16), "act_fwd: 16-bit y != rounded f32 y");
+                FVec dx32(n);
+                mtk::act_bwd(nullptr, ak, dx32.data(), fdy.data(), fx.data(), n);
+                auto dx = across_placements(
+                    "act_bwd 16-bit dx",
+                    [&](const Placement& p) {
+                        Placed<uint16_t> out(std::vector<uint16_t>(n, 0), p.offset(0));
+                        Placed<float> d(fdy, p.offset(1)), in(fx, p.offset(2));
+                        mtk::act_bwd(nullptr, ak, out.data(), d.data(), in.data(), n, kind);
+                        return out.values();
+                    },
+                    groups);
+                CHECK_MESSAGE(dx == rounded16(dx32, bf16), "act_bwd: 16-bit dx != rounded f32 dx");
             }
             FVec h32(n);
             mtk::swiglu_fwd(nullptr, h32.data(), fx.data(), fu.data(), n);

@@ -123,3 +123,35 @@ TEST_CASE("simt: loss cross_entropy gives the same bits on the float4 and one-by
     check_close(vec.first, wl, Tol{1e-5, 2e-5}, "losses");
     check_close(vec.second, wg, Tol{1e-4, 1e-7}, "gradient");
 }
+
+// The gradient into a separate bf16 / f16 row (mixed-precision training's dlogits16): the bits
+// of the in-place f32 gradient rounded, with the logits left as they were, on the vector path
+// (both rows aligned) and the one-by-one one (the 16-bit row one element off); the losses are
+// those of the in-place run.
+TEST_CASE("simt: loss cross_entropy writes a 16-bit gradient as the rounded in-place one") {
+    const int64_t N = 3, V = 1000;
+    Rng rng(616);
+    const FVec logits = to_f32(rng.normal(N * V, 2.0));
+    IVec targets = {7, -1, 999}, err = {0, 0};
+    FVec in_place = logits, want_losses(N, NAN);
+    mtk::cross_entropy(nullptr, want_losses.data(), in_place.data(), targets.data(), N, V, 0.25f,
+                       err.data());
+    for (auto kind : {mtk::FloatKind::bf16, mtk::FloatKind::f16}) {
+        for (size_t offset : {size_t{0}, size_t{1}}) {
+            CAPTURE(static_cast<int>(kind));
+            CAPTURE(offset);
+            FVec l = logits, losses(N, NAN);
+            std::vector<uint16_t> grad(offset + static_cast<size_t>(N * V), 0);
+            const uint64_t before = simt::vector_accesses();
+            mtk::cross_entropy(nullptr, losses.data(), l.data(), targets.data(), N, V, 0.25f,
+                               err.data(), grad.data() + offset, kind);
+            CHECK((simt::vector_accesses() != before) == (offset == 0));
+            CHECK(err[0] == 0);
+            CHECK(l == logits);
+            CHECK(losses == want_losses);
+            const std::vector<uint16_t> got(grad.begin() + static_cast<std::ptrdiff_t>(offset),
+                                            grad.end());
+            CHECK(got == rounded16(in_place, kind == mtk::FloatKind::bf16));
+        }
+    }
+}

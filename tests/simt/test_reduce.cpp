@@ -110,3 +110,36 @@ TEST_CASE("simt: reduce column-sum chunking") {
             CHECK(mtk::norm_bwd_scratch_bytes(rows, cols) <= size_t{2} << 20);
         }
 }
+
+// A dy stored in bf16 / f16 (the model's rounded gradient): the sums of its values widened, bit
+// for bit those of the f32 widening, on the vector path (aligned) and the one-by-one one.
+TEST_CASE("simt: reduce bias_grad of a 16-bit dy equals that of its f32 widening") {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 7}, {130, 256}, {200, 260}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        Rng rng(static_cast<uint64_t>(rows + cols));
+        const FVec dy = to_f32(rng.normal(rows * cols)), db0 = to_f32(rng.normal(cols));
+        for (auto kind : {mtk::FloatKind::bf16, mtk::FloatKind::f16}) {
+            const bool bf16 = kind == mtk::FloatKind::bf16;
+            const std::vector<uint16_t> h = rounded16(dy, bf16);
+            FVec wide(h.size());
+            for (size_t i = 0; i < h.size(); ++i)
+                wide[i] = bf16 ? moetrain::bf16_to_f32(h[i]) : moetrain::f16_to_f32(h[i]);
+            FVec scratch(mtk::colsum_scratch_bytes(rows, cols) / sizeof(float), NAN);
+            FVec want = db0;
+            mtk::bias_grad(nullptr, want.data(), wide.data(), rows, cols, scratch.data());
+            for (size_t offset : {size_t{0}, size_t{1}}) {
+                CAPTURE(offset);
+                std::vector<uint16_t> placed(offset, 0);
+                placed.insert(placed.end(), h.begin(), h.end());
+                const FVec got = two_schedules("bias_grad 16-bit", [&] {
+                    FVec db = db0;
+                    mtk::bias_grad(nullptr, db.data(), placed.data() + offset, rows, cols,
+                                   scratch.data(), kind);
+                    return db;
+                });
+                CHECK(got == want);
+            }
+        }
+    }
+}
