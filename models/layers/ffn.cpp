@@ -56,11 +56,11 @@ void ffn_fwd(Device& dev, FfnKind kind, const FfnW& w, const FfnRows& rows, cons
     const int64_t F = w.F, R = rows.rows;
     if (R == 0) return;
     const Tensor h = a.h.view(0, {R * F});  // f32, or 16-bit: the activation op rounds it
-    if (kind == FfnKind::gelu && !grouped(rows) && w.w_up.dtype == DType::f32) {
-        // A dense GELU FFN with fp32 products: the up projection's epilogue adds the bias, keeps
-        // the pre-activation in a.up (the backward reads it) and writes h = gelu(up). Under
-        // 16-bit products GELU is act_fwd's, which writes h in its storage dtype (an epilogue's
-        // aux and output share one dtype, and a.up stays f32), in either storage mode.
+    if (kind == FfnKind::gelu && !grouped(rows) && a.fuse_gelu) {
+        // A dense GELU FFN (inference, fp32 training): the up projection's epilogue adds the
+        // bias, keeps the pre-activation in a.up (the backward reads it) and writes h =
+        // gelu(up). Training under 16-bit products runs act_fwd instead, which writes h in its
+        // storage dtype (an epilogue's aux and output share one dtype, and a.up stays f32).
         dev.gemm_epilogue(linear_fwd_gemm(h, x, up_of(w), R, 0.0f),
                           GemmEpilogue{.bias = w.b_up, .act = EpilogueAct::gelu, .pre_act = a.up});
     } else {

@@ -35,6 +35,10 @@ struct AttnActs {
 
 struct FfnActs {
     Tensor gate, up, h;  // [rows, F]: pre-activations (gate: swiglu only) and the hidden h
+    // A dense GELU FFN's GELU runs in the up projection's epilogue (h f32): inference and fp32
+    // training. Training under 16-bit products runs act_fwd after a BIAS product instead, in
+    // both storage modes (h 16-bit or f32: the same ops, so bit-identical results).
+    bool fuse_gelu = true;
 };
 
 struct MoeActs {

@@ -15,6 +15,7 @@ struct Planner {
     int64_t& bytes;  // running total of what was allocated
     DType lo;        // dtype of the activations only matrix products read (f32 or 16-bit)
     bool training;   // a training workspace (the capacity buffers of MoE layers)
+    bool fuse_gelu;  // FfnActs::fuse_gelu of every FFN
 
     Tensor alloc(DType t, Shape s) const {
         bytes += s.numel() * static_cast<int64_t>(dtype_size(t));
@@ -37,6 +38,7 @@ struct Planner {
         if (c.ffn == FfnKind::swiglu) a.gate = f32({rows, F});
         a.up = f32({rows, F});
         a.h = gemm_only({rows, F});
+        a.fuse_gelu = fuse_gelu;
         return a;
     }
     MoeActs moe() const {
@@ -119,7 +121,9 @@ std::unique_ptr<Workspace> plan_workspace(Device& dev, const ModelConfig& c, int
     ws->stored16 = training ? stored16 : DType::f32;
     ws->grads16 = training ? grads16 : DType::f32;
     const int64_t N = ws->N, D = c.d_model, V = c.vocab_size;
-    Planner p{dev, c, N, ws->bytes, ws->stored16, training};
+    // The dense GELU is the up projection's epilogue except in training under 16-bit products
+    // (FfnActs::fuse_gelu).
+    Planner p{dev, c, N, ws->bytes, ws->stored16, training, ws->grads16 == DType::f32};
     ws->ids = p.i32({N});
     ws->targets = p.i32({N});
     ws->pos_ids = p.i32({N});
