@@ -5,6 +5,7 @@
 // nearest even), for both 16-bit dtypes, at an odd element offset too (the CUDA kernels' 16-byte
 // and single-element paths), with the op's other outputs unchanged; and an output of another dtype
 // (or overlapping the logits) is refused at the front door.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -136,6 +137,13 @@ TEST_CASE("ops: cross_entropy writes dlogits in place, separately or rounded to 
             CHECK(from_device(dev, grad) == from_device(dev, in_place));
             CHECK(from_device(dev, kept) == from_device(dev, to_device(dev, logits)));
             CHECK(from_device(dev, loss) == want_loss);
+            // Loss only (grad_scale 0): a given dlogits is left as it was.
+            Tensor untouched = zeros(dev, N * V, DType::bf16);
+            dev.fill(untouched, 3.0f);
+            dev.cross_entropy(loss, kept, tt, N, V, 0.0f, untouched);
+            CHECK(from_device(dev, loss) == want_loss);
+            const auto bits = bits16(dev, untouched);
+            CHECK(std::count(bits.begin(), bits.end(), f32_to_bf16(3.0f)) == N * V);
             for (int64_t offset : {int64_t{0}, int64_t{1}}) {
                 check_rounded_output(dev, N * V, offset, "cross_entropy dlogits",
                                      [&](const Tensor& d) {
