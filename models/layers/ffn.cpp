@@ -84,8 +84,7 @@ void ffn_bwd(Device& dev, FfnKind kind, const FfnW& w, const FfnW& gw, const Ffn
     // products, the activation backward's output rounded into dy16 as it is stored, which both
     // up-projection products read (round_dy_once leaves a 16-bit dy as it is). dy16 is free by
     // then: the down projection's two products, which read it, come first.
-    const bool dup16 = !grouped(rows) && kind != FfnKind::swiglu && g.dy16 &&
-                       w.w_up.dtype != DType::f32 && g.dy16.dtype == w.w_up.dtype;
+    const bool dup16 = !grouped(rows) && kind != FfnKind::swiglu && reads_dy16(g.dy16, up_of(w));
     const Tensor dup = dup16 ? g.dy16.view(0, {R, F}) : g.dup;
     if (kind == FfnKind::gelu && !grouped(rows) && !dup16) {
         // A dense GELU FFN with fp32 products: the down projection's input gradient comes out

@@ -27,6 +27,9 @@ void linear_bwd(Device& dev, const Tensor& dx, const LinearW& gw, const Tensor& 
 // bias gradient then sums the rounded dy on every backend (cpu / opencl summed the f32 dy).
 Tensor round_dy_once(Device& dev, const Tensor& dy, const Tensor& dy16, const LinearW& w,
                      int64_t rows);
+// Whether w's gradients are read from dy16: w runs 16-bit products and dy16 (non-empty) is of
+// their dtype (round_dy_once's rule; a dense FFN's act_bwd writes the up projection's dy there).
+bool reads_dy16(const Tensor& dy16, const LinearW& w);
 // The three products of a linear layer over `rows` rows as GemmArgs (biases not included):
 // y = x @ w^T (+ beta y), dx = dy @ w (+ dx), gw.w += dy^T @ x. The grouped MoE experts run
 // the same products with one weight per row group (ffn.cpp, Device::gemm_grouped).

@@ -43,10 +43,13 @@ void linear_fwd(Device& dev, const Tensor& y, const Tensor& x, const LinearW& w,
         dev.gemm(linear_fwd_gemm(y, x, w, rows, beta));
 }
 
+bool reads_dy16(const Tensor& dy16, const LinearW& w) {
+    return dy16 && w.w.dtype != DType::f32 && dy16.dtype == w.w.dtype;
+}
+
 Tensor round_dy_once(Device& dev, const Tensor& dy, const Tensor& dy16, const LinearW& w,
                      int64_t rows) {
-    if (!dy16 || w.w.dtype == DType::f32 || dy.dtype != DType::f32 || dy16.dtype != w.w.dtype)
-        return dy;
+    if (!reads_dy16(dy16, w) || dy.dtype != DType::f32) return dy;
     MT_CHECK(dy16.numel() >= rows * w.out, "dy16 holds ", dy16.numel(), " elements, not ",
              rows * w.out);
     const Tensor d = dy16.view(0, {rows, w.out});
